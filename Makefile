@@ -1,0 +1,42 @@
+# evalbatch: `make run` grades the samples, `make test` runs every test. Both set up .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: help setup run test lint fmt samples bench clean
+
+help:
+	@echo "make run      set up .venv and grade data/samples into out/samples"
+	@echo "make test     set up .venv and run the whole test suite"
+	@echo "make lint     ruff check"
+	@echo "make fmt      ruff format + fix"
+	@echo "make samples  regenerate data/samples (deterministic)"
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml requirements.lock
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/evalbatch run data/samples/events --suites data/samples/suites --out out/samples; \
+	  code=$$?; if [ $$code -ne 0 ] && [ $$code -ne 3 ]; then exit $$code; fi
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check evalbatch tests data/samples bench
+
+fmt: $(STAMP)
+	$(BIN)/ruff format evalbatch tests data/samples bench
+	$(BIN)/ruff check --fix evalbatch tests data/samples bench
+
+samples: $(STAMP)
+	$(BIN)/python data/samples/make_samples.py
+
+clean:
+	rm -rf $(VENV) out .pytest_cache
