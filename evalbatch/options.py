@@ -1,4 +1,4 @@
-"""Options that change how runs are graded, shared by the engine, the reference grader and the CLI."""
+"""Options that change how runs are graded: shared by the engine, the reference and the CLI."""
 
 from __future__ import annotations
 

@@ -1,0 +1,383 @@
+"""The library surface the CLI and notebooks share: grade event logs, write the outputs.
+
+Flow: event files -> SQL stage (`extract`) -> trial grading (`grade`) -> task and suite
+reductions (`summarize`) -> EvalSummary rows and tables (`outputs`).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from evalbatch import extract, problems, suites
+from evalbatch.grade import grade_trials
+from evalbatch.options import GradeOptions
+from evalbatch.spec import SuiteTables, suite_key
+from evalbatch.summarize import RunPlan, summarize_run, trials_by_run
+
+ProblemRow = tuple[str | None, int | None, str, str]  # (run_id, sequence, code, detail)
+
+PROBLEM_SCHEMA = {
+    "run_id": pl.String,
+    "sequence": pl.Int64,
+    "code": pl.String,
+    "severity": pl.String,
+    "message": pl.String,
+}
+
+#: exit codes of `evalbatch run` (CONTRACT §6 and the issue): all graded, unusable input, skips
+EXIT_OK, EXIT_UNUSABLE, EXIT_SKIPPED = 0, 2, 3
+
+
+@dataclass
+class GradeResult:
+    """Everything one grading pass produced."""
+
+    summaries: dict[str, dict[str, Any]]
+    runs: pl.DataFrame
+    tasks: pl.DataFrame
+    trials: pl.DataFrame
+    problems: pl.DataFrame
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every run was graded and every file read; 3 when something was skipped."""
+        lost = self.problems.filter(pl.col("severity") == "error").height
+        return EXIT_SKIPPED if lost else EXIT_OK
+
+
+def problem_message(run_id: str | None, sequence: int | None, code: str, detail: str = "") -> str:
+    """A content-free message naming the run, the event and the rule."""
+    where = f"run {run_id}" if run_id else "input"
+    if sequence is not None:
+        where += f", event {sequence}"
+    text = f"{where}: {problems.CODES[code][1]} [{code}]"
+    return f"{text}: {detail}" if detail else text
+
+
+def _problem_frame(rows: Iterable[ProblemRow]) -> pl.DataFrame:
+    records = [
+        {
+            "run_id": run_id,
+            "sequence": sequence,
+            "code": code,
+            "severity": problems.severity(code),
+            "message": problem_message(run_id, sequence, code, detail),
+        }
+        for run_id, sequence, code, detail in rows
+    ]
+    frame = pl.DataFrame(records, schema=PROBLEM_SCHEMA)
+    return frame.unique(maintain_order=True).sort(
+        "run_id", "sequence", "code", "message", nulls_last=False
+    )
+
+
+def load_suites(
+    paths: Sequence[str | Path] = (), docs: Sequence[Mapping[str, Any]] = ()
+) -> dict[tuple[str, str], suites.SuiteChoice]:
+    """Suites from files and directories, and from documents given in memory (notebooks, tests)."""
+    files = suites.load_suite_files(list(paths))
+    for number, doc in enumerate(docs):
+        files.append(
+            suites.SuiteFile(
+                path=f"<suite {number}>", doc=dict(doc), faults=tuple(suites.validate_suite(doc))
+            )
+        )
+    return suites.resolve_suites(files)
+
+
+def _trial_problems(trials: pl.DataFrame, target_agents: dict[str, str]) -> list[ProblemRow]:
+    """Problems seen while placing and grading trials (D-5, §2.1, D-11, E-16)."""
+    rows: list[ProblemRow] = []
+    frame = trials.select(
+        "run_id",
+        "scored_seq",
+        "counted",
+        "left_out",
+        "trial_index_invalid",
+        "has_bracket",
+        "bracket_closed",
+        "bracket_start_seq",
+        "target_agent_id",
+        "kind",
+        "host_score",
+        "host_passed",
+        "host_cost_present",
+        "host_cost_usd",
+        "task_id",
+    )
+    for t in frame.iter_rows(named=True):
+        run, seq = t["run_id"], t["scored_seq"]
+        if t["trial_index_invalid"]:
+            rows.append((run, seq, "trial-index-invalid", ""))
+        if not t["counted"]:
+            rows.append((run, seq, t["left_out"], ""))
+            continue
+        if not t["has_bracket"]:
+            rows.append((run, seq, "bracket-missing", ""))
+        elif not t["bracket_closed"]:
+            rows.append((run, t["bracket_start_seq"], "bracket-unclosed", ""))
+        elif run in target_agents and t["target_agent_id"] != target_agents[run]:
+            rows.append((run, t["bracket_start_seq"], "target-agent-mismatch", ""))
+        if t["kind"] != "trajectory":
+            if t["host_score"] is None:
+                rows.append((run, seq, "score-invalid", ""))
+            if t["host_passed"] is None:
+                rows.append((run, seq, "passed-invalid", ""))
+        if t["host_cost_present"] and t["host_cost_usd"] is None:
+            rows.append((run, seq, "cost-invalid", "eval.scored.costUsd"))
+    return rows
+
+
+def grade_paths(
+    events: Sequence[str | Path],
+    suite_paths: Sequence[str | Path] = (),
+    *,
+    suite_docs: Sequence[Mapping[str, Any]] = (),
+    options: GradeOptions | None = None,
+    threads: int | None = None,
+) -> GradeResult:
+    """Grade every eval run in the event files at `events` (files, directories, globs).
+
+    Raises:
+        InputError: no event file can be used at all.
+        SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
+    """
+    options = options or GradeOptions()
+    choices = load_suites(suite_paths, suite_docs)
+    con = extract.connect(threads)
+    try:
+        ext = extract.extract(con, [str(p) for p in events])
+    finally:
+        con.close()
+    problem_rows: list[ProblemRow] = [(None, None, p.code, p.message) for p in ext.file_problems]
+    if ext.rows_without_run:
+        problem_rows.append((None, None, "row-invalid", f"{ext.rows_without_run} row(s)"))
+    problem_rows += [(r, s, c, "") for r, s, c in ext.event_problems.iter_rows()]
+
+    fatal_runs = set(
+        ext.event_problems.filter(
+            pl.col("code").is_in([c for c, (sev, _) in problems.CODES.items() if sev == "error"])
+        )["run_id"].to_list()
+    )
+    plans: dict[str, RunPlan] = {}
+    plan_rows = []
+    docs: dict[str, dict[str, Any]] = {}
+    target_agents: dict[str, str] = {}
+    for run in ext.eval_runs.iter_rows(named=True):
+        run_id = run["run_id"]
+        if run_id in fatal_runs:
+            continue
+        key = (run["suite_id"], run["suite_version"])
+        choice = choices.get(key) if None not in key else None
+        if choice is not None and choice.problem is not None:
+            problem_rows.append((run_id, run["start_seq"], choice.problem, choice.message or ""))
+            fatal_runs.add(run_id)
+            continue
+        doc = choice.doc if choice is not None else None
+        if doc is None:
+            problem_rows.append((run_id, run["start_seq"], "suite-missing", ""))
+        else:
+            docs[suite_key(*key)] = doc
+            if "targetAgentId" in doc:
+                target_agents[run_id] = doc["targetAgentId"]
+        cap = (doc.get("trials") or {}).get("count", 1) if doc is not None else run["trial_count"]
+        plans[run_id] = RunPlan(
+            run_id=run_id,
+            suite_id=run["suite_id"],
+            suite_version=run["suite_version"],
+            doc=doc,
+            trial_count=run["trial_count"] if doc is None else None,
+            has_cost_source=run_id in ext.cost_source_runs,
+        )
+        plan_rows.append(
+            {
+                "run_id": run_id,
+                "suite_key": suite_key(*key) if doc is not None else None,
+                "trial_cap": None if cap is None else int(cap),
+                "live_shadow": run["live_shadow"],
+            }
+        )
+    plan_frame = pl.DataFrame(
+        plan_rows,
+        schema={
+            "run_id": pl.String,
+            "suite_key": pl.String,
+            "trial_cap": pl.Int64,
+            "live_shadow": pl.Boolean,
+        },
+    )
+    tables = SuiteTables.build(docs)
+    trials = grade_trials(ext, plan_frame, tables, options)
+    problem_rows += _trial_problems(trials, target_agents)
+    counted_segments = trials.filter("counted").select("run_id", "segment_no")
+    problem_rows += [
+        (r, s, c, "")
+        for r, s, c in ext.usage_problems.join(counted_segments, on=["run_id", "segment_no"])
+        .select("run_id", "sequence", "code")
+        .iter_rows()
+    ]
+
+    grouped = trials_by_run(trials)
+    summaries: dict[str, dict[str, Any]] = {}
+    run_rows, task_rows = [], []
+    for run_id, plan in sorted(plans.items()):
+        run_trials = grouped.get(run_id, [])
+        if plan.doc is None:
+            seen = [t["task_id"] for t in run_trials if t["task_id"] is not None]
+            plan.task_order.extend(dict.fromkeys(seen))
+        outcome = summarize_run(plan, run_trials, options)
+        problem_rows += outcome.problems
+        faults = [f for f in suites.validate_summary(outcome.summary) if f.severity == "error"]
+        if faults:
+            detail = "; ".join(f"{f.path}: {f.message}" for f in faults[:3])
+            problem_rows.append((run_id, None, "summary-invalid", detail))
+            fatal_runs.add(run_id)
+            continue
+        summaries[run_id] = outcome.summary
+        task_rows += outcome.task_rows
+        run_rows.append(_run_row(run_id, outcome.summary, plan))
+    for run_id in sorted(fatal_runs):
+        run = ext.eval_runs.filter(pl.col("run_id") == run_id).row(0, named=True)
+        run_rows.append(
+            {
+                "run_id": run_id,
+                "suite_id": run["suite_id"],
+                "suite_version": run["suite_version"],
+                "graded": False,
+            }
+        )
+    return GradeResult(
+        summaries=dict(sorted(summaries.items())),
+        runs=pl.DataFrame(run_rows, schema=RUN_SCHEMA).sort("run_id"),
+        tasks=pl.DataFrame(task_rows, schema=TASK_SCHEMA).sort("run_id", "task_pos"),
+        trials=_trial_table(trials),
+        problems=_problem_frame(problem_rows),
+        skipped=sorted(fatal_runs),
+    )
+
+
+RUN_SCHEMA = {
+    "run_id": pl.String,
+    "suite_id": pl.String,
+    "suite_version": pl.String,
+    "graded": pl.Boolean,
+    "has_suite": pl.Boolean,
+    "aggregate_score": pl.Float64,
+    "passed": pl.Boolean,
+    "task_count": pl.Int64,
+    "passed_count": pl.Int64,
+    "total_cost_usd": pl.Float64,
+    "evaluated_model_class": pl.String,
+    "k": pl.Int64,
+    "pass_at_k": pl.Float64,
+    "pass_hat_k": pl.Float64,
+    "score_stderr": pl.Float64,
+}
+TASK_SCHEMA = {
+    "run_id": pl.String,
+    "suite_id": pl.String,
+    "suite_version": pl.String,
+    "task_pos": pl.Int64,
+    "task_id": pl.String,
+    "score": pl.Float64,
+    "gating_score": pl.Float64,
+    "passed": pl.Boolean,
+    "n": pl.Int64,
+    "observed_trials": pl.Int64,
+    "passed_count": pl.Int64,
+    "pass_at_k": pl.Float64,
+    "pass_hat_k": pl.Float64,
+    "cost_usd": pl.Float64,
+    "latency_ms": pl.Int64,
+    "trajectory_matched": pl.Boolean,
+    "fixture_miss_count": pl.Int64,
+}
+
+
+def _run_row(run_id: str, summary: dict[str, Any], plan: RunPlan) -> dict[str, Any]:
+    stats = summary.get("trialStats", {})
+    return {
+        "run_id": run_id,
+        "suite_id": summary["suiteId"],
+        "suite_version": summary["suiteVersion"],
+        "graded": True,
+        "has_suite": plan.doc is not None,
+        "aggregate_score": summary["aggregateScore"],
+        "passed": summary["passed"],
+        "task_count": summary["taskCount"],
+        "passed_count": summary["passedCount"],
+        "total_cost_usd": summary.get("totalCostUsd"),
+        "evaluated_model_class": summary.get("evaluatedModelClass"),
+        "k": stats.get("k"),
+        "pass_at_k": stats.get("passAtK"),
+        "pass_hat_k": stats.get("passHatK"),
+        "score_stderr": stats.get("scoreStderr"),
+    }
+
+
+def _trial_table(trials: pl.DataFrame) -> pl.DataFrame:
+    """One row per eval.scored of a graded run: where it sits, whether it counted, how it graded."""
+    return trials.select(
+        "run_id",
+        "task_id",
+        "trial_index",
+        pl.col("scored_seq").alias("sequence"),
+        "counted",
+        "left_out",
+        "kind",
+        "score",
+        "gating_score",
+        "passed",
+        pl.when(pl.col("has_trajectory")).then(pl.col("matched")).alias("trajectory_matched"),
+        "trajectory_reason",
+        "observed_count",
+        "matched_count",
+        "forbidden_count",
+        pl.col("misses").alias("fixture_misses"),
+        "failed_closed",
+        "has_bracket",
+        "bracket_closed",
+        "latency_ms",
+        "tool_call_count",
+        "model_call_count",
+        "input_tokens",
+        "output_tokens",
+        pl.col("usage_cost_usd").cast(pl.Float64),
+    ).sort("run_id", "sequence")
+
+
+EVENT_COLUMNS = ("runId", "sequence", "type", "payload", "timestamp")
+
+
+def grade_events(
+    events: Iterable[Mapping[str, Any]],
+    suite_docs: Sequence[Mapping[str, Any]] = (),
+    options: GradeOptions | None = None,
+) -> GradeResult:
+    """Grade events held in memory (dicts with runId, sequence, type, payload, timestamp).
+
+    A convenience for notebooks and tests: the events go through the same Parquet path as files.
+    """
+    rows = list(events)
+    table = pa.table(
+        {
+            "runId": pa.array([r.get("runId") for r in rows], pa.string()),
+            "sequence": pa.array([r.get("sequence") for r in rows], pa.int64()),
+            "type": pa.array([r.get("type") for r in rows], pa.string()),
+            "payload": pa.array([r.get("payload") for r in rows], pa.string()),
+            "timestamp": pa.array([r.get("timestamp") for r in rows], pa.string()),
+        }
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "events.parquet"
+        pq.write_table(table, path)
+        return grade_paths([path], suite_docs=suite_docs, options=options)

@@ -1,0 +1,136 @@
+"""The SQL stage: event files in, one row per trial (plus its calls and usage) out (§2).
+
+The queries live in `sql/`; this module runs them in order and does the two checks SQL cannot do
+exactly: D-7 equality of duplicate rows (D-3) and the payloads DuckDB's lenient parser accepts but
+JSON does not (NaN, Infinity) or reads differently (a repeated key: JSON parsers keep the last).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import duckdb
+import polars as pl
+
+from evalbatch import inputs, jsonvalue, sql
+
+#: the queries that build the trial tables, in dependency order
+PIPELINE = (
+    "events",
+    "eval_runs",
+    "span_events",
+    "trial_segments",
+    "trial_usage",
+    "trial_calls",
+    "run_cost_source",
+)
+
+
+@dataclass
+class Extraction:
+    """Everything grading needs, as Polars frames (small next to the events)."""
+
+    eval_runs: pl.DataFrame
+    trial_segments: pl.DataFrame
+    trial_usage: pl.DataFrame
+    trial_calls: pl.DataFrame
+    cost_source_runs: set[str]
+    event_problems: pl.DataFrame  # run_id, sequence, code, message
+    usage_problems: pl.DataFrame  # run_id, segment_no, sequence, code
+    file_problems: list[inputs.FileProblem] = field(default_factory=list)
+    rows_without_run: int = 0
+
+
+def connect(threads: int | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with UTC timestamps (naive ones are read as UTC)."""
+    con = duckdb.connect(":memory:")
+    con.execute("SET TimeZone = 'UTC'")
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    return con
+
+
+def _payload_fixes(con: duckdb.DuckDBPyConnection) -> None:
+    """Re-read the few payloads DuckDB accepts leniently, as a strict JSON parser would (D-7)."""
+    suspects = con.sql(
+        "SELECT DISTINCT run_id, sequence, payload FROM raw_events WHERE payload_suspect"
+    ).fetchall()
+    rows = []
+    for run_id, sequence, payload in suspects:
+        try:
+            fixed, ok = jsonvalue.canonical_text(payload), True
+        except jsonvalue.NotJson:
+            fixed, ok = payload, False
+        rows.append((run_id, sequence, payload, fixed, ok))
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE payload_fixes "
+        "(run_id VARCHAR, sequence BIGINT, original VARCHAR, payload VARCHAR, payload_json BOOLEAN)"
+    )
+    if rows:
+        con.executemany("INSERT INTO payload_fixes VALUES (?, ?, ?, ?, ?)", rows)
+
+
+def _same_event(a: tuple[str, str | None, bool], b: tuple[str, str | None, bool]) -> bool:
+    """D-3/E-4: one type, and JSON-equal payloads (or equal texts when either is not JSON)."""
+    if a[0] != b[0]:
+        return False
+    if a[1] is None or b[1] is None:
+        return a[1] == b[1]
+    try:
+        return jsonvalue.canonical_text(a[1]) == jsonvalue.canonical_text(b[1])
+    except jsonvalue.NotJson:
+        return a[1] == b[1]
+
+
+def _conflicts(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
+    """(run, sequence) keys whose rows are not one event (D-3)."""
+    groups: dict[tuple[str, int], list[tuple[str, str | None, bool]]] = defaultdict(list)
+    for run_id, sequence, type_, payload, payload_json in sql.relation(
+        con, "duplicate_events"
+    ).fetchall():
+        groups[(run_id, sequence)].append((type_, payload, payload_json))
+    return [
+        key for key, rows in groups.items() if not all(_same_event(rows[0], r) for r in rows[1:])
+    ]
+
+
+def extract(con: duckdb.DuckDBPyConnection, paths: list[str]) -> Extraction:
+    """Run the SQL stage over the event files at `paths`."""
+    sources = inputs.scan(con, paths)
+    inputs.register(con, sources)
+    rows_without_run = con.execute(
+        "SELECT count(*) FROM source_events WHERE run_id IS NULL"
+    ).fetchone()
+    sql.materialize(con, "raw_events")
+    _payload_fixes(con)
+    conflicts = _conflicts(con)
+    for name in PIPELINE:
+        sql.materialize(con, name)
+
+    event_problems = sql.relation(con, "event_problems").pl()
+    if conflicts:
+        conflict_frame = pl.DataFrame(
+            {
+                "run_id": [run for run, _ in conflicts],
+                "sequence": [seq for _, seq in conflicts],
+                "code": ["event-conflict"] * len(conflicts),
+            },
+            schema=event_problems.schema,
+        )
+        event_problems = pl.concat([event_problems, conflict_frame]).sort(
+            ["run_id", "sequence", "code"]
+        )
+    return Extraction(
+        eval_runs=con.sql("SELECT * FROM eval_runs ORDER BY run_id").pl(),
+        trial_segments=con.sql("SELECT * FROM trial_segments ORDER BY run_id, segment_no").pl(),
+        trial_usage=con.sql("SELECT * FROM trial_usage ORDER BY run_id, segment_no").pl(),
+        trial_calls=con.sql("SELECT * FROM trial_calls ORDER BY run_id, segment_no, call_pos").pl(),
+        cost_source_runs={
+            row[0] for row in con.sql("SELECT run_id FROM run_cost_source").fetchall()
+        },
+        event_problems=event_problems,
+        usage_problems=sql.relation(con, "usage_problems").pl(),
+        file_problems=sources.problems,
+        rows_without_run=int(rows_without_run[0]) if rows_without_run else 0,
+    )

@@ -1,0 +1,269 @@
+"""The grading stage at trial level: one row per eval.scored in, one graded trial out (§2.1, §3).
+
+Which trials count (D-5), the trajectory block and match (§3.1-§3.2, D-18), fixture misses and
+fail-closed trials (§3.3, D-9), trial score, pass and gating score (§3.4, D-10, D-11) — all as
+Polars expressions over the per-trial table. Task and suite reductions live in `summarize`.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from evalbatch import match
+from evalbatch.extract import Extraction
+from evalbatch.options import GradeOptions
+from evalbatch.spec import SuiteTables
+
+#: the leave-out reasons of D-5 / E-8, in the order they are decided
+LEFT_OUT = ("task-unknown", "trial-extra", "trial-duplicate")
+
+
+def place_trials(segments: pl.DataFrame, plan: pl.DataFrame, tables: SuiteTables) -> pl.DataFrame:
+    """Give every eval.scored its trial index and decide whether it counts (D-5, E-8, D-13).
+
+    `plan` has one row per graded run: run_id, suite_key (null without a suite), trial_cap (the
+    suite's trials.count, or a no-suite run's trialCount; null means no cap).
+    """
+    trials = (
+        segments.join(plan, on="run_id", how="inner")
+        .sort("run_id", "scored_seq")
+        .with_columns(
+            pl.int_range(pl.len()).over("run_id", "task_id").cast(pl.Int64).alias("position"),
+        )
+        .with_columns(
+            pl.when(pl.col("trial_index").is_not_null())
+            .then(pl.col("trial_index"))
+            .otherwise(pl.col("position"))
+            .alias("trial_index"),
+            (pl.col("trial_index_present") & pl.col("trial_index").is_null()).alias(
+                "trial_index_invalid"
+            ),
+        )
+        .join(tables.tasks, on=["suite_key", "task_id"], how="left")
+        .with_columns(
+            pl.when(pl.col("suite_key").is_null())
+            .then(pl.col("task_id").is_not_null())
+            .otherwise(pl.col("task_pos").is_not_null())
+            .alias("known_task"),
+            pl.col("kind").fill_null("golden"),
+            pl.col("has_trajectory").fill_null(False),
+            pl.col("has_fixtures").fill_null(False),
+            pl.col("include_delegates").fill_null(False),
+            pl.col("expected_count").fill_null(0),
+        )
+        .with_columns(
+            pl.when(~pl.col("known_task"))
+            .then(pl.lit("task-unknown"))
+            .when(
+                pl.col("trial_cap").is_not_null() & (pl.col("trial_index") >= pl.col("trial_cap"))
+            )
+            .then(pl.lit("trial-extra"))
+            .alias("left_out")
+        )
+        .with_columns(
+            pl.when(pl.col("left_out").is_null())
+            .then(pl.int_range(pl.len()).over("run_id", "task_id", "trial_index", "left_out"))
+            .alias("dup_rank")
+        )
+        .with_columns(
+            pl.when(pl.col("dup_rank") > 0)
+            .then(pl.lit("trial-duplicate"))
+            .otherwise(pl.col("left_out"))
+            .alias("left_out")
+        )
+        .drop("dup_rank", "position")
+    )
+    return trials.with_columns(
+        pl.col("left_out").is_null().alias("counted"),
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("trial_key"),
+    )
+
+
+def _observed(trials: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    """The observed trajectory of each counted trial with an expectation (§2.2)."""
+    wanted = trials.filter(pl.col("counted") & pl.col("has_trajectory")).select(
+        "run_id", "segment_no", "trial_key", "include_delegates"
+    )
+    return (
+        calls.join(wanted, on=["run_id", "segment_no"], how="inner")
+        .filter(pl.col("by_target") | pl.col("include_delegates"))
+        .sort("trial_key", "call_pos")
+        .with_columns(pl.int_range(pl.len()).over("trial_key").cast(pl.Int64).alias("o_idx"))
+        .select("trial_key", "o_idx", "tool_name", "inputs")
+    )
+
+
+def grade_trajectories(
+    trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables
+) -> pl.DataFrame:
+    """The §3.2 block for every counted trial whose task has a trajectory expectation."""
+    graded = trials.filter(pl.col("counted") & pl.col("has_trajectory")).select(
+        "trial_key", "suite_key", "task_id", "mode", "expected_count", "has_bracket"
+    )
+    observed = _observed(trials, calls)
+    expected = graded.select("trial_key", "suite_key", "task_id").join(
+        tables.expected, on=["suite_key", "task_id"], how="inner"
+    )
+    pairs = match.with_args_match(
+        expected.join(
+            observed,
+            left_on=["trial_key", "tool"],
+            right_on=["trial_key", "tool_name"],
+            how="inner",
+        ).rename({"pos": "e_pos"})
+    )
+    forbidden = (
+        observed.join(graded.select("trial_key", "suite_key", "task_id"), on="trial_key")
+        .join(
+            tables.forbidden,
+            left_on=["suite_key", "task_id", "tool_name"],
+            right_on=["suite_key", "task_id", "tool"],
+            how="semi",
+        )
+        .group_by("trial_key")
+        .agg(pl.len().cast(pl.Int64).alias("forbidden_count"))
+    )
+    observed_count = observed.group_by("trial_key").agg(
+        pl.len().cast(pl.Int64).alias("observed_count")
+    )
+    covered = (
+        pairs.filter("ok").group_by("trial_key").agg(pl.col("o_idx").n_unique().alias("covered"))
+    )
+    diagonal = (
+        pairs.filter(pl.col("ok") & (pl.col("e_pos") == pl.col("o_idx")))
+        .group_by("trial_key")
+        .agg(pl.col("e_pos").n_unique().alias("diagonal"))
+    )
+    in_order = match.in_order_found(graded.filter(pl.col("mode") == "in-order"), pairs)
+    block = (
+        graded.join(observed_count, on="trial_key", how="left")
+        .join(forbidden, on="trial_key", how="left")
+        .join(match.maximum_matching(pairs), on="trial_key", how="left")
+        .join(covered, on="trial_key", how="left")
+        .join(diagonal, on="trial_key", how="left")
+        .join(in_order, on="trial_key", how="left")
+        .with_columns(
+            pl.col("observed_count", "forbidden_count", "matched_count").fill_null(0),
+            pl.col("covered", "diagonal").fill_null(0),
+        )
+    )
+    mode_ok = (
+        pl.when(pl.col("mode") == "exact")
+        .then(
+            (pl.col("observed_count") == pl.col("expected_count"))
+            & (pl.col("diagonal") == pl.col("expected_count"))
+        )
+        .when(pl.col("mode") == "in-order")
+        .then(pl.col("in_order").fill_null(False))
+        .when(pl.col("mode") == "any-order")
+        .then(pl.col("matched_count") == pl.col("expected_count"))
+        .otherwise(pl.col("covered") == pl.col("observed_count"))  # subset
+    )
+    return block.select(
+        "trial_key",
+        (mode_ok & (pl.col("forbidden_count") == 0) & pl.col("has_bracket")).alias("matched"),
+        "observed_count",
+        "matched_count",
+        "forbidden_count",
+        # why a trajectory failed, for the trials table (content-free reason codes)
+        pl.when(~pl.col("has_bracket"))
+        .then(pl.lit("no-bracket"))
+        .when(pl.col("forbidden_count") > 0)
+        .then(pl.lit("forbidden"))
+        .when(~mode_ok & (pl.col("matched_count") < pl.col("expected_count")))
+        .then(pl.lit("missing"))
+        .when(~mode_ok & (pl.col("mode") == "subset"))
+        .then(pl.lit("extra"))
+        .when(
+            ~mode_ok
+            & (pl.col("mode") == "exact")
+            & (pl.col("observed_count") != pl.col("expected_count"))
+        )
+        .then(pl.lit("extra"))
+        .when(~mode_ok)
+        .then(pl.lit("order"))
+        .alias("trajectory_reason"),
+    )
+
+
+def count_fixture_misses(
+    trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables
+) -> pl.DataFrame:
+    """Misses per fixtured trial (§3.3): task has toolResponses, run is not live-shadow."""
+    fixtured = trials.filter(
+        pl.col("counted") & pl.col("has_fixtures") & ~pl.col("live_shadow")
+    ).select("run_id", "segment_no", "trial_key", "suite_key", "task_id")
+    trial_calls = calls.join(fixtured, on=["run_id", "segment_no"], how="inner").select(
+        "trial_key", pl.col("call_pos").cast(pl.Int64).alias("o_idx"), "tool_name", "inputs"
+    )
+    entries = fixtured.select("trial_key", "suite_key", "task_id").join(
+        tables.fixtures, on=["suite_key", "task_id"], how="inner"
+    )
+    pairs = match.with_args_match(
+        entries.join(
+            trial_calls,
+            left_on=["trial_key", "tool"],
+            right_on=["trial_key", "tool_name"],
+            how="inner",
+        ).rename({"pos": "f_pos"})
+    )
+    misses = match.replay_fixtures(trial_calls.select("trial_key", "o_idx"), pairs)
+    return (
+        fixtured.select("trial_key")
+        .join(misses, on="trial_key", how="left")
+        .with_columns(pl.col("misses").fill_null(0))
+    )
+
+
+def grade_trials(
+    ext: Extraction, plan: pl.DataFrame, tables: SuiteTables, options: GradeOptions
+) -> pl.DataFrame:
+    """Every eval.scored of the graded runs, placed (D-5) and, when counted, graded (§3.4)."""
+    trials = place_trials(ext.trial_segments, plan, tables)
+    trajectories = grade_trajectories(trials, ext.trial_calls, tables)
+    misses = count_fixture_misses(trials, ext.trial_calls, tables)
+    fail_on_miss = (pl.col("on_miss") == "fail") | (
+        pl.col("on_miss").is_null() & pl.lit(options.on_miss_default == "fail")
+    )
+    trials = (
+        trials.join(trajectories, on="trial_key", how="left")
+        .join(misses, on="trial_key", how="left")
+        .join(ext.trial_usage, on=["run_id", "segment_no"], how="left")
+        .with_columns(
+            pl.col("matched").fill_null(True),
+            (pl.col("misses").fill_null(0) > 0).alias("has_miss"),
+        )
+        .with_columns((pl.col("has_miss") & fail_on_miss).alias("failed_closed"))
+    )
+    host_kind = pl.col("kind") != "trajectory"
+    score = (
+        pl.when(~host_kind)
+        .then(pl.col("matched").cast(pl.Float64))
+        .otherwise(pl.col("host_score").fill_null(0.0))
+    )
+    passed = (
+        pl.when(~host_kind)
+        .then(pl.col("matched"))
+        .otherwise(
+            pl.col("host_passed").fill_null(False)
+            & pl.col("host_score").is_not_null()
+            & pl.col("matched")
+        )
+    )
+    trials = trials.with_columns(
+        pl.when(pl.col("failed_closed")).then(0.0).otherwise(score).alias("score"),
+        pl.when(pl.col("failed_closed")).then(False).otherwise(passed).alias("passed"),
+        (host_kind & pl.col("host_score").is_null()).alias("score_invalid"),
+        (host_kind & pl.col("host_passed").is_null()).alias("passed_invalid"),
+    ).with_columns(
+        pl.when(pl.col("failed_closed") | (pl.col("has_trajectory") & ~pl.col("matched")))
+        .then(0.0)
+        .otherwise(pl.col("score"))
+        .alias("gating_score"),
+        pl.when(pl.col("host_latency_ms").is_not_null())
+        .then(pl.col("host_latency_ms"))
+        .when(pl.col("bracket_span_ms") >= 0)
+        .then(pl.col("bracket_span_ms"))
+        .alias("latency_ms"),
+    )
+    return trials

@@ -1,0 +1,172 @@
+"""Find the event files and present them to the SQL stage as one `source_events` view (§1.1).
+
+Files, directories and globs are accepted, hive-partitioned or not. Each file's columns are looked
+up once; aliases (`run_id`, `seq`, `data`) are mapped to the canonical names, a struct payload is
+turned into JSON with null fields dropped (E-7), and files that cannot be read or lack a required
+column are reported and left out while every other file is read.
+"""
+
+from __future__ import annotations
+
+import glob
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from evalbatch.errors import InputError
+
+#: canonical column -> accepted spellings, in order of preference
+COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
+    "runId": ("runId", "run_id"),
+    "sequence": ("sequence", "seq"),
+    "type": ("type",),
+    "payload": ("payload", "data"),
+}
+OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {"timestamp": ("timestamp",)}
+
+
+@dataclass(frozen=True)
+class FileProblem:
+    """A file that was left out, and why."""
+
+    path: str
+    code: str  # file-unreadable | columns-missing
+    message: str
+
+
+@dataclass
+class Sources:
+    """The readable event files, grouped by how their columns map, plus the files left out."""
+
+    groups: dict[tuple[tuple[str, str], ...], list[str]] = field(default_factory=dict)
+    problems: list[FileProblem] = field(default_factory=list)
+
+    @property
+    def files(self) -> list[str]:
+        return sorted(path for paths in self.groups.values() for path in paths)
+
+
+def expand_paths(paths: list[str]) -> list[str]:
+    """Files named directly, every `*.parquet` below a directory, glob matches; sorted."""
+    found: set[str] = set()
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found.update(str(p) for p in path.rglob("*.parquet") if p.is_file())
+        elif path.is_file():
+            found.add(str(path))
+        else:
+            matches = [m for m in glob.glob(raw, recursive=True) if Path(m).is_file()]
+            if not matches:
+                raise InputError(
+                    f"no event file at {raw!r}: give Parquet files, directories or globs"
+                )
+            found.update(matches)
+    return sorted(found)
+
+
+def _pick(columns: dict[str, str], spellings: tuple[str, ...]) -> str | None:
+    return next((name for name in spellings if name in columns), None)
+
+
+def _column_plan(con: duckdb.DuckDBPyConnection, path: str) -> tuple[tuple[str, str], ...]:
+    """How one file's columns map to the canonical ones: ((canonical, 'column:type'), ...)."""
+    relation = con.read_parquet(path, hive_partitioning=True)
+    columns = dict(zip(relation.columns, map(str, relation.types), strict=True))
+    plan: list[tuple[str, str]] = []
+    missing = []
+    for canonical, spellings in (COLUMN_ALIASES | OPTIONAL_COLUMNS).items():
+        chosen = _pick(columns, spellings)
+        if chosen is None:
+            if canonical in COLUMN_ALIASES:
+                missing.append(canonical)
+            continue
+        plan.append((canonical, f"{chosen}:{columns[chosen]}"))
+    if missing:
+        have = ", ".join(sorted(columns)) or "none"
+        raise KeyError(
+            f"missing required column(s) {', '.join(missing)} (accepted spellings: "
+            + "; ".join("|".join(COLUMN_ALIASES[m]) for m in missing)
+            + f"); the file has: {have}"
+        )
+    return tuple(plan)
+
+
+def scan(con: duckdb.DuckDBPyConnection, paths: list[str]) -> Sources:
+    """Look at every file's columns; group the usable ones, report the rest."""
+    sources = Sources()
+    groups: dict[tuple[tuple[str, str], ...], list[str]] = defaultdict(list)
+    for path in expand_paths(paths):
+        try:
+            plan = _column_plan(con, path)
+        except KeyError as exc:
+            sources.problems.append(FileProblem(path, "columns-missing", f"{path}: {exc.args[0]}"))
+            continue
+        except duckdb.Error as exc:
+            reason = str(exc).splitlines()[0]
+            sources.problems.append(
+                FileProblem(
+                    path, "file-unreadable", f"{path}: not a readable Parquet file ({reason})"
+                )
+            )
+            continue
+        groups[plan].append(path)
+    sources.groups = dict(sorted(groups.items()))
+    return sources
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _payload_expr(column: str, type_name: str) -> str:
+    col = _ident(column)
+    upper = type_name.upper()
+    if upper.startswith(("STRUCT", "MAP")):
+        # E-7: a struct is the union of all events' fields; a merge patch onto {} drops nulls.
+        return f"json_merge_patch('{{}}', to_json({col}))"
+    if upper == "BLOB":
+        return f"decode({col})"
+    return f"CAST({col} AS VARCHAR)"
+
+
+def _timestamp_expr(column: str, type_name: str) -> str:
+    col = _ident(column)
+    if type_name.upper().startswith("TIMESTAMP"):
+        return f"CAST({col} AS TIMESTAMPTZ)"
+    return f"TRY_CAST(CAST({col} AS VARCHAR) AS TIMESTAMPTZ)"
+
+
+def register(con: duckdb.DuckDBPyConnection, sources: Sources) -> None:
+    """Create the `source_events` view over every usable file (columns run_id, sequence,
+    sequence_ok, type, payload, ts)."""
+    if not sources.groups:
+        raise InputError(
+            "no usable event file: "
+            + ("; ".join(p.message for p in sources.problems) or "no Parquet file found")
+        )
+    selects = []
+    for number, (plan, paths) in enumerate(sources.groups.items()):
+        view = f"source_group_{number}"
+        con.read_parquet(paths, hive_partitioning=True, union_by_name=True).create_view(
+            view, replace=True
+        )
+        columns = {canonical: spec.split(":", 1) for canonical, spec in plan}
+        run_col, seq_col, type_col = (columns[c][0] for c in ("runId", "sequence", "type"))
+        payload_col, payload_type = columns["payload"]
+        ts = (
+            _timestamp_expr(*columns["timestamp"])
+            if "timestamp" in columns
+            else "CAST(NULL AS TIMESTAMPTZ)"
+        )
+        selects.append(
+            f"SELECT CAST({_ident(run_col)} AS VARCHAR) AS run_id, "
+            f"TRY_CAST({_ident(seq_col)} AS BIGINT) AS sequence, "
+            f"TRY_CAST({_ident(seq_col)} AS BIGINT) IS NOT NULL AS sequence_ok, "
+            f"CAST({_ident(type_col)} AS VARCHAR) AS type, "
+            f"{_payload_expr(payload_col, payload_type)} AS payload, "
+            f"{ts} AS ts FROM {view}"
+        )
+    con.execute("CREATE OR REPLACE TEMP VIEW source_events AS " + " UNION ALL ".join(selects))

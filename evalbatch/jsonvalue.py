@@ -1,0 +1,100 @@
+"""JSON values as the contract compares them (D-7 equality, D-8 subset).
+
+Python's `==` makes `True == 1` and `json.loads` turns big integers and decimals into floats, so
+values are parsed with exact decimals and compared through a canonical text: keys sorted, numbers
+written by value (`1.0` -> `1`, `-0` -> `0`), booleans and null kept apart from numbers. Two values
+are JSON-equal exactly when their canonical texts are equal.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any, Literal
+
+ArgsMatch = Literal["ignore", "exact", "subset"]
+
+
+class NotJson(ValueError):
+    """Text that is not JSON (including NaN and Infinity, which JSON does not have)."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise NotJson(f"{name} is not JSON")
+
+
+def parse(text: str) -> Any:
+    """Parse JSON text with exact numbers; a repeated key keeps the last value (D-7)."""
+    try:
+        return json.loads(
+            text, parse_float=Decimal, parse_int=Decimal, parse_constant=_reject_constant
+        )
+    except (ValueError, RecursionError) as exc:
+        raise NotJson(str(exc)) from exc
+
+
+def _number_text(value: Decimal) -> str:
+    """The shortest exact text of a number: digits without trailing zeros and a power of ten."""
+    sign, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int)
+    digit_text = "".join(map(str, digits)).lstrip("0")
+    if not digit_text:
+        return "0"
+    stripped = digit_text.rstrip("0")
+    exponent += len(digit_text) - len(stripped)
+    prefix = "-" if sign else ""
+    return f"{prefix}{stripped}e{exponent}" if exponent else f"{prefix}{stripped}"
+
+
+def canonical(value: Any) -> str:
+    """Canonical text of a parsed value (see module docstring)."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, Decimal):
+        return _number_text(value)
+    if isinstance(value, int | float):
+        return _number_text(Decimal(value))
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ",".join(canonical(item) for item in value) + "]"
+    if isinstance(value, dict):
+        items = sorted(value.items())
+        return (
+            "{"
+            + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{canonical(v)}" for k, v in items)
+            + "}"
+        )
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+@lru_cache(maxsize=65536)
+def canonical_text(text: str) -> str:
+    """Canonical text of JSON text; raises NotJson."""
+    return canonical(parse(text))
+
+
+def is_subset(expected: Any, observed: Any) -> bool:
+    """D-8: objects recurse as subsets; arrays, scalars and null must be JSON-equal."""
+    if isinstance(expected, dict):
+        if not isinstance(observed, dict):
+            return False
+        return all(
+            key in observed and is_subset(value, observed[key]) for key, value in expected.items()
+        )
+    return canonical(expected) == canonical(observed)
+
+
+@lru_cache(maxsize=65536)
+def args_match(mode: ArgsMatch, expected_canonical: str, observed_canonical: str) -> bool:
+    """Whether observed inputs match expected args under `argsMatch` (both canonical text)."""
+    if mode == "ignore":
+        return True
+    if mode == "exact":
+        return expected_canonical == observed_canonical
+    return is_subset(parse(expected_canonical), parse(observed_canonical))

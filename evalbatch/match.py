@@ -1,0 +1,130 @@
+"""Trajectory matching and fixture replay, vectorized over all trials at once (§3.1-§3.3).
+
+Every function works on a table of candidate pairs — (trial, expected position, observed
+position, whether the call matches) — built by joining expected calls to observed calls on the
+tool name. Loops run over positions in a suite's lists (bounded by the suite), never over events.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import maximum_bipartite_matching
+
+from evalbatch import jsonvalue
+
+
+def with_args_match(pairs: pl.DataFrame) -> pl.DataFrame:
+    """Add `ok`: the tool names already agree; do the arguments match under `args_mode` (D-7, D-8)?
+
+    Only distinct (mode, args, inputs) triples that need a comparison reach Python; `ignore`
+    (including an expected call without `args`) matches on the tool name alone.
+    """
+    needs_check = pl.col("args_mode") != "ignore"
+    distinct = pairs.filter(needs_check).select("args_mode", "args", "inputs").unique()
+    verdicts = [
+        jsonvalue.args_match(mode, args, jsonvalue.canonical_text(inputs))
+        for mode, args, inputs in distinct.iter_rows()
+    ]
+    checked = distinct.with_columns(pl.Series("ok", verdicts, dtype=pl.Boolean))
+    return pairs.join(
+        checked, on=["args_mode", "args", "inputs"], how="left", nulls_equal=True
+    ).with_columns(
+        pl.when(needs_check).then(pl.col("ok").fill_null(False)).otherwise(True).alias("ok")
+    )
+
+
+def maximum_matching(pairs: pl.DataFrame) -> pl.DataFrame:
+    """Size of a maximum one-to-one matching between expected and observed calls, per trial.
+
+    All trials go into one block-diagonal bipartite graph solved by Hopcroft-Karp in one call;
+    greedy pairing is wrong when argument matching is not an equivalence (a subset pattern).
+    Returns (trial_key, matched_count) for trials with at least one matching pair.
+    """
+    ok = pairs.filter("ok").select("trial_key", "e_pos", "o_idx").unique()
+    if ok.height == 0:
+        return pl.DataFrame(schema={"trial_key": pl.Int64, "matched_count": pl.Int64})
+    ok = ok.with_columns(
+        pl.struct("trial_key", "e_pos").rank("dense").cast(pl.Int64).sub(1).alias("row"),
+        pl.struct("trial_key", "o_idx").rank("dense").cast(pl.Int64).sub(1).alias("col"),
+    )
+    rows = ok["row"].to_numpy()
+    cols = ok["col"].to_numpy()
+    graph = csr_matrix(
+        (np.ones(len(rows), dtype=np.int8), (rows, cols)),
+        shape=(int(rows.max()) + 1, int(cols.max()) + 1),
+    )
+    matched_col = maximum_bipartite_matching(graph, perm_type="column")
+    row_trial = ok.select("row", "trial_key").unique().sort("row")
+    return (
+        row_trial.with_columns(pl.Series("matched", matched_col[row_trial["row"].to_numpy()] >= 0))
+        .group_by("trial_key")
+        .agg(pl.col("matched").sum().cast(pl.Int64).alias("matched_count"))
+    )
+
+
+def in_order_found(trials: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
+    """Whether the expected calls match a subsequence of the observed ones, in order.
+
+    Taking, for each expected call in turn, the earliest matching observed call after the previous
+    one is optimal for the subsequence question, so one pass over expected positions decides it.
+    `trials` holds (trial_key, expected_count); returns (trial_key, in_order).
+    """
+    state = trials.select("trial_key", "expected_count").with_columns(
+        pl.lit(-1, dtype=pl.Int64).alias("last"), pl.lit(True).alias("in_order")
+    )
+    ok = pairs.filter("ok").select("trial_key", "e_pos", "o_idx")
+    longest = int(trials["expected_count"].max() or 0)
+    for position in range(longest):
+        nxt = (
+            ok.filter(pl.col("e_pos") == position)
+            .join(state.select("trial_key", "last"), on="trial_key")
+            .filter(pl.col("o_idx") > pl.col("last"))
+            .group_by("trial_key")
+            .agg(pl.col("o_idx").min().cast(pl.Int64).alias("next"))
+        )
+        state = (
+            state.join(nxt, on="trial_key", how="left")
+            .with_columns(
+                pl.when(pl.col("expected_count") > position)
+                .then(pl.col("in_order") & pl.col("next").is_not_null())
+                .otherwise(pl.col("in_order"))
+                .alias("in_order"),
+                pl.coalesce("next", "last").alias("last"),
+            )
+            .drop("next")
+        )
+    return state.select("trial_key", "in_order")
+
+
+def replay_fixtures(calls: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
+    """Fixture misses per trial (§3.3): calls that no unconsumed `toolResponses` entry serves.
+
+    "Each call in order takes the first unconsumed matching entry" assigns exactly what "each entry
+    in order takes the earliest unassigned matching call" assigns (both sides ranked by one fixed
+    order), and the second loops over entry positions for all trials at once.
+    `calls` holds (trial_key, o_idx) for every call in a fixtured trial; `pairs` holds
+    (trial_key, f_pos, o_idx, ok). Returns (trial_key, misses).
+    """
+    ok = pairs.filter("ok").select("trial_key", "f_pos", "o_idx")
+    assigned = pl.DataFrame(schema={"trial_key": pl.Int64, "o_idx": pl.Int64})
+    longest = int(ok["f_pos"].max()) + 1 if ok.height else 0
+    for position in range(longest):
+        taken = (
+            ok.filter(pl.col("f_pos") == position)
+            .join(assigned, on=["trial_key", "o_idx"], how="anti")
+            .group_by("trial_key")
+            .agg(pl.col("o_idx").min().cast(pl.Int64))
+        )
+        assigned = pl.concat([assigned, taken.select("trial_key", "o_idx")])
+    served = assigned.group_by("trial_key").agg(pl.len().alias("served"))
+    return (
+        calls.group_by("trial_key")
+        .agg(pl.len().alias("calls"))
+        .join(served, on="trial_key", how="left")
+        .select(
+            "trial_key",
+            (pl.col("calls") - pl.col("served").fill_null(0)).cast(pl.Int64).alias("misses"),
+        )
+    )

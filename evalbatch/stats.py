@@ -1,0 +1,71 @@
+"""Trial statistics and threshold comparisons, pinned to their definitions (§3.5, §3.6, D-17)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+#: D-17: a float within this relative distance of a threshold is treated as equal to it
+TIE_TOLERANCE = 1e-9
+
+
+def pass_at_k(n: int, c: int, k: int) -> Fraction:
+    """Unbiased pass@k, 1 - C(n-c, k)/C(n, k), exactly; 0 when no trial passed (RFC 0244 §B).
+
+    >>> pass_at_k(5, 4, 3)
+    Fraction(1, 1)
+    """
+    if c == 0:
+        return Fraction(0)
+    return 1 - Fraction(math.comb(n - c, k), math.comb(n, k))
+
+
+def pass_hat_k(n: int, c: int, k: int) -> Fraction:
+    """pass^k (τ-bench), C(c, k)/C(n, k), exactly; 0 when fewer than k trials passed.
+
+    >>> pass_hat_k(5, 4, 3)
+    Fraction(2, 5)
+    """
+    if c < k:
+        return Fraction(0)
+    return Fraction(math.comb(c, k), math.comb(n, k))
+
+
+def clustered_stderr(task_means: list[float]) -> float:
+    """Sample standard deviation of the per-task mean scores over √taskCount (§B `scoreStderr`).
+
+    Computed exactly from the float inputs, so the result does not depend on summation order.
+
+    >>> clustered_stderr([1.0, 0.0])
+    0.5
+    """
+    values = [Fraction(v) for v in task_means]
+    count = len(values)
+    mean = sum(values, Fraction(0)) / count
+    variance = sum(((v - mean) ** 2 for v in values), Fraction(0)) / (count - 1)
+    return math.sqrt(variance) / math.sqrt(count)
+
+
+def _tied(x: float, threshold: float) -> bool:
+    return abs(x - threshold) <= TIE_TOLERANCE * max(1.0, abs(threshold))
+
+
+def at_least(x: float, threshold: float) -> bool:
+    """x ≥ threshold, with D-17's tie tolerance."""
+    return x >= threshold or _tied(x, threshold)
+
+
+def at_most(x: float, threshold: float) -> bool:
+    """x ≤ threshold, with D-17's tie tolerance."""
+    return x <= threshold or _tied(x, threshold)
+
+
+def p95_nearest_rank(values: list[int]) -> int:
+    """Nearest-rank 95th percentile: the value at rank ⌈0.95·N⌉ of the ascending list (E-17).
+
+    >>> p95_nearest_rank(list(range(1, 21)))
+    19
+    """
+    ordered = sorted(values)
+    rank = math.ceil(Fraction(95, 100) * len(ordered))
+    return ordered[rank - 1]

@@ -1,0 +1,31 @@
+-- name: event_problems
+-- Problems found on single events of eval runs (§6, D-3, §2.1): payloads that are not JSON,
+-- sequence gaps, a restarted or unfinished eval, eval.scored after eval.completed.
+-- One row per occurrence: (run_id, sequence, code).
+SELECT run_id, sequence, 'sequence-invalid' AS code
+FROM raw_events WHERE NOT sequence_ok
+UNION ALL
+SELECT run_id, sequence, CASE WHEN graded_type THEN 'payload-invalid' ELSE 'payload-ignored' END
+FROM events WHERE NOT payload_json
+UNION ALL
+SELECT run_id, sequence, 'sequence-gap'
+FROM (
+    SELECT run_id, sequence, sequence - lag(sequence) OVER (PARTITION BY run_id ORDER BY sequence) AS step
+    FROM events
+)
+WHERE step > 1
+UNION ALL
+SELECT e.run_id, e.sequence, 'eval-restarted'
+FROM events AS e JOIN eval_runs AS r ON r.run_id = e.run_id
+WHERE e.type = 'eval.started' AND e.sequence > r.start_seq
+UNION ALL
+SELECT run_id, start_seq, 'eval-incomplete'
+FROM eval_runs WHERE end_seq IS NULL
+UNION ALL
+SELECT e.run_id, e.sequence, 'scored-after-completed'
+FROM events AS e JOIN eval_runs AS r ON r.run_id = e.run_id
+WHERE e.type = 'eval.scored' AND e.sequence > r.end_seq
+UNION ALL
+SELECT run_id, start_seq, 'trial-count-invalid'
+FROM eval_runs WHERE trial_count_present AND trial_count IS NULL
+ORDER BY run_id, sequence, code
