@@ -23,30 +23,54 @@ CODES: dict[str, tuple[Severity, str]] = {
     # eval span
     "eval-incomplete": ("warning", "eval.started without eval.completed (§2.1)"),
     "eval-restarted": ("error", "a second eval.started in one run (§2.1)"),
-    "scored-after-completed": ("warning", "an eval.scored after eval.completed belongs to no trial"),
+    "scored-after-completed": (
+        "warning",
+        "an eval.scored after eval.completed belongs to no trial",
+    ),
     # suites
     "suite-missing": ("warning", "no suite supplied: graded from the host record (D-4)"),
     "suite-invalid": ("error", "the run's suite fails validation (§1.3)"),
-    "suite-conflict": ("error", "two suite files claim the suite id and version with different content"),
-    "target-agent-mismatch": ("warning", "the bracket's agent differs from the suite's targetAgentId"),
+    "suite-conflict": (
+        "error",
+        "two suite files claim the suite id and version with different content",
+    ),
+    "target-agent-mismatch": (
+        "warning",
+        "the bracket's agent differs from the suite's targetAgentId",
+    ),
     # trials
     "trial-index-invalid": ("warning", "trialIndex is not an integral number >= 0 (D-5)"),
     "trial-count-invalid": ("warning", "eval.started.trialCount is not an integral number >= 1"),
-    "trial-duplicate": ("warning", "a repeated (taskId, trialIndex); the later one is left out (D-5)"),
+    "trial-duplicate": (
+        "warning",
+        "a repeated (taskId, trialIndex); the later one is left out (D-5)",
+    ),
     "trial-extra": ("warning", "a trialIndex >= the trial count is left out (D-5)"),
     "trial-missing": ("warning", "a trial the log lacks counts as failed with score 0 (D-12)"),
     "task-missing": ("warning", "a suite task with no trial in the log (D-13)"),
     "task-unknown": ("warning", "an eval.scored for a taskId not in the suite is left out (D-13)"),
-    "bracket-unclosed": ("warning", "the trial's invocation never completes inside its segment (§2.1)"),
-    "bracket-missing": ("warning", "the trial's segment has no agent.invocation-started (§2.1, D-18)"),
+    "bracket-unclosed": (
+        "warning",
+        "the trial's invocation never completes inside its segment (§2.1)",
+    ),
+    "bracket-missing": (
+        "warning",
+        "the trial's segment has no agent.invocation-started (§2.1, D-18)",
+    ),
     # host record and usage
     "score-invalid": ("warning", "eval.scored.score missing, not a number or outside 0..1 (D-11)"),
     "passed-invalid": ("warning", "eval.scored.passed missing or not a boolean (D-11)"),
     "usage-tokens-invalid": ("warning", "provider.usage token count not an integral number >= 0"),
-    "cost-invalid": ("warning", "a cost that is null, not a number, or negative carries no cost (D-14)"),
+    "cost-invalid": (
+        "warning",
+        "a cost that is null, not a number, or negative carries no cost (D-14)",
+    ),
     "non-usd-cost": ("warning", "a provider.usage cost in another currency is left out (D-14)"),
     # outputs
-    "summary-invalid": ("error", "the summary fails the EvalSummary schema and is not written (§4)"),
+    "summary-invalid": (
+        "error",
+        "the summary fails the EvalSummary schema and is not written (§4)",
+    ),
 }
 
 
