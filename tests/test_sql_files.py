@@ -1,0 +1,22 @@
+"""Every query under sql/ loads, names itself, documents itself and cites the contract."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from evalbatch import extract, sql
+
+
+def test_every_sql_file_loads_with_a_header() -> None:
+    files = sql.all_files()
+    assert {f.name for f in files} >= {"raw_events", "duplicate_events", *extract.PIPELINE}
+    for query in files:
+        assert query.description, query.name
+        assert re.search(r"(D-\d+|§\d|E-\d+)", query.description), query.name
+
+
+def test_missing_query_is_reported() -> None:
+    with pytest.raises(sql.SqlFileError):
+        sql.load("no_such_query")
