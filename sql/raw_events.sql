@@ -14,7 +14,8 @@ WITH typed AS (
             WHEN 'agent.toolReturned' THEN 'agent.tool-returned'
             ELSE type
         END AS type,
-        payload,
+        -- a null payload cell is read as the JSON value null: valid, with no fields (E-6)
+        coalesce(payload, 'null') AS payload,
         ts
     FROM source_events
     WHERE run_id IS NOT NULL
@@ -31,15 +32,16 @@ SELECT
     payload,
     coalesce(json_valid(payload), false) AS payload_json,
     -- DuckDB's parser is lenient where JSON is not: NaN/Infinity and repeated keys get a second look.
-    coalesce(
-        json_valid(payload)
-        AND (
+    CASE
+        WHEN coalesce(json_valid(payload), false) THEN
             contains(payload, 'NaN') OR contains(payload, 'Infinity')
-            OR (json_type(payload) = 'OBJECT'
-                AND len(json_keys(payload)) <> len(list_distinct(json_keys(payload))))
-        ),
-        false
-    ) AS payload_suspect,
+            OR coalesce(
+                json_type(payload) = 'OBJECT'
+                AND len(json_keys(payload)) <> len(list_distinct(json_keys(payload))),
+                false
+            )
+        ELSE false
+    END AS payload_suspect,
     ts
 FROM typed
 WHERE run_id IN (SELECT run_id FROM typed WHERE type = 'eval.started')

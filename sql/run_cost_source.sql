@@ -6,6 +6,9 @@ SELECT DISTINCT e.run_id
 FROM events AS e
 JOIN eval_runs AS r ON r.run_id = e.run_id
 WHERE e.type = 'provider.usage'
-    AND e.payload_json
-    AND json_type(e.payload, '$.costEstimateUsd') IN ('BIGINT', 'UBIGINT', 'DOUBLE')
-    AND CAST(json_extract(e.payload, '$.costEstimateUsd') AS DOUBLE) >= 0
+    AND CASE
+        WHEN e.payload_json
+        THEN json_type(e.payload, '$.costEstimateUsd') IN ('BIGINT', 'UBIGINT', 'DOUBLE')
+            AND CAST(json_extract(e.payload, '$.costEstimateUsd') AS DOUBLE) >= 0
+        ELSE false
+    END

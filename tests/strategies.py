@@ -1,0 +1,458 @@
+"""Hypothesis strategies for random but plausible eval-run logs and the suites they run.
+
+`logs_and_suites()` draws `(events, suites)`: events are row dicts (`runId`, `sequence`, `type`,
+`payload` as JSON text, `timestamp`), suites are valid AgentEvalSuite documents. The logs are
+small but reach the awkward corners of the contract: every kind and match mode, argsMatch,
+forbidden tools, delegates, fixtures and onMiss, live-shadow, judge calls, cache hits and other
+currencies, bad host scores, trial indices present/absent/repeated/extra, unknown and missing
+tasks, unclosed and missing brackets, v1 type names, payload aliases, duplicate rows, gaps and
+runs without a suite. They feed the engine-versus-reference property test.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+from typing import Any
+
+from hypothesis import strategies as st
+
+SUITE_ID = "acme.team.evals.support"
+OTHER_SUITE_ID = "acme.team.evals.billing"
+VERSION = "1.0.0"
+TARGET = "agent.support"
+DELEGATE = "agent.helper"
+TOOLS = ("crm:lookup", "billing:refund", "mail:send")
+ARGS_POOL: tuple[Any, ...] = (
+    {},
+    {"a": 1},
+    {"a": 1.0},
+    {"a": 1, "b": 2},
+    {"a": True},
+    None,
+    [1, 2],
+)
+ARGS_MATCH = ("ignore", "exact", "subset")
+MATCH_MODES = ("exact", "in-order", "any-order", "subset")
+SUITE_MODES = ("golden", "rubric", "adversarial", "regression", "live-shadow")
+MODEL_CLASSES = ("coding", "general", "reasoning")
+V1_NAMES = {
+    "agent.invocation-started": "agent.invocation.started",
+    "agent.invocation-completed": "agent.invocation.completed",
+    "agent.tool-called": "agent.toolCalled",
+    "agent.tool-returned": "agent.toolReturned",
+}
+EPOCH = dt.datetime(2026, 10, 14, 9, 0, 0, tzinfo=dt.UTC)
+
+#: host scores: mostly valid, sometimes the bad values D-11 fails closed on
+SCORES: tuple[Any, ...] = (0, 0.25, 0.5, 0.7, 0.8, 0.9, 1, 1.0)
+BAD_SCORES: tuple[Any, ...] = (1.5, "0.5", True, -0.1)
+COSTS: tuple[Any, ...] = (0.001, 0.01, 0.02, 0.25)
+
+_MISSING = object()
+
+
+def _chance(draw: st.DrawFn, percent: int) -> bool:
+    """True about `percent`% of the time.
+
+    The rare outcome sits in the middle of the range, away from the boundary values Hypothesis
+    favours, and shrinking (towards 0) leads to the common case.
+    """
+    return 40 <= draw(st.integers(0, 99)) < 40 + percent
+
+
+# --------------------------------------------------------------------------------------------------
+# Suites
+# --------------------------------------------------------------------------------------------------
+
+
+def _args(draw: st.DrawFn) -> Any:
+    """A fresh copy of a pooled argument value (the pool must never be mutated)."""
+    return copy.deepcopy(draw(st.sampled_from(ARGS_POOL)))
+
+
+@st.composite
+def expected_calls(draw: st.DrawFn) -> dict[str, Any]:
+    """One `trajectory.calls[]` item (or fixture entry body): tool, maybe args, maybe argsMatch."""
+    call: dict[str, Any] = {"tool": draw(st.sampled_from(TOOLS))}
+    if not _chance(draw, 25):
+        call["args"] = _args(draw)
+    if not _chance(draw, 25):
+        call["argsMatch"] = draw(st.sampled_from(ARGS_MATCH))
+    return call
+
+
+@st.composite
+def trajectories(draw: st.DrawFn) -> dict[str, Any]:
+    """An `expected.trajectory` block in any of the four modes."""
+    block: dict[str, Any] = {
+        "match": draw(st.sampled_from(MATCH_MODES)),
+        "calls": draw(st.lists(expected_calls(), min_size=1, max_size=3)),
+    }
+    if draw(st.booleans()):
+        block["forbidden"] = draw(
+            st.lists(st.sampled_from(TOOLS), min_size=1, max_size=2, unique=True)
+        )
+    if draw(st.booleans()):
+        block["includeDelegates"] = draw(st.booleans())
+    return block
+
+
+@st.composite
+def fixture_blocks(draw: st.DrawFn) -> dict[str, Any]:
+    """`fixtures` with toolResponses (entries with and without args) and maybe onMiss."""
+    entries = []
+    for _ in range(draw(st.integers(0, 3))):
+        entry = draw(expected_calls())
+        if draw(st.booleans()):
+            entry["response"] = {"ok": True}
+        entries.append(entry)
+    block: dict[str, Any] = {"toolResponses": entries}
+    on_miss = draw(st.sampled_from(("fail", "live", None)))
+    if on_miss is not None:
+        block["onMiss"] = on_miss
+    return block
+
+
+@st.composite
+def tasks(draw: st.DrawFn, task_id: str) -> dict[str, Any]:
+    """A suite task of kind golden, rubric or trajectory (the last with no match/rubric)."""
+    kind = draw(st.sampled_from(("golden", "rubric", "trajectory")))
+    expected: dict[str, Any] = {"kind": kind}
+    if kind == "golden":
+        expected["match"] = {"strategy": "contains", "value": "x"}
+    elif kind == "rubric":
+        expected["rubric"] = [{"criterion": "resolves the request", "weight": 1}]
+    if kind == "trajectory" or draw(st.booleans()):
+        expected["trajectory"] = draw(trajectories())
+    task: dict[str, Any] = {"taskId": task_id, "input": {"ticket": task_id}, "expected": expected}
+    if _chance(draw, 35):
+        task["fixtures"] = draw(fixture_blocks())
+    return task
+
+
+@st.composite
+def suites(draw: st.DrawFn, suite_id: str = SUITE_ID) -> dict[str, Any]:
+    """A valid AgentEvalSuite (RFC 0081 v2 + RFC 0244 fields)."""
+    task_count = draw(st.integers(1, 3))
+    suite: dict[str, Any] = {
+        "suiteId": suite_id,
+        "version": VERSION,
+        "modes": draw(st.lists(st.sampled_from(SUITE_MODES), min_size=1, max_size=3, unique=True)),
+        "tasks": [draw(tasks(f"t-{i}")) for i in range(task_count)],
+    }
+    if draw(st.booleans()):
+        suite["targetAgentId"] = TARGET
+    if draw(st.booleans()):
+        thresholds: dict[str, Any] = {}
+        if draw(st.booleans()):
+            thresholds["passScore"] = draw(st.sampled_from((0, 0.5, 0.8, 1)))
+        if _chance(draw, 30):
+            thresholds["maxCostUsd"] = draw(st.sampled_from((0.01, 0.05, 1)))
+        if _chance(draw, 30):
+            thresholds["maxP95LatencyMs"] = draw(st.sampled_from((500, 5000)))
+        suite["thresholds"] = thresholds
+    if draw(st.booleans()):
+        count = draw(st.integers(1, 4))
+        trials: dict[str, Any] = {"count": count}
+        if draw(st.booleans()):
+            trials["k"] = draw(st.integers(1, count))
+        if draw(st.booleans()):
+            trials["passRule"] = draw(st.sampled_from(("all", "any", "mean")))
+        suite["trials"] = trials
+    return suite
+
+
+# --------------------------------------------------------------------------------------------------
+# Logs
+# --------------------------------------------------------------------------------------------------
+
+
+class _Writer:
+    """Appends the events of one run: increasing sequence and timestamp, JSON text payloads."""
+
+    def __init__(self, draw: st.DrawFn, run_id: str) -> None:
+        self.draw = draw
+        self.run_id = run_id
+        self.rows: list[dict[str, Any]] = []
+        self.sequence = 0
+        self.clock_ms = draw(st.integers(0, 10_000))
+        self.v1 = _chance(draw, 25)  # this exporter sometimes writes v1 names
+        self.invocations = 0
+
+    def chance(self, percent: int) -> bool:
+        return _chance(self.draw, percent)
+
+    @staticmethod
+    def _iso(stamp: dt.datetime) -> str:
+        return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    def emit(self, type_: str, payload: Any, *, raw: str | None = None) -> None:
+        draw = self.draw
+        if self.chance(4):
+            self.sequence += 1  # a gap (E-5)
+        self.clock_ms += draw(st.integers(1, 400))
+        stamp = EPOCH + dt.timedelta(milliseconds=self.clock_ms)
+        if self.v1 and type_ in V1_NAMES and draw(st.booleans()):
+            type_ = V1_NAMES[type_]
+        row = {
+            "runId": self.run_id,
+            "sequence": self.sequence,
+            "type": type_,
+            "payload": raw if raw is not None else json.dumps(payload),
+            "timestamp": self._iso(stamp),
+        }
+        self.rows.append(row)
+        if self.chance(3):
+            # an export retry: the same event again, maybe with a later timestamp (D-3)
+            retry = dict(row)
+            if draw(st.booleans()):
+                retry["timestamp"] = self._iso(stamp + dt.timedelta(milliseconds=7))
+            self.rows.append(retry)
+        self.sequence += 1
+
+    # ---- payload pieces --------------------------------------------------------------------
+
+    def agent_fields(self, agent: str) -> dict[str, Any]:
+        """D-2: `agentId` or the nested `agent.agentId`."""
+        return {"agent": {"agentId": agent}} if self.chance(20) else {"agentId": agent}
+
+    def usage(self, *, inside: bool) -> None:
+        draw = self.draw
+        payload: dict[str, Any] = {"provider": "acme", "model": "m-1" if inside else "judge-1"}
+        for name in ("inputTokens", "outputTokens"):
+            if self.chance(6):
+                bad = draw(st.sampled_from((-1, 2.5, "7", None, _MISSING)))
+                if bad is not _MISSING:
+                    payload[name] = bad
+            else:
+                payload[name] = draw(st.integers(0, 500))
+        if not self.chance(30):
+            payload["costEstimateUsd"] = draw(st.sampled_from(COSTS))
+        elif self.chance(25):
+            payload["costEstimateUsd"] = draw(st.sampled_from((None, -0.5, "0.01")))
+        if self.chance(15):
+            payload["cacheHit"] = draw(st.booleans())
+        if self.chance(12):
+            payload["currency"] = draw(st.sampled_from(("EUR", "usd", "USD", None)))
+        self.emit("provider.usage", payload)
+
+    def tool_call(self, agent: str | None, tool: str, args: Any) -> None:
+        payload: dict[str, Any] = self.agent_fields(agent) if agent is not None else {}
+        payload["toolId" if self.chance(20) else "toolName"] = tool
+        payload["toolCallId" if self.chance(20) else "callId"] = f"call-{self.sequence}"
+        if self.chance(15):
+            payload["arguments"] = args
+        elif not self.chance(15):  # else: no input at all, read as {}
+            payload["inputs"] = args
+        self.emit("agent.tool-called", payload)
+        if self.chance(25):
+            returned = {"toolName": tool, "callId": f"call-{self.sequence}", "outcome": "ok"}
+            if agent is not None:
+                returned["agentId"] = agent
+            self.emit("agent.tool-returned", returned)
+
+    # ---- one trial -------------------------------------------------------------------------
+
+    def trial(self, task: dict[str, Any] | None, task_id: str, index: int | None) -> None:
+        """A segment: judge usage, bracket with calls and usage, judge usage, eval.scored."""
+        draw = self.draw
+        if self.chance(20):
+            self.usage(inside=False)
+        bracket = "closed"
+        if self.chance(15):
+            bracket = draw(st.sampled_from(("missing", "unclosed", "wrong-id")))
+        if bracket != "missing":
+            self.invocations += 1
+            invocation = f"{self.run_id}:inv-{self.invocations}"
+            agent = "agent.other" if self.chance(5) else TARGET
+            started = {"invocationId": invocation, "source": "run-api", **self.agent_fields(agent)}
+            if not self.chance(10):
+                started["modelClass"] = "coding" if not self.chance(10) else "general"
+            self.emit("agent.invocation-started", started)
+            self.calls(task, agent)
+            for _ in range(draw(st.integers(0, 2))):
+                self.usage(inside=True)
+            if self.chance(15):
+                self.emit("agent.reasoned", {"agentId": agent, "reasoning": "..."})
+            if bracket != "unclosed":
+                closing = invocation if bracket == "closed" else f"{invocation}-other"
+                completed = {"invocationId": closing, "outcome": "completed"}
+                self.emit("agent.invocation-completed", {**completed, **self.agent_fields(agent)})
+        if self.chance(25):
+            self.usage(inside=False)
+        self.emit("eval.scored", self.scored_payload(task_id, index))
+
+    def calls(self, task: dict[str, Any] | None, agent: str) -> None:
+        """Tool calls: often the expected path, sometimes random; a few are a delegate's."""
+        draw = self.draw
+        expected: list[dict[str, Any]] = []
+        if task is not None:
+            expected = task["expected"].get("trajectory", {}).get("calls", [])
+        planned: list[tuple[str, Any]] = []
+        if expected and not self.chance(40):
+            for spec in expected:  # the expected path, args as written when there are any
+                args = copy.deepcopy(spec["args"]) if "args" in spec else _args(draw)
+                planned.append((spec["tool"], args))
+            if self.chance(30):
+                planned.reverse()
+        else:
+            for _ in range(draw(st.integers(0, 3))):
+                planned.append((draw(st.sampled_from(TOOLS)), _args(draw)))
+        if self.chance(20):
+            planned.insert(
+                draw(st.integers(0, len(planned))), (draw(st.sampled_from(TOOLS)), _args(draw))
+            )
+        for tool, args in planned:
+            if self.chance(8):
+                # a delegate in its own nested invocation
+                self.invocations += 1
+                nested = f"{self.run_id}:inv-{self.invocations}"
+                self.emit(
+                    "agent.invocation-started",
+                    {"invocationId": nested, "agentId": DELEGATE, "source": "run-api"},
+                )
+                self.tool_call(DELEGATE, tool, args)
+                self.emit(
+                    "agent.invocation-completed",
+                    {"invocationId": nested, "agentId": DELEGATE, "outcome": "completed"},
+                )
+            elif self.chance(6):
+                self.tool_call(DELEGATE, tool, args)
+            elif self.chance(3):
+                self.tool_call(None, tool, args)  # names no agent
+            else:
+                self.tool_call(agent, tool, args)
+
+    def scored_payload(self, task_id: str, index: int | None) -> dict[str, Any]:
+        draw = self.draw
+        payload: dict[str, Any] = {"taskId": task_id}
+        if self.chance(4):
+            pass  # missing score
+        elif self.chance(5):
+            payload["score"] = draw(st.sampled_from(BAD_SCORES))
+        else:
+            payload["score"] = 1 if self.chance(50) else draw(st.sampled_from(SCORES))
+        if self.chance(4):
+            pass  # missing passed
+        elif self.chance(4):
+            payload["passed"] = draw(st.sampled_from(("true", 1, None)))
+        else:
+            payload["passed"] = not self.chance(25)
+        if index is not None:
+            payload["trialIndex"] = index
+        elif self.chance(8):
+            payload["trialIndex"] = draw(st.sampled_from((-1, 0.5, "1", 1.0)))
+        if draw(st.booleans()):
+            payload["latencyMs"] = draw(st.sampled_from((0, 120, 250.5, 900, 3000, -5)))
+        if self.chance(30):
+            payload["costUsd"] = draw(st.sampled_from((*COSTS, -1, "0.1")))
+        return payload
+
+
+@st.composite
+def _run(
+    draw: st.DrawFn, run_id: str, suite: dict[str, Any], suite_id: str
+) -> list[dict[str, Any]]:
+    """The events of one run of `suite` (or of an unsupplied suite: `suite_id` differs)."""
+    writer = _Writer(draw, run_id)
+    if writer.chance(10):
+        writer.emit("run.started", {"workflowId": "wf"})
+    count = suite.get("trials", {}).get("count", 1)
+    supplied = suite_id == suite["suiteId"]
+
+    modes = list(suite["modes"])
+    if writer.chance(15) and "live-shadow" not in modes:
+        modes.append("live-shadow")
+    started: dict[str, Any] = {
+        "suiteId": suite_id,
+        "suiteVersion": VERSION,
+        "taskCount": len(suite["tasks"]),
+        "modes": modes,
+    }
+    if count > 1 or writer.chance(25):
+        started["trialCount"] = count
+        if writer.chance(15):
+            started["trialCount"] = draw(st.sampled_from((0, "3", 2.0)))
+    writer.emit("eval.started", started)
+
+    # Which (task, index) trials to run: missing tasks and trials, extras, unknown tasks.
+    plan: list[tuple[dict[str, Any] | None, str, int]] = []
+    for task in suite["tasks"]:
+        if writer.chance(6):
+            continue  # a missing task
+        runs = count
+        if writer.chance(12):
+            runs += draw(st.sampled_from((-1, 1)))
+        plan.extend((task, task["taskId"], i) for i in range(runs))
+    if writer.chance(8):
+        plan.append((None, "t-unknown", 0))
+    order = draw(st.permutations(range(len(plan)))) if plan else []
+    indexing = draw(st.sampled_from(("explicit", "absent", "mixed")))
+    for position in order:
+        task, task_id, index = plan[position]
+        shown: int | None = None
+        if indexing == "explicit" or (indexing == "mixed" and draw(st.booleans())):
+            shown = draw(st.sampled_from((0, count))) if writer.chance(5) else index
+        writer.trial(task if supplied else None, task_id, shown)
+
+    if writer.chance(8):
+        writer.emit("agent.reasoned", None, raw="{not json")  # payload-ignored
+    if writer.chance(2):
+        writer.emit("provider.usage", None, raw='{"provider": ')  # payload-invalid: skipped
+    if not writer.chance(15):
+        completed = {
+            "aggregateScore": 0.5,
+            "passed": False,
+            "taskCount": len(suite["tasks"]),
+            "passedCount": 0,
+        }
+        writer.emit("eval.completed", completed)
+        if writer.chance(8):
+            late = {"taskId": suite["tasks"][0]["taskId"], "score": 0, "passed": False}
+            writer.emit("eval.scored", late)
+    if writer.chance(8):
+        writer.usage(inside=False)  # usage after the eval belongs to no task
+    return writer.rows
+
+
+@st.composite
+def logs_and_suites(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(events, suites): 1-3 runs of one suite, some without a supplied suite, some not eval runs.
+
+    The events come back in shuffled row order: order is (runId, sequence), not file order.
+    """
+    suite = draw(suites())
+    supplied = [suite]
+    if _chance(draw, 15):
+        supplied.append(copy.deepcopy(suite))  # an identical copy is one suite
+    if _chance(draw, 3):
+        other = copy.deepcopy(suite)
+        other["modes"] = ["regression"] if other["modes"] != ["regression"] else ["golden"]
+        supplied.append(other)  # same id and version, different content: suite-conflict
+
+    events: list[dict[str, Any]] = []
+    for number in range(1, draw(st.integers(1, 3)) + 1):
+        run_id = f"acme/run-{number:016d}"
+        if _chance(draw, 8):
+            # not an eval run (E-1): a few agent events and nothing else
+            writer = _Writer(draw, run_id)
+            writer.emit("run.started", {"workflowId": "wf"})
+            writer.trial(None, "t-0", None)
+            events.extend(r for r in writer.rows if r["type"] != "eval.scored")
+            continue
+        suite_id = OTHER_SUITE_ID if _chance(draw, 12) else SUITE_ID  # D-4: no suite supplied
+        events.extend(draw(_run(run_id, suite, suite_id)))
+    if events and _chance(draw, 4):
+        events.append(
+            {
+                "runId": None,
+                "sequence": 0,
+                "type": "eval.scored",
+                "payload": "{}",
+                "timestamp": None,
+            }
+        )
+    order = draw(st.permutations(range(len(events)))) if events else []
+    return [events[i] for i in order], supplied
