@@ -95,18 +95,33 @@ def _conflicts(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
     ]
 
 
-def extract(con: duckdb.DuckDBPyConnection, paths: list[str]) -> Extraction:
-    """Run the SQL stage over the event files at `paths`."""
-    sources = inputs.scan(con, paths)
+def _build(con: duckdb.DuckDBPyConnection, sources: inputs.Sources) -> list[tuple[str, int]]:
+    """Materialize every table of the SQL stage; returns the conflicting (run, sequence) keys."""
     inputs.register(con, sources)
-    rows_without_run = con.execute(
-        "SELECT count(*) FROM source_events WHERE run_id IS NULL"
-    ).fetchone()
     sql.materialize(con, "raw_events")
     _payload_fixes(con)
     conflicts = _conflicts(con)
     for name in PIPELINE:
         sql.materialize(con, name)
+    return conflicts
+
+
+def extract(con: duckdb.DuckDBPyConnection, paths: list[str]) -> Extraction:
+    """Run the SQL stage over the event files at `paths`.
+
+    A file whose data pages turn out to be damaged is reported and left out, and the stage runs
+    again over the other files (§6: a broken file never costs the good ones).
+    """
+    sources = inputs.scan(con, paths)
+    try:
+        conflicts = _build(con, sources)
+    except duckdb.Error:
+        if not inputs.find_unreadable(con, sources):
+            raise
+        conflicts = _build(con, sources)
+    (rows_without_run,) = con.execute(
+        "SELECT count(*) FROM source_events WHERE run_id IS NULL"
+    ).fetchall()
 
     event_problems = sql.relation(con, "event_problems").pl()
     if conflicts:

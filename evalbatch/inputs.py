@@ -71,11 +71,21 @@ def _pick(columns: dict[str, str], spellings: tuple[str, ...]) -> str | None:
     return next((name for name in spellings if name in columns), None)
 
 
+def hive_keys(path: str) -> tuple[str, ...]:
+    """The hive partition keys in a file's path (`date=2026-11-02/...`), outermost first."""
+    return tuple(part.split("=", 1)[0] for part in Path(path).parent.parts if "=" in part)
+
+
 def _column_plan(con: duckdb.DuckDBPyConnection, path: str) -> tuple[tuple[str, str], ...]:
-    """How one file's columns map to the canonical ones: ((canonical, 'column:type'), ...)."""
-    relation = con.read_parquet(path, hive_partitioning=True)
+    """How one file's columns map to the canonical ones: ((canonical, 'column:type'), ...).
+
+    Files are grouped by this plan, so it also carries the file's hive keys: one read of a group
+    must see the same partition layout in every file.
+    """
+    keys = hive_keys(path)
+    relation = con.read_parquet(path, hive_partitioning=bool(keys))
     columns = dict(zip(relation.columns, map(str, relation.types), strict=True))
-    plan: list[tuple[str, str]] = []
+    plan: list[tuple[str, str]] = [("hive", "/".join(keys))]
     missing = []
     for canonical, spellings in (COLUMN_ALIASES | OPTIONAL_COLUMNS).items():
         chosen = _pick(columns, spellings)
@@ -117,6 +127,36 @@ def scan(con: duckdb.DuckDBPyConnection, paths: list[str]) -> Sources:
     return sources
 
 
+def find_unreadable(con: duckdb.DuckDBPyConnection, sources: Sources) -> list[FileProblem]:
+    """Read every file in full and report those whose data cannot be decoded.
+
+    The column check reads only a file's footer; a file damaged inside its data pages fails only
+    when the events are read, so after such a failure each file is read once more on its own.
+    """
+    bad: list[FileProblem] = []
+    for plan, paths in sources.groups.items():
+        hive = dict(plan)["hive"] != ""
+        for path in paths:
+            try:
+                con.read_parquet(path, hive_partitioning=hive).aggregate(
+                    "min(hash(COLUMNS(*)))"
+                ).fetchall()
+            except duckdb.Error as exc:
+                reason = str(exc).splitlines()[0]
+                bad.append(
+                    FileProblem(path, "file-unreadable", f"{path}: damaged Parquet data ({reason})")
+                )
+    if bad:
+        broken = {problem.path for problem in bad}
+        sources.groups = {
+            plan: kept
+            for plan, paths in sources.groups.items()
+            if (kept := [p for p in paths if p not in broken])
+        }
+        sources.problems.extend(bad)
+    return bad
+
+
 def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -150,10 +190,11 @@ def register(con: duckdb.DuckDBPyConnection, sources: Sources) -> None:
     selects = []
     for number, (plan, paths) in enumerate(sources.groups.items()):
         view = f"source_group_{number}"
-        con.read_parquet(paths, hive_partitioning=True, union_by_name=True).create_view(
+        hive = dict(plan)["hive"] != ""
+        con.read_parquet(paths, hive_partitioning=hive, union_by_name=True).create_view(
             view, replace=True
         )
-        columns = {canonical: spec.split(":", 1) for canonical, spec in plan}
+        columns = {canonical: spec.split(":", 1) for canonical, spec in plan if canonical != "hive"}
         run_col, seq_col, type_col = (columns[c][0] for c in ("runId", "sequence", "type"))
         payload_col, payload_type = columns["payload"]
         ts = (

@@ -20,11 +20,19 @@ from evalbatch.api import GradeResult
 TABLES = ("runs", "tasks", "trials", "problems")
 
 
+def _file_mode() -> int:
+    """The mode an ordinary new file gets (0644 under umask 022); mkstemp makes 0600 files."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def _atomic(path: Path, write: Callable[[Path], None]) -> None:
     handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(handle)
     try:
         write(Path(tmp))
+        os.chmod(tmp, _file_mode())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
