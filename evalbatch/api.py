@@ -16,7 +16,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalbatch import extract, problems, suites
+from evalbatch import extract, problems, regress, suites
+from evalbatch.errors import InputError
 from evalbatch.grade import grade_trials
 from evalbatch.options import GradeOptions
 from evalbatch.spec import SuiteTables, suite_key
@@ -144,6 +145,7 @@ def grade_paths(
     suite_docs: Sequence[Mapping[str, Any]] = (),
     options: GradeOptions | None = None,
     threads: int | None = None,
+    regress_options: regress.RegressOptions | None = None,
 ) -> GradeResult:
     """Grade every eval run in the event files at `events` (files, directories, globs).
 
@@ -152,6 +154,7 @@ def grade_paths(
         SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
     """
     options = options or GradeOptions()
+    regress_options = regress_options or regress.RegressOptions()
     choices = load_suites(suite_paths, suite_docs)
     con = extract.connect(threads)
     try:
@@ -227,15 +230,35 @@ def grade_paths(
     ]
 
     grouped = trials_by_run(trials)
-    summaries: dict[str, dict[str, Any]] = {}
-    run_rows, task_rows = [], []
+    outcomes = {}
     for run_id, plan in sorted(plans.items()):
         run_trials = grouped.get(run_id, [])
         if plan.doc is None:
             seen = [t["task_id"] for t in run_trials if t["task_id"] is not None]
             plan.task_order.extend(dict.fromkeys(seen))
-        outcome = summarize_run(plan, run_trials, options)
-        problem_rows += outcome.problems
+        outcomes[run_id] = summarize_run(plan, run_trials, options)
+        problem_rows += outcomes[run_id].problems
+    baselines = {
+        r["run_id"]: (r["baseline_run_id"], r["start_seq"])
+        for r in ext.eval_runs.iter_rows(named=True)
+        if r["baseline_run_id"] is not None and r["run_id"] in outcomes
+    }
+    all_runs = set(ext.eval_runs["run_id"].to_list())
+    for run_id, (baseline, sequence) in sorted(baselines.items()):
+        if baseline not in all_runs:
+            continue  # §3.6: a block only when the baseline is in the input
+        block, why = _regression_block(outcomes, run_id, baseline, regress_options)
+        if block is None:
+            problem_rows.append((run_id, sequence, "regression-unavailable", why))
+            continue
+        summary = outcomes[run_id].summary
+        tasks = summary.pop("tasks")
+        summary["regression"] = block
+        summary["tasks"] = tasks
+
+    summaries: dict[str, dict[str, Any]] = {}
+    run_rows, task_rows = [], []
+    for run_id, outcome in outcomes.items():
         faults = [f for f in suites.validate_summary(outcome.summary) if f.severity == "error"]
         if faults:
             detail = "; ".join(f"{f.path}: {f.message}" for f in faults[:3])
@@ -244,7 +267,7 @@ def grade_paths(
             continue
         summaries[run_id] = outcome.summary
         task_rows += outcome.task_rows
-        run_rows.append(_run_row(run_id, outcome.summary, plan))
+        run_rows.append(_run_row(run_id, outcome.summary, plans[run_id]))
     for run_id in sorted(fatal_runs):
         run = ext.eval_runs.filter(pl.col("run_id") == run_id).row(0, named=True)
         run_rows.append(
@@ -263,6 +286,28 @@ def grade_paths(
         problems=_problem_frame(problem_rows),
         skipped=sorted(fatal_runs),
     )
+
+
+def _regression_block(
+    outcomes: dict[str, Any], run_id: str, baseline: str, options: regress.RegressOptions
+) -> tuple[dict[str, Any] | None, str]:
+    """The candidate's `regression` block against a baseline graded in the same pass (§5)."""
+    if baseline not in outcomes:
+        return None, f"baseline {baseline} was not graded"
+    base, cand = outcomes[baseline], outcomes[run_id]
+    if base.summary["suiteId"] != cand.summary["suiteId"]:
+        return None, f"baseline {baseline} is a run of another suite"
+    comparison = regress.compare(
+        pl.DataFrame(base.task_rows, schema=TASK_SCHEMA),
+        pl.DataFrame(cand.task_rows, schema=TASK_SCHEMA),
+        options,
+        suite_id=cand.summary["suiteId"],
+        base_run=baseline,
+        cand_run=run_id,
+    )
+    if comparison.reason is not None:
+        return None, comparison.reason
+    return comparison.block(), ""
 
 
 RUN_SCHEMA = {
@@ -381,3 +426,110 @@ def grade_events(
         path = Path(tmp) / "events.parquet"
         pq.write_table(table, path)
         return grade_paths([path], suite_docs=suite_docs, options=options)
+
+
+@dataclass
+class RegressionReport:
+    """`regress` results: one comparison per suite on both sides, and what could not be paired."""
+
+    comparisons: list[regress.Comparison]
+    unpaired: list[str]  # suites found on one side only, as "side: suite@version (run)"
+
+    @property
+    def exit_code(self) -> int:
+        """1 when some suite regressed, else 0 (`fail_on` widens this in the CLI)."""
+        return 1 if any(c.verdict == "regressed" for c in self.comparisons) else 0
+
+
+TASK_TABLE_COLUMNS = {"run_id", "suite_id", "suite_version", "task_id", "score", "gating_score"}
+
+
+def _side(
+    paths: Sequence[str | Path],
+    suite_paths: Sequence[str | Path],
+    options: GradeOptions | None,
+) -> tuple[pl.DataFrame, dict[str, str]]:
+    """One side of a comparison as task rows, plus runs that were not graded (run -> why).
+
+    A side is a `tasks.parquet` written by `evalbatch run`, or event logs graded here (§5).
+    """
+    if len(paths) == 1 and str(paths[0]).endswith(".parquet") and Path(paths[0]).is_file():
+        try:
+            names = set(pq.read_schema(paths[0]).names)
+        except (OSError, pa.ArrowException):
+            names = set()  # not readable as Parquet here: grading reports it as a bad file
+        if names >= TASK_TABLE_COLUMNS:
+            return pl.read_parquet(paths[0]), {}
+    result = grade_paths(paths, suite_paths, options=options)
+    errors = result.problems.filter(pl.col("severity") == "error")
+    not_graded = {
+        run: "; ".join(errors.filter(pl.col("run_id") == run)["code"].unique().sort().to_list())
+        for run in result.skipped
+    }
+    skipped = result.runs.filter(~pl.col("graded")).select("run_id", "suite_id", "suite_version")
+    tasks = pl.concat([result.tasks, skipped], how="diagonal") if skipped.height else result.tasks
+    return tasks, not_graded
+
+
+def _one_run(tasks: pl.DataFrame, suite_id: str, chosen: str | None, side: str) -> str:
+    runs = tasks.filter(pl.col("suite_id") == suite_id)["run_id"].unique().sort().to_list()
+    if chosen is not None and chosen in runs:
+        return chosen
+    if len(runs) > 1:
+        listed = ", ".join(runs)
+        raise InputError(
+            f"the {side} side holds {len(runs)} runs of suite {suite_id} ({listed}); "
+            f"choose one with --{side}-run"
+        )
+    return runs[0]
+
+
+def regress_paths(
+    base: Sequence[str | Path],
+    cand: Sequence[str | Path],
+    suite_paths: Sequence[str | Path] = (),
+    *,
+    options: regress.RegressOptions | None = None,
+    grade_options: GradeOptions | None = None,
+    base_run: str | None = None,
+    cand_run: str | None = None,
+) -> RegressionReport:
+    """Pair the runs of each suite found on both sides and give a verdict per suite (§5).
+
+    Raises:
+        InputError: a side holds several runs of one suite and none was chosen.
+    """
+    options = options or regress.RegressOptions()
+    base_tasks, base_skipped = _side(base, suite_paths, grade_options)
+    cand_tasks, cand_skipped = _side(cand, suite_paths, grade_options)
+    base_suites = set(base_tasks["suite_id"].drop_nulls().to_list())
+    cand_suites = set(cand_tasks["suite_id"].drop_nulls().to_list())
+    comparisons: list[regress.Comparison] = []
+    for suite_id in sorted(base_suites & cand_suites):
+        base_id = _one_run(base_tasks, suite_id, base_run, "base")
+        cand_id = _one_run(cand_tasks, suite_id, cand_run, "cand")
+        base_rows = base_tasks.filter(pl.col("run_id") == base_id)
+        cand_rows = cand_tasks.filter(pl.col("run_id") == cand_id)
+        if base_id in base_skipped or cand_id in cand_skipped:
+            why = base_skipped.get(base_id) or cand_skipped.get(cand_id)
+            comparison = regress.Comparison(
+                suite_id=suite_id,
+                suite_version=str(cand_rows["suite_version"][0]),
+                baseline_run_id=base_id,
+                candidate_run_id=cand_id,
+                paired_task_count=0,
+                score_delta=0.0,
+                verdict="inconclusive",
+                method=options.method,
+                alpha=options.alpha,
+                reason=f"a run was not graded ({why})",
+            )
+        else:
+            comparison = regress.compare(
+                base_rows, cand_rows, options, suite_id=suite_id, base_run=base_id, cand_run=cand_id
+            )
+        comparisons.append(comparison)
+    unpaired = [f"base: {s}" for s in sorted(base_suites - cand_suites)] + [
+        f"cand: {s}" for s in sorted(cand_suites - base_suites)
+    ]
+    return RegressionReport(comparisons=comparisons, unpaired=unpaired)

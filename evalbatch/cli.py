@@ -5,13 +5,14 @@ Errors meant for users are turned into a one-line message and an exit code here,
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
 
 import click
 
-from evalbatch import api, outputs, suites
+from evalbatch import api, outputs, regress, suites
 from evalbatch.errors import EvalbatchError
 from evalbatch.options import GradeOptions
 
@@ -150,6 +151,124 @@ def validate(suite_paths: tuple[str, ...]) -> None:
             click.echo(f"{', '.join(choice.paths)}: error: {choice.message}")
             invalid += 1
     sys.exit(1 if invalid else 0)
+
+
+def _print_comparison(c: regress.Comparison, alpha: float) -> None:
+    click.echo(
+        f"suite {c.suite_id}@{c.suite_version}: {c.verdict.upper()} ({c.method}, alpha {alpha})"
+    )
+    click.echo(f"  baseline {c.baseline_run_id} -> candidate {c.candidate_run_id}")
+    line = f"  paired tasks {c.paired_task_count}, score delta {c.score_delta:+.4f}"
+    if c.mean_difference is not None:
+        line += f", mean paired difference {c.mean_difference:+.4f}"
+    if c.interval is not None:
+        level = round(100 * (1 - alpha), 2)
+        line += f" [{level:g}% interval {c.interval[0]:+.4f}, {c.interval[1]:+.4f}]"
+    if c.p_value is not None:
+        line += f", p {c.p_value:.4g}"
+    click.echo(line)
+    if c.reason:
+        click.echo(f"  no test: {c.reason}")
+    if c.moved:
+        moved = ", ".join(f"{task} {diff:+.3f}" for task, diff in c.moved)
+        click.echo(f"  moved most: {moved}")
+
+
+@cli.command(name="regress")
+@click.argument("base")
+@click.argument("cand")
+@click.option(
+    "--suites", "suite_paths", multiple=True, type=click.Path(), help="Suite file or directory."
+)
+@click.option(
+    "--method", type=click.Choice(regress.METHODS), default="paired-bootstrap", show_default=True
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Two-sided significance level.",
+)
+@click.option(
+    "--margin",
+    type=click.FloatRange(0),
+    default=0.02,
+    show_default=True,
+    help="Interval inside ±margin means unchanged (bootstrap, t).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--resamples", type=click.IntRange(10_000), default=10_000, show_default=True)
+@click.option(
+    "--score",
+    "score_kind",
+    type=click.Choice(["gating", "output"]),
+    default="gating",
+    show_default=True,
+    help="Compare task gating scores (D-19) or meanScore.",
+)
+@click.option("--base-run", default=None, help="The baseline run, when BASE holds several.")
+@click.option("--cand-run", default=None, help="The candidate run, when CAND holds several.")
+@click.option(
+    "--fail-on",
+    type=click.Choice(["regressed", "inconclusive"]),
+    default="regressed",
+    show_default=True,
+    help="inconclusive: also exit 1 on an inconclusive verdict.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the comparisons as JSON.")
+def regress_command(
+    base: str,
+    cand: str,
+    suite_paths: tuple[str, ...],
+    method: str,
+    alpha: float,
+    margin: float,
+    seed: int,
+    resamples: int,
+    score_kind: str,
+    base_run: str | None,
+    cand_run: str | None,
+    fail_on: str,
+    as_json: bool,
+) -> None:
+    """Paired regression verdict of CAND against BASE, per suite (RFC 0244 §F).
+
+    Each side is an event log (file, directory or glob; graded with --suites, or from the host
+    record) or a tasks.parquet written by `evalbatch run`.
+
+    \b
+    Example:
+      evalbatch regress data/samples/regress/baseline.parquet \\
+        data/samples/regress/candidate.parquet --suites data/samples/suites
+
+    Exit codes: 0 no suite regressed; 1 some suite regressed (or, with --fail-on inconclusive,
+    was inconclusive); 2 unusable input.
+    """
+    options = regress.RegressOptions(
+        method=method,  # type: ignore[arg-type]
+        alpha=alpha,
+        margin=margin,
+        seed=seed,
+        resamples=resamples,
+        score=score_kind,  # type: ignore[arg-type]
+    )
+    report = api.regress_paths(
+        [base], [cand], list(suite_paths), options=options, base_run=base_run, cand_run=cand_run
+    )
+    if as_json:
+        click.echo(json.dumps([c.report() for c in report.comparisons], indent=2))
+    else:
+        for comparison in report.comparisons:
+            _print_comparison(comparison, alpha)
+        for line in report.unpaired:
+            click.echo(f"not compared (one side only): {line}")
+        if not report.comparisons:
+            click.echo("no suite is present on both sides")
+    code = report.exit_code
+    if fail_on == "inconclusive" and any(c.verdict == "inconclusive" for c in report.comparisons):
+        code = 1
+    sys.exit(code)
 
 
 def main() -> None:

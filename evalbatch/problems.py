@@ -66,6 +66,11 @@ CODES: dict[str, tuple[Severity, str]] = {
         "a cost that is null, not a number, or negative carries no cost (D-14)",
     ),
     "non-usd-cost": ("warning", "a provider.usage cost in another currency is left out (D-14)"),
+    # regression (§5)
+    "regression-unavailable": (
+        "warning",
+        "the baseline named by eval.started.baselineRunId cannot be compared (§5)",
+    ),
     # outputs
     "summary-invalid": (
         "error",

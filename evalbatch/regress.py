@@ -1,0 +1,196 @@
+"""The paired regression verdict (CONTRACT §5, D-16, D-19; RFC 0244 §F).
+
+The unit is the task: each side's trials are first reduced to one number per task (the mean gating
+score, D-19), then tasks present on both sides are paired by taskId and the per-task differences
+(candidate − baseline) are tested. Resampling trials as if independent would inflate false alarms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import polars as pl
+from scipy import stats as sps
+
+Method = Literal["paired-bootstrap", "paired-t", "sign-test", "mcnemar"]
+Verdict = Literal["improved", "regressed", "unchanged", "inconclusive"]
+METHODS: tuple[Method, ...] = ("paired-bootstrap", "paired-t", "sign-test", "mcnemar")
+
+
+@dataclass(frozen=True)
+class RegressOptions:
+    """How to compare: the method, its level, the equivalence margin and the resampling."""
+
+    method: Method = "paired-bootstrap"
+    alpha: float = 0.05
+    margin: float = 0.02
+    seed: int = 0
+    resamples: int = 10_000
+    score: Literal["gating", "output"] = "gating"
+
+
+@dataclass
+class Comparison:
+    """One suite's verdict with the statistics behind it."""
+
+    suite_id: str
+    suite_version: str
+    baseline_run_id: str
+    candidate_run_id: str
+    paired_task_count: int
+    score_delta: float
+    verdict: Verdict
+    method: Method
+    alpha: float
+    mean_difference: float | None = None
+    interval: tuple[float, float] | None = None
+    p_value: float | None = None
+    reason: str | None = None  # why the verdict is inconclusive without a test
+    moved: list[tuple[str, float]] = field(default_factory=list)  # (taskId, difference)
+
+    def block(self) -> dict[str, object]:
+        """The RFC 0244 `regression` block, in the contract's field order."""
+        return {
+            "baselineRunId": self.baseline_run_id,
+            "scoreDelta": self.score_delta,
+            "verdict": self.verdict,
+            "method": self.method,
+            "alpha": self.alpha,
+            "pairedTaskCount": self.paired_task_count,
+        }
+
+    def report(self) -> dict[str, object]:
+        """The block plus the statistics a reader needs to trust it (`--json`)."""
+        return {
+            "suiteId": self.suite_id,
+            "suiteVersion": self.suite_version,
+            "candidateRunId": self.candidate_run_id,
+            "regression": self.block(),
+            "meanDifference": self.mean_difference,
+            "interval": list(self.interval) if self.interval else None,
+            "pValue": self.p_value,
+            "reason": self.reason,
+            "moved": [{"taskId": t, "difference": d} for t, d in self.moved],
+        }
+
+
+def _bootstrap(diffs: np.ndarray, options: RegressOptions) -> tuple[tuple[float, float], float]:
+    """Percentile interval of the mean paired difference and a two-sided bootstrap p-value.
+
+    Tasks are resampled with replacement, all resamples at once (in blocks, to bound memory).
+    """
+    rng = np.random.default_rng(options.seed)
+    count = len(diffs)
+    block = max(1, 4_000_000 // count)
+    means = []
+    for start in range(0, options.resamples, block):
+        size = min(block, options.resamples - start)
+        means.append(diffs[rng.integers(0, count, size=(size, count))].mean(axis=1))
+    sample = np.concatenate(means)
+    low, high = np.quantile(sample, [options.alpha / 2, 1 - options.alpha / 2])
+    p_value = min(1.0, 2 * min(float(np.mean(sample <= 0)), float(np.mean(sample >= 0))))
+    return (float(low), float(high)), p_value
+
+
+def _paired_t(diffs: np.ndarray, alpha: float) -> tuple[tuple[float, float], float]:
+    """Student t interval and p-value of the mean difference; zero variance is decided exactly."""
+    mean = float(diffs.mean())
+    spread = float(diffs.std(ddof=1))
+    if spread == 0.0:
+        # all differences equal: significant in their direction unless they are all zero
+        return (mean, mean), (1.0 if mean == 0.0 else 0.0)
+    result = sps.ttest_1samp(diffs, 0.0)
+    low, high = result.confidence_interval(confidence_level=1 - alpha)
+    return (float(low), float(high)), float(result.pvalue)
+
+
+def _sign_test(diffs: np.ndarray) -> float:
+    positive = int((diffs > 0).sum())
+    nonzero = int((diffs != 0).sum())
+    if nonzero == 0:
+        return 1.0
+    return float(sps.binomtest(positive, nonzero, 0.5).pvalue)
+
+
+def _mcnemar(base_passed: np.ndarray, cand_passed: np.ndarray) -> tuple[float, int]:
+    """Exact McNemar: binomial test on the discordant pairs; returns (p, gained − lost)."""
+    gained = int((cand_passed & ~base_passed).sum())
+    lost = int((base_passed & ~cand_passed).sum())
+    if gained + lost == 0:
+        return 1.0, 0
+    return float(sps.binomtest(gained, gained + lost, 0.5).pvalue), gained - lost
+
+
+def compare(
+    base: pl.DataFrame,
+    cand: pl.DataFrame,
+    options: RegressOptions,
+    *,
+    suite_id: str,
+    base_run: str,
+    cand_run: str,
+) -> Comparison:
+    """Compare one baseline run with one candidate run of the same suite.
+
+    `base` and `cand` are task rows (`tasks.parquet` columns: task_id, score, gating_score, passed,
+    suite_version) of one run each.
+    """
+    column = "gating_score" if options.score == "gating" else "score"
+    paired = base.join(cand, on="task_id", how="inner", suffix="_cand").sort("task_id")
+    delta = float(cand["score"].mean() or 0.0) - float(base["score"].mean() or 0.0)
+    result = Comparison(
+        suite_id=suite_id,
+        suite_version=str(cand["suite_version"][0]),
+        baseline_run_id=base_run,
+        candidate_run_id=cand_run,
+        paired_task_count=paired.height,
+        score_delta=max(-1.0, min(1.0, delta)),
+        verdict="inconclusive",
+        method=options.method,
+        alpha=options.alpha,
+    )
+    base_version, cand_version = str(base["suite_version"][0]), str(cand["suite_version"][0])
+    if base_version != cand_version:
+        result.reason = f"suite versions differ: baseline {base_version}, candidate {cand_version}"
+        return result
+    if paired.height < 2:
+        result.reason = f"{paired.height} paired task(s); at least 2 are needed"
+        return result
+
+    diffs = (paired[f"{column}_cand"] - paired[column]).to_numpy().astype(float)
+    result.mean_difference = float(diffs.mean())
+    order = np.argsort(-np.abs(diffs), kind="stable")
+    result.moved = [
+        (paired["task_id"][int(i)], float(diffs[i])) for i in order[:5] if diffs[i] != 0
+    ]
+    all_zero = bool(np.all(diffs == 0))
+    effect = result.mean_difference
+    if options.method == "paired-bootstrap":
+        result.interval, result.p_value = _bootstrap(diffs, options)
+        rejected = result.interval[0] > 0 or result.interval[1] < 0
+    elif options.method == "paired-t":
+        result.interval, result.p_value = _paired_t(diffs, options.alpha)
+        rejected = result.p_value < options.alpha
+    elif options.method == "sign-test":
+        result.p_value = _sign_test(diffs)
+        rejected = result.p_value < options.alpha
+        effect = float(np.sign(diffs).sum())
+    else:
+        base_passed = paired["passed"].to_numpy().astype(bool)
+        cand_passed = paired["passed_cand"].to_numpy().astype(bool)
+        result.p_value, net = _mcnemar(base_passed, cand_passed)
+        rejected = result.p_value < options.alpha
+        effect = float(net)
+        all_zero = bool(np.all(base_passed == cand_passed))
+
+    if rejected and effect != 0 and not all_zero:
+        result.verdict = "improved" if effect > 0 else "regressed"
+    elif all_zero or (
+        result.interval is not None
+        and result.interval[0] >= -options.margin
+        and result.interval[1] <= options.margin
+    ):
+        result.verdict = "unchanged"
+    return result

@@ -1,0 +1,342 @@
+"""The paired regression verdict: CONTRACT §5, D-16, D-19 (RFC 0244 §F)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from evalbatch import api, regress
+from evalbatch.cli import cli
+
+SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
+BASE = SAMPLES / "regress" / "baseline.parquet"
+CAND = SAMPLES / "regress" / "candidate.parquet"
+SUITES = SAMPLES / "suites"
+EVALBATCH = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "evalbatch"
+
+
+def task_rows(
+    scores: Any,
+    *,
+    gating: Any = None,
+    passed: Any = None,
+    ids: list[str] | None = None,
+    version: str = "1.0.0",
+    run: str = "acme/run",
+) -> pl.DataFrame:
+    """Task rows in the tasks.parquet shape `regress.compare` reads."""
+    scores = [float(s) for s in scores]
+    gating = scores if gating is None else [float(g) for g in gating]
+    passed = [s == 1.0 for s in scores] if passed is None else list(passed)
+    ids = ids or [f"t-{i}" for i in range(len(scores))]
+    return pl.DataFrame(
+        {
+            "run_id": [run] * len(scores),
+            "suite_version": [version] * len(scores),
+            "task_id": ids,
+            "score": scores,
+            "gating_score": gating,
+            "passed": passed,
+        }
+    )
+
+
+def verdict(base: pl.DataFrame, cand: pl.DataFrame, **options: Any) -> regress.Comparison:
+    return regress.compare(
+        base,
+        cand,
+        regress.RegressOptions(**options),
+        suite_id="acme.team.evals.support",
+        base_run="acme/base",
+        cand_run="acme/cand",
+    )
+
+
+# --- D-16: identical runs, direction, margin -------------------------------------------------
+
+
+@pytest.mark.parametrize("method", regress.METHODS)
+def test_identical_runs_are_unchanged_for_every_method(method: str) -> None:
+    """D-16 / RFC 0244 §F: identical runs are always `unchanged` (the witnessable case)."""
+    rng = np.random.default_rng(3)
+    scores = rng.choice([0.0, 1 / 3, 2 / 3, 1.0], size=25)
+    result = verdict(task_rows(scores), task_rows(scores), method=method)
+    assert result.verdict == "unchanged"
+    assert result.paired_task_count == 25
+    assert result.score_delta == 0.0
+
+
+@pytest.mark.parametrize("method", regress.METHODS)
+def test_identical_sample_logs_are_unchanged(method: str) -> None:
+    """D-16 end to end: the sample baseline against itself, every method."""
+    report = api.regress_paths(
+        [BASE], [BASE], [SUITES], options=regress.RegressOptions(method=method)
+    )
+    assert [c.verdict for c in report.comparisons] == ["unchanged"]
+    assert report.exit_code == 0
+
+
+@pytest.mark.parametrize("method", regress.METHODS)
+@pytest.mark.parametrize("direction", [1, -1])
+def test_each_method_reports_the_direction(method: str, direction: int) -> None:
+    """D-16: a rejected null gives `improved` or `regressed` by the sign of the effect."""
+    base = np.zeros(20)
+    cand = np.ones(20)
+    if direction < 0:
+        base, cand = cand, base
+    result = verdict(task_rows(base), task_rows(cand), method=method)
+    assert result.verdict == ("improved" if direction > 0 else "regressed")
+    assert np.sign(result.score_delta) == direction
+
+
+@pytest.mark.parametrize("method", ["paired-bootstrap", "paired-t"])
+def test_all_equal_nonzero_differences_are_significant(method: str) -> None:
+    """§5: paired differences all equal and non-zero are significant (no NaN t statistic)."""
+    base = np.full(5, 0.5)
+    result = verdict(task_rows(base), task_rows(base - 0.25), method=method)
+    assert result.verdict == "regressed"
+    assert result.p_value is not None and not np.isnan(result.p_value)
+
+
+@pytest.mark.parametrize("method", ["paired-bootstrap", "paired-t"])
+def test_interval_inside_margin_is_unchanged(method: str) -> None:
+    """D-16: not rejected and the (1−alpha) interval inside ±margin → `unchanged`."""
+    rng = np.random.default_rng(5)
+    base = rng.uniform(0.3, 0.7, size=200)
+    noise = rng.choice([-0.01, 0.01], size=200)
+    result = verdict(task_rows(base), task_rows(base + noise), method=method)
+    assert result.interval is not None
+    assert result.interval[0] >= -0.02 and result.interval[1] <= 0.02
+    assert result.verdict == "unchanged"
+    wide = verdict(task_rows(base), task_rows(base + noise), method=method, margin=0.0)
+    assert wide.verdict == "inconclusive"
+
+
+def test_sign_test_and_mcnemar_cannot_call_small_noisy_changes_unchanged() -> None:
+    """D-16: without an interval, only all-zero differences are `unchanged`."""
+    base = task_rows([1, 0, 1, 0, 1, 0])
+    cand = task_rows([0, 1, 1, 0, 1, 0])
+    for method in ("sign-test", "mcnemar"):
+        assert verdict(base, cand, method=method).verdict == "inconclusive"
+
+
+# --- D-19: the compared number -----------------------------------------------------------
+
+
+def test_broken_tool_path_is_a_regression_under_gating_scores() -> None:
+    """D-19: same answers (meanScore) but unmatched trajectories (gating 0) → regressed;
+    `--score output` compares meanScore instead and sees no change."""
+    scores = np.ones(12)
+    base = task_rows(scores)
+    cand = task_rows(scores, gating=np.zeros(12), passed=[False] * 12)
+    assert verdict(base, cand).verdict == "regressed"
+    assert verdict(base, cand, score="output").verdict == "unchanged"
+
+
+# --- pairing ----------------------------------------------------------------------------
+
+
+def test_disjoint_task_sets_are_inconclusive() -> None:
+    """§5: only tasks on both sides are compared; fewer than 2 paired → inconclusive."""
+    base = task_rows([1, 1, 1], ids=["a", "b", "c"])
+    cand = task_rows([0, 0, 0], ids=["x", "y", "z"])
+    result = verdict(base, cand)
+    assert result.paired_task_count == 0
+    assert result.verdict == "inconclusive"
+    assert result.reason is not None
+
+
+def test_partial_overlap_pairs_by_task_id() -> None:
+    """§5 / RFC 0244 §F: pairedTaskCount = shared taskIds; unshared tasks do not count."""
+    base = task_rows([1, 1, 1, 0], ids=["a", "b", "c", "only-base"])
+    cand = task_rows([1, 1, 1, 1, 0], ids=["c", "b", "a", "only-cand", "other"])
+    result = verdict(base, cand)
+    assert result.paired_task_count == 3
+    assert result.verdict == "unchanged"  # the three shared tasks did not move
+    assert result.score_delta == pytest.approx(0.8 - 0.75)  # aggregate delta, RFC's scoreDelta
+
+
+def test_one_paired_task_is_inconclusive() -> None:
+    result = verdict(task_rows([1], ids=["a"]), task_rows([0], ids=["a"]))
+    assert result.paired_task_count == 1
+    assert result.verdict == "inconclusive"
+
+
+def test_different_suite_versions_are_inconclusive() -> None:
+    """§5: a different suiteVersion on the two sides gives no verdict but inconclusive."""
+    base = task_rows([1, 1, 1], version="1.0.0")
+    cand = task_rows([0, 0, 0], version="1.1.0")
+    result = verdict(base, cand)
+    assert result.verdict == "inconclusive"
+    assert "version" in (result.reason or "")
+
+
+# --- calibration (fixed seeds: deterministic) --------------------------------------------
+
+
+def _simulate(method: str, worse: bool, sims: int, tasks: int = 40, trials: int = 3) -> float:
+    """Share of simulated pairs called improved/regressed (null) or regressed (worse)."""
+    rng = np.random.default_rng(2026)
+    calls = 0
+    for sim in range(sims):
+        rates = rng.uniform(0, 1, tasks)
+        cand_rates = rates.copy()
+        if worse:
+            hit = rng.choice(tasks, tasks * 6 // 10, replace=False)
+            cand_rates[hit] = np.clip(cand_rates[hit] - 0.4, 0, 1)
+        base = rng.binomial(trials, rates) / trials
+        cand = rng.binomial(trials, cand_rates) / trials
+        result = verdict(task_rows(base), task_rows(cand), method=method, seed=sim)
+        if worse:
+            calls += result.verdict == "regressed"
+        else:
+            calls += result.verdict in ("improved", "regressed")
+    return calls / sims
+
+
+@pytest.mark.parametrize("method", ["paired-bootstrap", "paired-t"])
+def test_false_alarm_rate_near_alpha_when_nothing_changed(method: str) -> None:
+    """Pairs drawn from one agent (same per-task pass rates, 3 trials): the rate of
+    improved + regressed at alpha 0.05 stays near 5% (400 simulated pairs, 40 tasks)."""
+    assert _simulate(method, worse=False, sims=400) <= 0.075
+
+
+@pytest.mark.parametrize("method", ["paired-bootstrap", "paired-t"])
+def test_clearly_worse_candidate_is_regressed(method: str) -> None:
+    """A candidate 0.4 worse on 60% of tasks is called `regressed` nearly always."""
+    assert _simulate(method, worse=True, sims=150) >= 0.95
+
+
+# --- sides, run selection, the run's regression block --------------------------------------
+
+
+def test_task_tables_give_the_same_verdict_as_logs(tmp_path: Path) -> None:
+    """§5: a side may be the tasks.parquet written by `evalbatch run`."""
+    runner = CliRunner()
+    for name, log in (("base", BASE), ("cand", CAND)):
+        result = runner.invoke(
+            cli, ["run", str(log), "--suites", str(SUITES), "--out", str(tmp_path / name)]
+        )
+        assert result.exit_code == 0, result.output
+    from_tables = api.regress_paths(
+        [tmp_path / "base" / "tasks.parquet"], [tmp_path / "cand" / "tasks.parquet"]
+    )
+    from_logs = api.regress_paths([BASE], [CAND], [SUITES])
+    assert [c.block() for c in from_tables.comparisons] == [
+        c.block() for c in from_logs.comparisons
+    ]
+    assert from_logs.comparisons[0].verdict == "regressed"
+
+
+def test_several_runs_of_a_suite_on_one_side_are_refused(tmp_path: Path) -> None:
+    """§5 / issue: a side holding several runs of a suite is refused with the runs listed."""
+    with pytest.raises(api.InputError, match="--base-run"):
+        api.regress_paths([str(SAMPLES / "regress")], [CAND], [SUITES])
+    chosen = api.regress_paths(
+        [str(SAMPLES / "regress")], [CAND], [SUITES], base_run="acme/run-regress-baseline-0001"
+    )
+    assert chosen.comparisons[0].baseline_run_id == "acme/run-regress-baseline-0001"
+    assert chosen.comparisons[0].verdict == "regressed"
+
+
+def test_run_writes_the_regression_block_when_the_baseline_is_in_the_input() -> None:
+    """§3.6 / §4: `regression` appears on the candidate when its baseline is in the same input."""
+    result = api.grade_paths([SAMPLES / "regress"], [SUITES])
+    block = result.summaries["acme/run-regress-candidate-0001"]["regression"]
+    assert block == {
+        "baselineRunId": "acme/run-regress-baseline-0001",
+        "scoreDelta": pytest.approx(-0.4),
+        "verdict": "regressed",
+        "method": "paired-bootstrap",
+        "alpha": 0.05,
+        "pairedTaskCount": 10,
+    }
+    keys = list(result.summaries["acme/run-regress-candidate-0001"])
+    assert keys.index("regression") == len(keys) - 2  # just before `tasks` (§4 order)
+    assert "regression" not in result.summaries["acme/run-regress-baseline-0001"]
+
+
+def test_run_without_the_baseline_in_the_input_writes_no_block() -> None:
+    result = api.grade_paths([CAND], [SUITES])
+    assert "regression" not in result.summaries["acme/run-regress-candidate-0001"]
+
+
+# --- CLI: output and exit codes --------------------------------------------------------------
+
+
+def test_cli_regressed_exits_1_and_prints_the_table() -> None:
+    """§5 exit codes: 1 when the verdict is regressed."""
+    result = CliRunner().invoke(cli, ["regress", str(BASE), str(CAND), "--suites", str(SUITES)])
+    assert result.exit_code == 1, result.output
+    assert "REGRESSED" in result.output
+    assert "paired tasks 10" in result.output
+    assert "moved most:" in result.output
+
+
+def test_cli_json_carries_the_block_and_statistics() -> None:
+    result = CliRunner().invoke(
+        cli,
+        [
+            "regress",
+            str(BASE),
+            str(CAND),
+            "--suites",
+            str(SUITES),
+            "--json",
+            "--method",
+            "paired-t",
+        ],
+    )
+    report = json.loads(result.output)
+    assert report[0]["regression"]["verdict"] == "regressed"
+    assert report[0]["regression"]["method"] == "paired-t"
+    assert set(report[0]) >= {"meanDifference", "interval", "pValue", "moved"}
+    assert report[0]["pValue"] < 0.05
+
+
+def test_cli_unchanged_exits_0_and_fail_on_inconclusive(tmp_path: Path) -> None:
+    """§5 exit codes: 0 for unchanged or inconclusive; `--fail-on inconclusive` fails on it."""
+    runner = CliRunner()
+    same = runner.invoke(cli, ["regress", str(BASE), str(BASE), "--suites", str(SUITES)])
+    assert same.exit_code == 0, same.output
+    base, cand = tmp_path / "base.parquet", tmp_path / "cand.parquet"
+    for path, scores, run in (
+        (base, [1, 0, 1, 0, 1, 0], "acme/b"),
+        (cand, [0, 1, 1, 0, 1, 1], "acme/c"),
+    ):
+        task_rows(scores, run=run).with_columns(
+            pl.lit("acme.team.evals.support").alias("suite_id")
+        ).write_parquet(path)
+    loose = runner.invoke(cli, ["regress", str(base), str(cand)])
+    assert loose.exit_code == 0, loose.output
+    assert "INCONCLUSIVE" in loose.output
+    strict = runner.invoke(cli, ["regress", str(base), str(cand), "--fail-on", "inconclusive"])
+    assert strict.exit_code == 1
+
+
+def test_cli_unusable_input_exits_2() -> None:
+    """§5: exit 2 when the input is unusable; no traceback."""
+    proc = subprocess.run(
+        [str(EVALBATCH), "regress", "no/such/file.parquet", str(CAND)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    refused = subprocess.run(
+        [str(EVALBATCH), "regress", str(SAMPLES / "regress"), str(CAND), "--suites", str(SUITES)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert refused.returncode == 2
+    assert "acme/run-regress-baseline-0001" in refused.stderr
+    assert "--base-run" in refused.stderr
