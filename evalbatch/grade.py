@@ -89,7 +89,7 @@ def _observed(trials: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
         .filter(pl.col("by_target") | pl.col("include_delegates"))
         .sort("trial_key", "call_pos")
         .with_columns(pl.int_range(pl.len()).over("trial_key").cast(pl.Int64).alias("o_idx"))
-        .select("trial_key", "o_idx", "tool_name", "inputs")
+        .select("trial_key", "o_idx", "tool_name", "inputs", "exact_payload")
     )
 
 
@@ -194,7 +194,11 @@ def count_fixture_misses(
         pl.col("counted") & pl.col("has_fixtures") & ~pl.col("live_shadow")
     ).select("run_id", "segment_no", "trial_key", "suite_key", "task_id")
     trial_calls = calls.join(fixtured, on=["run_id", "segment_no"], how="inner").select(
-        "trial_key", pl.col("call_pos").cast(pl.Int64).alias("o_idx"), "tool_name", "inputs"
+        "trial_key",
+        pl.col("call_pos").cast(pl.Int64).alias("o_idx"),
+        "tool_name",
+        "inputs",
+        "exact_payload",
     )
     entries = fixtured.select("trial_key", "suite_key", "task_id").join(
         tables.fixtures, on=["suite_key", "task_id"], how="inner"

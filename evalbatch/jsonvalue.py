@@ -57,8 +57,11 @@ def canonical(value: Any) -> str:
         return "false"
     if isinstance(value, Decimal):
         return _number_text(value)
-    if isinstance(value, int | float):
+    if isinstance(value, int):
         return _number_text(Decimal(value))
+    if isinstance(value, float):
+        # a suite number parsed as a double: its shortest text is the decimal the author wrote
+        return _number_text(Decimal(repr(value)))
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, list):
@@ -88,6 +91,17 @@ def is_subset(expected: Any, observed: Any) -> bool:
             key in observed and is_subset(value, observed[key]) for key, value in expected.items()
         )
     return canonical(expected) == canonical(observed)
+
+
+def inputs_of_payload(text: str) -> str:
+    """Canonical tool input of an agent.tool-called payload: `inputs`, else `arguments`, else {}
+    (D-2), read from the payload's own text so no digit is lost."""
+    payload = parse(text)
+    if isinstance(payload, dict):
+        for key in ("inputs", "arguments"):
+            if key in payload:
+                return canonical(payload[key])
+    return "{}"
 
 
 @lru_cache(maxsize=65536)

@@ -19,18 +19,22 @@ def with_args_match(pairs: pl.DataFrame) -> pl.DataFrame:
     """Add `ok`: the tool names already agree; do the arguments match under `args_mode` (D-7, D-8)?
 
     Only distinct (mode, args, inputs) triples that need a comparison reach Python; `ignore`
-    (including an expected call without `args`) matches on the tool name alone.
+    (including an expected call without `args`) matches on the tool name alone. Inputs whose
+    numbers DuckDB may have rounded are read again from the payload text (`exact_payload`).
     """
     needs_check = pl.col("args_mode") != "ignore"
-    distinct = pairs.filter(needs_check).select("args_mode", "args", "inputs").unique()
+    keys = ["args_mode", "args", "inputs", "exact_payload"]
+    distinct = pairs.filter(needs_check).select(keys).unique()
     verdicts = [
-        jsonvalue.args_match(mode, args, jsonvalue.canonical_text(inputs))
-        for mode, args, inputs in distinct.iter_rows()
+        jsonvalue.args_match(
+            mode,
+            args,
+            jsonvalue.inputs_of_payload(exact) if exact else jsonvalue.canonical_text(inputs),
+        )
+        for mode, args, inputs, exact in distinct.iter_rows()
     ]
     checked = distinct.with_columns(pl.Series("ok", verdicts, dtype=pl.Boolean))
-    return pairs.join(
-        checked, on=["args_mode", "args", "inputs"], how="left", nulls_equal=True
-    ).with_columns(
+    return pairs.join(checked, on=keys, how="left", nulls_equal=True).with_columns(
         pl.when(needs_check).then(pl.col("ok").fill_null(False)).otherwise(True).alias("ok")
     )
 

@@ -40,9 +40,9 @@ SELECT
     s.f[4] IS NOT NULL AS trial_count_present,
     CASE
         WHEN json_type(s.f[4]) IN ('BIGINT', 'UBIGINT', 'DOUBLE')
-            AND CAST(s.f[4] AS DOUBLE) >= 1
-            AND CAST(s.f[4] AS DOUBLE) = floor(CAST(s.f[4] AS DOUBLE))
-        THEN least(CAST(s.f[4] AS DOUBLE), 1e9)::BIGINT
+            AND TRY_CAST(s.f[4] AS DOUBLE) >= 1
+            AND TRY_CAST(s.f[4] AS DOUBLE) = floor(TRY_CAST(s.f[4] AS DOUBLE))
+        THEN least(TRY_CAST(s.f[4] AS DOUBLE), 1e9)::BIGINT
     END AS trial_count,
     CASE WHEN json_type(s.f[5]) = 'VARCHAR' THEN s.f[5] ->> '$' END AS baseline_run_id
 FROM marks AS m

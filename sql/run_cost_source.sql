@@ -9,6 +9,6 @@ WHERE e.type = 'provider.usage'
     AND CASE
         WHEN e.payload_json
         THEN json_type(e.payload, '$.costEstimateUsd') IN ('BIGINT', 'UBIGINT', 'DOUBLE')
-            AND CAST(json_extract(e.payload, '$.costEstimateUsd') AS DOUBLE) >= 0
+            AND TRY_CAST(json_extract(e.payload, '$.costEstimateUsd') AS DOUBLE) >= 0
         ELSE false
     END

@@ -10,7 +10,8 @@ SELECT
     c.sequence,
     c.tool_name,
     coalesce(c.agent_id = t.target_agent_id, false) AS by_target,
-    c.inputs
+    c.inputs,
+    c.exact_payload
 FROM trial_segments AS t
 JOIN span_events AS c
     ON c.run_id = t.run_id

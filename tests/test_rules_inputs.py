@@ -1,0 +1,554 @@
+"""CONTRACT §1.1: type names (D-1), payload aliases (D-2), duplicates, bad payloads, gaps (D-3).
+
+Every test builds a small log, grades it with `grade_events` and checks what the contract says.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.logbuilder import (
+    AGENT,
+    RUN,
+    RUN2,
+    LogBuilder,
+    codes_of,
+    expect,
+    golden,
+    grade,
+    iso,
+    severity_of,
+    suite,
+    summary_of,
+    task_of,
+    traj,
+)
+
+# --------------------------------------------------------------------------------------------------
+# D-1 type names
+# --------------------------------------------------------------------------------------------------
+
+
+def test_d1_v1_type_names_are_read_as_their_v2_names() -> None:
+    """D-1: agent.invocation.started/.completed, agent.toolCalled, agent.toolReturned map to v2."""
+    log = LogBuilder()
+    log.eval_started()  # t=0
+    inv = log.started(type_="agent.invocation.started", model_class="coding")  # t=100
+    log.call("crm:lookup", {"id": 1}, type_="agent.toolCalled")  # t=200
+    log.add(
+        "agent.toolReturned",
+        {"agentId": AGENT, "toolName": "crm:lookup", "callId": "call-2", "status": "ok"},
+    )  # t=300
+    log.usage(inputTokens=7, outputTokens=3, costEstimateUsd=0.25)  # t=400
+    log.completed(inv, type_="agent.invocation.completed")  # t=500
+    log.scored("task-a")
+    log.eval_completed()
+    s = suite(golden("task-a", traj("exact", [expect("crm:lookup", {"id": 1}, "exact")])))
+
+    result = grade(log, [s])
+    summary = summary_of(result)
+    task = task_of(summary, "task-a")
+    assert task["trajectory"] == {
+        "mode": "exact",
+        "matched": True,
+        "expectedCount": 1,
+        "observedCount": 1,
+        "matchedCount": 1,
+        "forbiddenCount": 0,
+    }
+    assert task["efficiency"] == {
+        "toolCallCount": 1,
+        "modelCallCount": 1,
+        "inputTokens": 7,
+        "outputTokens": 3,
+    }
+    assert task["latencyMs"] == 400  # the v1 bracket closes: 100 ms -> 500 ms
+    assert task["passed"] is True
+    assert summary["evaluatedModelClass"] == "coding"
+    assert "bracket-missing" not in codes_of(result)
+    assert "bracket-unclosed" not in codes_of(result)
+
+
+def test_d1_unknown_types_are_ignored_never_an_error() -> None:
+    """D-1: unknown types (vendor types, misspellings of graded types) are ignored."""
+    log = LogBuilder()
+    log.eval_started()
+    inv = log.started()
+    log.call("crm:lookup", {"id": 1})
+    log.add("acme.custom.event", {"anything": [1, 2, 3]})
+    log.add("agent.reasoned", {"agentId": AGENT, "reasoning": "thinking"})
+    # not a graded type: a misspelled tool call to a forbidden tool must not count
+    log.add(
+        "agent.tool_called",
+        {"agentId": AGENT, "toolName": "billing:refund-all", "callId": "c9", "inputs": {}},
+    )
+    log.add("provider.usage.extra", {"inputTokens": 99, "outputTokens": 99, "costEstimateUsd": 9})
+    log.add("acme.other", ["not", "an", "object"])
+    log.completed(inv)
+    log.scored("task-a")
+    log.eval_completed()
+    s = suite(golden("task-a", traj("exact", ["crm:lookup"], forbidden=["billing:refund-all"])))
+
+    result = grade(log, [s])
+    task = task_of(summary_of(result), "task-a")
+    assert task["trajectory"]["matched"] is True
+    assert task["trajectory"]["forbiddenCount"] == 0
+    assert task["efficiency"]["toolCallCount"] == 1
+    assert task["efficiency"]["modelCallCount"] == 0
+    assert "costUsd" not in task
+    assert result.skipped == []
+    assert severity_of(result, "payload-invalid") == set()
+    assert all(sev != "error" for sev in result.problems["severity"].to_list())
+
+
+# --------------------------------------------------------------------------------------------------
+# D-2 payload aliases
+# --------------------------------------------------------------------------------------------------
+
+
+def _single_call_log(call_payload: dict[str, Any], started_payload: dict[str, Any] | None = None):
+    log = LogBuilder()
+    log.eval_started()
+    started = started_payload or {"invocationId": "inv-1", "agentId": AGENT, "source": "run-api"}
+    log.add("agent.invocation-started", started)
+    log.add("agent.tool-called", call_payload)
+    log.add(
+        "agent.invocation-completed",
+        {"invocationId": "inv-1", "agentId": AGENT, "outcome": "completed"},
+    )
+    log.scored("task-a")
+    log.eval_completed()
+    return log
+
+
+@pytest.mark.parametrize(
+    "call_payload",
+    [
+        pytest.param(
+            {"agentId": AGENT, "toolId": "crm:lookup", "callId": "c1", "inputs": {"id": 7}},
+            id="toolId",
+        ),
+        pytest.param(
+            {"agentId": AGENT, "toolName": "crm:lookup", "callId": "c1", "arguments": {"id": 7}},
+            id="arguments",
+        ),
+        pytest.param(
+            {
+                "agent": {"agentId": AGENT},
+                "toolName": "crm:lookup",
+                "callId": "c1",
+                "inputs": {"id": 7},
+            },
+            id="agent.agentId",
+        ),
+        pytest.param(
+            {"agentId": AGENT, "toolName": "crm:lookup", "toolCallId": "c1", "inputs": {"id": 7}},
+            id="toolCallId",
+        ),
+        pytest.param(
+            {
+                "agent": {"agentId": AGENT},
+                "toolId": "crm:lookup",
+                "toolCallId": "c1",
+                "arguments": {"id": 7},
+            },
+            id="all-aliases",
+        ),
+    ],
+)
+def test_d2_tool_call_aliases_are_read(call_payload: dict[str, Any]) -> None:
+    """D-2: toolName|toolId, inputs|arguments, agentId|agent.agentId, callId|toolCallId."""
+    log = _single_call_log(call_payload)
+    s = suite(golden("task-a", traj("exact", [expect("crm:lookup", {"id": 7}, "exact")])))
+    task = task_of(summary_of(grade(log, [s])), "task-a")
+    assert task["trajectory"]["matched"] is True
+    assert task["trajectory"]["observedCount"] == 1
+    assert task["trajectory"]["matchedCount"] == 1
+    assert task["efficiency"]["toolCallCount"] == 1
+
+
+def test_d2_agent_alias_on_invocation_started_names_the_target_agent() -> None:
+    """D-2: `agent.agentId` on agent.invocation-started names the bracket's (target) agent."""
+    started = {"invocationId": "inv-1", "agent": {"agentId": AGENT}, "source": "run-api"}
+    call = {"agent": {"agentId": AGENT}, "toolName": "crm:lookup", "callId": "c1", "inputs": {}}
+    log = _single_call_log(call, started)
+    s = suite(golden("task-a", traj("exact", ["crm:lookup"])), targetAgentId=AGENT)
+    result = grade(log, [s])
+    task = task_of(summary_of(result), "task-a")
+    assert task["trajectory"]["observedCount"] == 1
+    assert task["trajectory"]["matched"] is True
+    assert "target-agent-mismatch" not in codes_of(result)
+
+
+ABSENT_INPUTS = object()
+
+
+@pytest.mark.parametrize(
+    ("inputs", "expected_call", "matched"),
+    [
+        # an absent tool input is the empty object {}
+        pytest.param(ABSENT_INPUTS, expect("t:x", {}, "exact"), True, id="absent=={}-exact"),
+        pytest.param(ABSENT_INPUTS, expect("t:x", {}, "subset"), True, id="absent=={}-subset"),
+        pytest.param(ABSENT_INPUTS, expect("t:x", None, "exact"), False, id="absent!=null"),
+        pytest.param(ABSENT_INPUTS, expect("t:x", {"a": 1}, "subset"), False, id="absent-lacks-a"),
+        # an explicit null stays null
+        pytest.param(None, expect("t:x", None, "exact"), True, id="null==null-exact"),
+        pytest.param(None, expect("t:x", {}, "exact"), False, id="null!={}-exact"),
+        pytest.param(None, expect("t:x", {}, "subset"), False, id="null-not-object-subset"),
+        pytest.param(None, expect("t:x", None, "subset"), True, id="null==null-subset"),
+        pytest.param({}, expect("t:x", None, "exact"), False, id="{}!=null-exact"),
+    ],
+)
+def test_d2_absent_inputs_are_empty_object_and_null_stays_null(
+    inputs: Any, expected_call: dict[str, Any], matched: bool
+) -> None:
+    """D-2 with §3.2: absent inputs = `{}`; explicit `null` inputs match only `"args": null`."""
+    call: dict[str, Any] = {"agentId": AGENT, "toolName": "t:x", "callId": "c1"}
+    if inputs is not ABSENT_INPUTS:
+        call["inputs"] = inputs
+    log = _single_call_log(call)
+    s = suite(golden("task-a", traj("exact", [expected_call])))
+    task = task_of(summary_of(grade(log, [s])), "task-a")
+    assert task["trajectory"]["matched"] is matched
+    assert task["trajectory"]["matchedCount"] == (1 if matched else 0)
+
+
+# --------------------------------------------------------------------------------------------------
+# D-3 duplicates
+# --------------------------------------------------------------------------------------------------
+
+
+def with_agent(text: str) -> str:
+    """Payload text with `@A` replaced by the target agent's id as a JSON string."""
+    return text.replace("@A", json.dumps(AGENT))
+
+
+def _row(seq: int, type_: str, payload: str, ts: str | None, run: str = RUN) -> dict[str, Any]:
+    return {"runId": run, "sequence": seq, "type": type_, "payload": payload, "timestamp": ts}
+
+
+def test_d3_exact_duplicates_are_one_event_and_keep_the_earliest_timestamp() -> None:
+    """D-3: same (runId, sequence, type, payload under D-7) is one event; earliest timestamp kept.
+
+    The kept timestamps show through the bracket-span latency; the kept count through efficiency.
+    """
+    started_a = with_agent('{"invocationId": "inv-1", "agentId": @A, "source": "run-api"}')
+    started_b = with_agent('{"source":"run-api","agentId":@A,"invocationId":"inv-1"}')
+    call_a = with_agent(
+        '{"agentId": @A, "toolName": "t:x", "callId": "c1", "inputs": {"n": 1, "m": [1, 2]}}'
+    )
+    call_b = with_agent(
+        '{"inputs": {"m": [1.0, 2], "n": 1.0}, "callId": "c1", "toolName": "t:x", "agentId": @A}'
+    )
+    completed = with_agent('{"invocationId": "inv-1", "agentId": @A, "outcome": "completed"}')
+    scored_a = '{"taskId": "task-a", "score": 1, "passed": true}'
+    scored_b = '{"passed": true, "score": 1.0, "taskId": "task-a"}'
+    usage = '{"provider": "acme", "model": "m", "inputTokens": 10, "outputTokens": 5}'
+    rows = [
+        _row(0, "eval.started", json.dumps(_started_payload()), iso(0)),
+        _row(1, "agent.invocation-started", started_a, iso(100)),  # the earlier copy
+        _row(1, "agent.invocation-started", started_b, iso(150)),
+        _row(2, "agent.tool-called", call_b, iso(250)),
+        _row(2, "agent.tool-called", call_a, iso(200)),
+        _row(3, "provider.usage", usage, iso(300)),
+        _row(3, "provider.usage", usage, iso(310)),
+        _row(4, "agent.invocation-completed", completed, iso(440)),
+        _row(4, "agent.invocation-completed", completed, iso(400)),  # the earlier copy
+        _row(5, "eval.scored", scored_a, iso(500)),
+        _row(5, "eval.scored", scored_b, iso(520)),
+        _row(6, "eval.completed", json.dumps(_completed_payload()), iso(600)),
+    ]
+    s = suite(golden("task-a", traj("exact", [expect("t:x", {"n": 1, "m": [1, 2]}, "exact")])))
+    result = grade(rows, [s])
+    summary = summary_of(result)
+    task = task_of(summary, "task-a")
+    # earliest start 100 ms, earliest completion 400 ms
+    assert task["latencyMs"] == 300
+    assert task["efficiency"] == {
+        "toolCallCount": 1,
+        "modelCallCount": 1,
+        "inputTokens": 10,
+        "outputTokens": 5,
+    }
+    assert task["trajectory"]["observedCount"] == 1
+    assert task["trajectory"]["matched"] is True
+    codes = codes_of(result)
+    assert "event-conflict" not in codes
+    assert "trial-duplicate" not in codes
+    assert result.skipped == []
+
+
+def test_d3_earliest_timestamp_is_compared_as_time_not_text() -> None:
+    """D-3: "earliest" is the earliest instant, whatever offset each ISO-8601 copy is written in."""
+    started = json.dumps({"invocationId": "inv-1", "agentId": AGENT, "source": "run-api"})
+    completed = json.dumps({"invocationId": "inv-1", "agentId": AGENT, "outcome": "completed"})
+    rows = [
+        _row(0, "eval.started", json.dumps(_started_payload()), iso(0)),
+        # 13:00:00.100+01:00 is 12:00:00.100Z: earlier than 12:00:00.150Z, though larger as text
+        _row(1, "agent.invocation-started", started, "2026-10-14T12:00:00.150Z"),
+        _row(1, "agent.invocation-started", started, "2026-10-14T13:00:00.100+01:00"),
+        _row(2, "agent.invocation-completed", completed, iso(400)),
+        _row(3, "eval.scored", json.dumps({"taskId": "task-a", "score": 1, "passed": True}), None),
+        _row(4, "eval.completed", json.dumps(_completed_payload()), None),
+    ]
+    result = grade(rows, [suite(golden("task-a"))])
+    assert task_of(summary_of(result), "task-a")["latencyMs"] == 300
+
+
+def _started_payload() -> dict[str, Any]:
+    return {
+        "suiteId": "acme.team.evals.support",
+        "suiteVersion": "1.0.0",
+        "taskCount": 1,
+        "modes": ["golden"],
+    }
+
+
+def _completed_payload() -> dict[str, Any]:
+    return {"aggregateScore": 1, "passed": True, "taskCount": 1, "passedCount": 1}
+
+
+def _two_run_log(conflict_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """RUN carries the given extra rows; RUN2 is a clean one-task run."""
+    first = LogBuilder(RUN)
+    first.eval_started()
+    first.trial("task-a", usage=[{"costEstimateUsd": 0.5}])
+    first.eval_completed()
+    second = LogBuilder(RUN2)
+    second.eval_started()
+    second.trial("task-a", usage=[{"costEstimateUsd": 0.25}])
+    second.eval_completed()
+    return [*first.rows, *conflict_rows, *second.rows]
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        pytest.param(
+            {"type": "eval.scored", "payload": '{"taskId": "task-a", "score": 0, "passed": false}'},
+            id="different-payload",
+        ),
+        pytest.param(
+            {"type": "agent.decided", "payload": '{"agentId": "x", "decision": "respond"}'},
+            id="different-type",
+        ),
+    ],
+)
+def test_d3_conflicting_duplicate_skips_the_run_and_grades_the_others(
+    other: dict[str, Any],
+) -> None:
+    """D-3/§6: same (runId, sequence), different content: the run is not graded (event-conflict);
+    another run in the same log is still graded."""
+    base = LogBuilder(RUN)
+    base.eval_started()
+    base.trial("task-a", usage=[{"costEstimateUsd": 0.5}])
+    base.eval_completed()
+    scored_row = next(r for r in base.rows if r["type"] == "eval.scored")
+    clash = {**scored_row, **other}
+    rows = _two_run_log([clash])
+    result = grade(rows, [suite(golden("task-a"))])
+    assert RUN not in result.summaries
+    assert RUN in result.skipped
+    assert severity_of(result, "event-conflict") == {"error"}
+    graded = summary_of(result, RUN2)
+    assert graded["passed"] is True
+    assert graded["totalCostUsd"] == pytest.approx(0.25)
+    assert RUN2 not in result.skipped
+    assert result.exit_code == 3
+
+
+GRADED_TYPES = [
+    "agent.invocation-started",
+    "agent.invocation-completed",
+    "agent.tool-called",
+    "agent.toolCalled",  # the v1 spelling of a graded type (D-1) is a graded type too
+    "provider.usage",
+    "eval.started",
+    "eval.scored",
+    "eval.completed",
+]
+
+
+@pytest.mark.parametrize("type_", GRADED_TYPES)
+def test_d3_non_json_payload_on_a_graded_type_makes_the_run_ungradable(type_: str) -> None:
+    """D-3: a payload that is not JSON on a type grading reads -> `payload-invalid`, run skipped;
+    another run of the same log is still graded."""
+    log = LogBuilder(RUN)
+    log.eval_started()
+    inv = log.started()
+    log.call("t:x", {})
+    log.completed(inv)
+    log.scored("task-a")
+    log.eval_completed()
+    target = next((r for r in log.rows if r["type"] == type_), None)
+    if target is None:  # a type the base log does not carry: add it inside the bracket
+        log.rows.insert(2, {**log.rows[2], "type": type_})
+        for number, row in enumerate(log.rows):  # keep sequences unique
+            row["sequence"] = number
+        target = log.rows[2]
+    target["payload"] = '{"taskId": "task-a", "score": 1,'  # truncated JSON
+    second = LogBuilder(RUN2)
+    second.eval_started()
+    second.trial("task-a")
+    second.eval_completed()
+
+    result = grade([log, second], [suite(golden("task-a"))])
+    assert RUN not in result.summaries
+    assert RUN in result.skipped
+    assert severity_of(result, "payload-invalid") == {"error"}
+    assert summary_of(result, RUN2)["passed"] is True
+
+
+@pytest.mark.parametrize("type_", ["agent.tool-returned", "agent.reasoned", "acme.custom.event"])
+def test_d3_non_json_payload_on_another_type_is_a_warning_and_ignored(type_: str) -> None:
+    """D-3: a non-JSON payload on a type grading does not read is a warning; the run is graded."""
+    log = LogBuilder()
+    log.eval_started()
+    inv = log.started()
+    log.call("t:x", {})
+    log.add(type_, raw="not json {")
+    log.completed(inv)
+    log.scored("task-a", score=0.5, passed=True)
+    log.eval_completed()
+    result = grade(log, [suite(golden("task-a"), thresholds={"passScore": 0.5})])
+    summary = summary_of(result)
+    assert summary["passed"] is True
+    assert task_of(summary, "task-a")["score"] == 0.5
+    assert "payload-invalid" not in codes_of(result)
+    assert severity_of(result, "payload-ignored") == {"warning"}
+    assert result.skipped == []
+
+
+def test_d3_sequence_gap_is_a_warning_and_the_run_is_graded() -> None:
+    """D-3: a gap in `sequence` is a warning."""
+    log = LogBuilder()
+    log.eval_started()
+    log.skip(3)
+    log.trial("task-a", calls=["t:x"])
+    log.eval_completed()
+    result = grade(log, [suite(golden("task-a"))])
+    summary = summary_of(result)
+    assert summary["passed"] is True
+    assert severity_of(result, "sequence-gap") == {"warning"}
+    assert result.skipped == []
+
+
+def test_d3_row_order_means_nothing() -> None:
+    """§1.1: order is (runId, sequence), not the order of rows in the input."""
+    log = LogBuilder()
+    log.eval_started()
+    log.trial("task-a", calls=[("t:a", {}), ("t:b", {})], usage=[{"costEstimateUsd": 0.5}])
+    log.trial("task-b", calls=[("t:c", {})])
+    log.eval_completed()
+    s = suite(
+        golden("task-a", traj("exact", ["t:a", "t:b"])),
+        golden("task-b", traj("exact", ["t:c"])),
+    )
+    forward = grade(log, [s])
+    backward = grade(list(reversed(log.rows)), [s])
+    assert summary_of(forward) == summary_of(backward)
+    assert task_of(summary_of(backward), "task-a")["trajectory"]["matched"] is True
+
+
+def test_d3_duplicate_eval_started_rows_are_one_event_not_a_restart() -> None:
+    """D-3 with §2.1: an exported-twice eval.started is one event, not a second eval.started."""
+    log = LogBuilder()
+    log.eval_started()
+    log.trial("task-a")
+    log.eval_completed()
+    rows = [*log.rows, dict(log.rows[0])]
+    result = grade(rows, [suite(golden("task-a"))])
+    assert summary_of(result)["passed"] is True
+    assert "eval-restarted" not in codes_of(result)
+    assert result.skipped == []
+
+
+def test_d3_warnings_only_keep_exit_code_0() -> None:
+    """§6 with D-3: a run with warnings only is graded and nothing is skipped."""
+    log = LogBuilder()
+    log.eval_started()
+    log.skip(2)
+    log.trial("task-a")
+    log.eval_completed()
+    result = grade(log, [suite(golden("task-a"))])
+    assert severity_of(result, "sequence-gap") == {"warning"}
+    assert result.exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("type_", "payload", "code"),
+    [
+        ("eval.scored", '{"taskId": "task-a", "score": NaN, "passed": true}', "payload-invalid"),
+        (
+            "agent.tool-called",
+            with_agent(
+                '{"agentId": @A, "toolName": "t:x", "callId": "c", "inputs": {"v": Infinity}}'
+            ),
+            "payload-invalid",
+        ),
+        (
+            "agent.reasoned",
+            '{"agentId": "a", "reasoning": "r", "confidence": NaN}',
+            "payload-ignored",
+        ),
+    ],
+    ids=["NaN-on-eval.scored", "Infinity-on-tool-called", "NaN-on-ignored-type"],
+)
+def test_d3_nan_and_infinity_are_not_json(type_: str, payload: str, code: str) -> None:
+    """D-3/D-7: NaN and Infinity are not JSON: on a graded type the run is ungradable, on any
+    other type it is a warning."""
+    log = LogBuilder()
+    log.eval_started()
+    inv = log.started()
+    log.add(type_, raw=payload)
+    log.completed(inv)
+    if type_ != "eval.scored":
+        log.scored("task-a")
+    log.eval_completed()
+    result = grade(log, [suite(golden("task-a"))])
+    if code == "payload-invalid":
+        assert RUN not in result.summaries
+        assert severity_of(result, "payload-invalid") == {"error"}
+    else:
+        assert summary_of(result)["passed"] is True
+        assert severity_of(result, "payload-ignored") == {"warning"}
+
+
+def test_d7_repeated_key_in_a_payload_last_one_wins() -> None:
+    """D-7: a repeated key keeps the last value, as JSON parsers do (here eval.scored.score)."""
+    log = LogBuilder()
+    log.eval_started()
+    log.bracket()
+    log.add(
+        "eval.scored",
+        raw='{"taskId": "task-a", "score": 0, "passed": false, "score": 1, "passed": true}',
+    )
+    log.eval_completed()
+    result = grade(log, [suite(golden("task-a"))])
+    task = task_of(summary_of(result), "task-a")
+    assert task["score"] == 1
+    assert task["passed"] is True
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [("9007199254740993", "9007199254740992"), ("0.1000000000000000000001", "0.1")],
+    ids=["beyond-2^53", "beyond-double-digits"],
+)
+def test_d3_duplicates_differing_beyond_double_precision_conflict(first: str, second: str) -> None:
+    """D-3 with D-7: payloads equal only after rounding to a double are different content."""
+    log = LogBuilder()
+    log.eval_started()
+    inv = log.started()
+    template = '{"agentId": @A, "toolName": "t:x", "callId": "c", "inputs": {"n": NUMBER}}'
+    log.add("agent.tool-called", raw=with_agent(template.replace("NUMBER", first)))
+    clash = {**log.rows[-1], "payload": with_agent(template.replace("NUMBER", second))}
+    log.completed(inv)
+    log.scored("task-a")
+    log.eval_completed()
+    result = grade([*log.rows, clash], [suite(golden("task-a"))])
+    assert RUN in result.skipped
+    assert severity_of(result, "event-conflict") == {"error"}
