@@ -15,9 +15,8 @@ import polars as pl
 
 from evalbatch import inputs, jsonvalue, sql
 
-#: the queries that build the trial tables, in dependency order
+#: the queries that build the trial tables from `events`, in dependency order
 PIPELINE = (
-    "events",
     "eval_runs",
     "span_events",
     "trial_segments",
@@ -48,30 +47,43 @@ def connect(threads: int | None = None) -> duckdb.DuckDBPyConnection:
     con.execute("SET TimeZone = 'UTC'")
     if threads:
         con.execute(f"SET threads = {int(threads)}")
+    con.execute(sql.load("macros").text)
     return con
 
 
-def _payload_fixes(con: duckdb.DuckDBPyConnection) -> None:
-    """Re-read the few payloads DuckDB accepts leniently, as a strict JSON parser would (D-7)."""
-    suspects = con.sql(
-        "SELECT DISTINCT run_id, sequence, payload FROM raw_events WHERE payload_suspect"
+def _payload_fixes(con: duckdb.DuckDBPyConnection) -> bool:
+    """Re-read the few payloads DuckDB accepts leniently, as a strict JSON parser would (D-7).
+
+    A payload that is not JSON becomes the empty text, which no parser accepts; one with a
+    repeated key becomes its canonical text, where the last value stands. Returns whether any
+    payload was re-read.
+    """
+    (count,) = con.execute("SELECT count(*) FROM events WHERE payload_suspect").fetchall()
+    if not count[0]:
+        return False
+    suspects = con.execute(
+        "SELECT r.run_id, r.sequence, r.payload FROM event_rows AS r "
+        "SEMI JOIN (SELECT run_id, sequence FROM events WHERE payload_suspect) AS s "
+        "ON s.run_id = r.run_id AND s.sequence = r.sequence"
     ).fetchall()
     rows = []
     for run_id, sequence, payload in suspects:
         try:
-            fixed, ok = jsonvalue.canonical_text(payload), True
+            fixed = jsonvalue.canonical_text(payload)
         except jsonvalue.NotJson:
-            fixed, ok = payload, False
-        rows.append((run_id, sequence, payload, fixed, ok))
+            fixed = ""
+        rows.append((run_id, sequence, fixed))
+    if not rows:
+        return False
     con.execute(
         "CREATE OR REPLACE TEMP TABLE payload_fixes "
-        "(run_id VARCHAR, sequence BIGINT, original VARCHAR, payload VARCHAR, payload_json BOOLEAN)"
+        "(run_id VARCHAR, sequence BIGINT, payload VARCHAR)"
     )
-    if rows:
-        con.executemany("INSERT INTO payload_fixes VALUES (?, ?, ?, ?, ?)", rows)
+    con.executemany("INSERT INTO payload_fixes VALUES (?, ?, ?)", rows)
+    return True
 
 
-def _same_event(a: tuple[str, str | None, bool], b: tuple[str, str | None, bool]) -> bool:
+def _same_event(a: tuple[str, str], b: tuple[str, str]) -> bool:
     """D-3/E-4: one type, and JSON-equal payloads (or equal texts when either is not JSON)."""
     if a[0] != b[0]:
         return False
@@ -85,11 +97,9 @@ def _same_event(a: tuple[str, str | None, bool], b: tuple[str, str | None, bool]
 
 def _conflicts(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
     """(run, sequence) keys whose rows are not one event (D-3)."""
-    groups: dict[tuple[str, int], list[tuple[str, str | None, bool]]] = defaultdict(list)
-    for run_id, sequence, type_, payload, payload_json in sql.relation(
-        con, "duplicate_events"
-    ).fetchall():
-        groups[(run_id, sequence)].append((type_, payload, payload_json))
+    groups: dict[tuple[str, int], list[tuple[str, str]]] = defaultdict(list)
+    for run_id, sequence, type_, payload in sql.relation(con, "duplicate_events").fetchall():
+        groups[(run_id, sequence)].append((type_, payload))
     return [
         key for key, rows in groups.items() if not all(_same_event(rows[0], r) for r in rows[1:])
     ]
@@ -98,9 +108,21 @@ def _conflicts(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
 def _build(con: duckdb.DuckDBPyConnection, sources: inputs.Sources) -> list[tuple[str, int]]:
     """Materialize every table of the SQL stage; returns the conflicting (run, sequence) keys."""
     inputs.register(con, sources)
-    sql.materialize(con, "raw_events")
-    _payload_fixes(con)
+    sql.materialize(con, "eval_run_ids")
+    sql.materialize(con, "duplicate_keys")
     conflicts = _conflicts(con)
+    sql.define_view(con, "event_rows")
+    sql.materialize(con, "events")
+    if _payload_fixes(con):
+        con.execute(
+            "CREATE OR REPLACE TEMP VIEW event_rows AS " + sql.load("fixed_event_rows").text
+        )
+        con.execute("CREATE OR REPLACE TEMP TABLE fixed_events AS " + sql.load("events").text)
+        con.execute(
+            "DELETE FROM events WHERE (run_id, sequence) IN "
+            "(SELECT run_id, sequence FROM fixed_events)"
+        )
+        con.execute("INSERT INTO events SELECT * FROM fixed_events")
     for name in PIPELINE:
         sql.materialize(con, name)
     return conflicts

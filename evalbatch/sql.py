@@ -61,6 +61,11 @@ def materialize(con: duckdb.DuckDBPyConnection, name: str) -> None:
     con.execute(f'CREATE OR REPLACE TEMP TABLE "{name}" AS {query}')
 
 
+def define_view(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Keep a query as the temporary view `name`, read where it is used (not stored)."""
+    con.execute(f'CREATE OR REPLACE TEMP VIEW "{name}" AS {load(name).text}')
+
+
 def relation(con: duckdb.DuckDBPyConnection, name: str) -> duckdb.DuckDBPyRelation:
     """A query as a relation, for fetching its rows."""
     return con.sql(load(name).text)

@@ -1,8 +1,7 @@
 -- name: duplicate_events
--- Rows that share (runId, sequence) with another row. D-3 decides in Python whether they are one
--- event (same type, JSON-equal payloads) or a conflict that makes the run ungradable.
-SELECT run_id, sequence, type, payload, payload_json
-FROM raw_events
-WHERE sequence_ok
-QUALIFY count(*) OVER (PARTITION BY run_id, sequence) > 1
-ORDER BY run_id, sequence, type, payload
+-- The rows behind each duplicated key, with v1 types mapped (D-1). D-3 decides in Python whether
+-- they are one event (same type, JSON-equal payloads) or a conflict that makes the run ungradable.
+SELECT s.run_id, s.sequence, v2_type(s.type) AS type, coalesce(s.payload, 'null') AS payload
+FROM source_events AS s
+SEMI JOIN duplicate_keys AS d ON d.run_id = s.run_id AND d.sequence = s.sequence
+ORDER BY 1, 2, 3, 4

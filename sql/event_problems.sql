@@ -1,9 +1,13 @@
 -- name: event_problems
 -- Problems found on single events of eval runs (§6, D-3, §2.1): payloads that are not JSON,
--- sequence gaps, a restarted or unfinished eval, eval.scored after eval.completed.
+-- sequence gaps (E-5), a restarted or unfinished eval, eval.scored after eval.completed.
 -- One row per occurrence: (run_id, sequence, code).
+WITH gapped_runs AS (
+    SELECT run_id FROM events WHERE sequence_ok
+    GROUP BY run_id HAVING max(sequence) - min(sequence) + 1 <> count(*)
+)
 SELECT run_id, sequence, 'sequence-invalid' AS code
-FROM raw_events WHERE NOT sequence_ok
+FROM events WHERE NOT sequence_ok
 UNION ALL
 SELECT run_id, sequence, CASE WHEN graded_type THEN 'payload-invalid' ELSE 'payload-ignored' END
 FROM events WHERE NOT payload_json
@@ -12,6 +16,7 @@ SELECT run_id, sequence, 'sequence-gap'
 FROM (
     SELECT run_id, sequence, sequence - lag(sequence) OVER (PARTITION BY run_id ORDER BY sequence) AS step
     FROM events
+    WHERE sequence_ok AND run_id IN (SELECT run_id FROM gapped_runs)
 )
 WHERE step > 1
 UNION ALL

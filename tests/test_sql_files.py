@@ -11,7 +11,13 @@ from evalbatch import extract, sql
 
 def test_every_sql_file_loads_with_a_header() -> None:
     files = sql.all_files()
-    assert {f.name for f in files} >= {"raw_events", "duplicate_events", *extract.PIPELINE}
+    assert {f.name for f in files} >= {
+        "events",
+        "event_rows",
+        "duplicate_events",
+        "macros",
+        *extract.PIPELINE,
+    }
     for query in files:
         assert query.description, query.name
         assert re.search(r"(D-\d+|§\d|E-\d+)", query.description), query.name

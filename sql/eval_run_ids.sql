@@ -1,0 +1,6 @@
+-- name: eval_run_ids
+-- The runs that are eval runs: a runId with an eval.started (§2.1, E-1). Read from the type column
+-- alone, so other runs' payloads are never touched.
+SELECT DISTINCT run_id
+FROM source_events
+WHERE type = 'eval.started' AND run_id IS NOT NULL
