@@ -96,46 +96,55 @@ def load_suites(
 
 
 def _trial_problems(trials: pl.DataFrame, target_agents: dict[str, str]) -> list[ProblemRow]:
-    """Problems seen while placing and grading trials (D-5, §2.1, D-11, E-16)."""
-    rows: list[ProblemRow] = []
-    frame = trials.select(
-        "run_id",
-        "scored_seq",
-        "counted",
-        "left_out",
-        "trial_index_invalid",
-        "has_bracket",
-        "bracket_closed",
-        "bracket_start_seq",
-        "target_agent_id",
-        "kind",
-        "host_score",
-        "host_passed",
-        "host_cost_present",
-        "host_cost_usd",
-        "task_id",
+    """Problems seen while placing and grading trials (D-5, §2.1, D-11, E-16), found with one
+    filter per rule over the trial table."""
+    targets = pl.DataFrame(
+        {"run_id": list(target_agents), "suite_target": list(target_agents.values())},
+        schema={"run_id": pl.String, "suite_target": pl.String},
     )
-    for t in frame.iter_rows(named=True):
-        run, seq = t["run_id"], t["scored_seq"]
-        if t["trial_index_invalid"]:
-            rows.append((run, seq, "trial-index-invalid", ""))
-        if not t["counted"]:
-            rows.append((run, seq, t["left_out"], ""))
-            continue
-        if not t["has_bracket"]:
-            rows.append((run, seq, "bracket-missing", ""))
-        elif not t["bracket_closed"]:
-            rows.append((run, t["bracket_start_seq"], "bracket-unclosed", ""))
-        elif run in target_agents and t["target_agent_id"] != target_agents[run]:
-            rows.append((run, t["bracket_start_seq"], "target-agent-mismatch", ""))
-        if t["kind"] != "trajectory":
-            if t["host_score"] is None:
-                rows.append((run, seq, "score-invalid", ""))
-            if t["host_passed"] is None:
-                rows.append((run, seq, "passed-invalid", ""))
-        if t["host_cost_present"] and t["host_cost_usd"] is None:
-            rows.append((run, seq, "cost-invalid", "eval.scored.costUsd"))
-    return rows
+    frame = trials.join(targets, on="run_id", how="left")
+    counted = pl.col("counted")
+    host_kind = pl.col("kind") != "trajectory"
+    rules: list[tuple[pl.Expr, str | pl.Expr, str, str]] = [
+        (pl.col("trial_index_invalid"), "scored_seq", "trial-index-invalid", ""),
+        (~counted, "scored_seq", "", ""),  # code: the left-out reason
+        (counted & ~pl.col("has_bracket"), "scored_seq", "bracket-missing", ""),
+        (
+            counted & pl.col("has_bracket") & ~pl.col("bracket_closed"),
+            "bracket_start_seq",
+            "bracket-unclosed",
+            "",
+        ),
+        (
+            counted
+            & pl.col("bracket_closed")
+            & pl.col("suite_target").is_not_null()
+            & pl.col("target_agent_id").ne_missing(pl.col("suite_target")),
+            "bracket_start_seq",
+            "target-agent-mismatch",
+            "",
+        ),
+        (counted & host_kind & pl.col("host_score").is_null(), "scored_seq", "score-invalid", ""),
+        (counted & host_kind & pl.col("host_passed").is_null(), "scored_seq", "passed-invalid", ""),
+        (
+            counted & pl.col("host_cost_present") & pl.col("host_cost_usd").is_null(),
+            "scored_seq",
+            "cost-invalid",
+            "eval.scored.costUsd",
+        ),
+    ]
+    found = []
+    for condition, sequence, code, detail in rules:
+        code_expr = pl.col("left_out") if code == "" else pl.lit(code)
+        found.append(
+            frame.filter(condition).select(
+                "run_id",
+                pl.col(sequence).alias("sequence"),
+                code_expr.alias("code"),
+                pl.lit(detail).alias("detail"),
+            )
+        )
+    return list(pl.concat(found).iter_rows())
 
 
 def grade_paths(

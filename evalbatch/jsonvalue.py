@@ -104,6 +104,11 @@ def inputs_of_payload(text: str) -> str:
     return "{}"
 
 
+@lru_cache(maxsize=4096)
+def _parsed_canonical(text: str) -> Any:
+    return parse(text)
+
+
 @lru_cache(maxsize=65536)
 def args_match(mode: ArgsMatch, expected_canonical: str, observed_canonical: str) -> bool:
     """Whether observed inputs match expected args under `argsMatch` (both canonical text)."""
@@ -111,4 +116,4 @@ def args_match(mode: ArgsMatch, expected_canonical: str, observed_canonical: str
         return True
     if mode == "exact":
         return expected_canonical == observed_canonical
-    return is_subset(parse(expected_canonical), parse(observed_canonical))
+    return is_subset(_parsed_canonical(expected_canonical), parse(observed_canonical))

@@ -34,15 +34,14 @@ def pass_hat_k(n: int, c: int, k: int) -> Fraction:
 def clustered_stderr(task_means: list[float]) -> float:
     """Sample standard deviation of the per-task mean scores over √taskCount (§B `scoreStderr`).
 
-    Computed exactly from the float inputs, so the result does not depend on summation order.
+    Sums are correctly rounded (`math.fsum`), so the result does not depend on summation order.
 
     >>> clustered_stderr([1.0, 0.0])
     0.5
     """
-    values = [Fraction(v) for v in task_means]
-    count = len(values)
-    mean = sum(values, Fraction(0)) / count
-    variance = sum(((v - mean) ** 2 for v in values), Fraction(0)) / (count - 1)
+    count = len(task_means)
+    mean = math.fsum(task_means) / count
+    variance = math.fsum((v - mean) ** 2 for v in task_means) / (count - 1)
     return math.sqrt(variance) / math.sqrt(count)
 
 

@@ -10,7 +10,6 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
-from fractions import Fraction
 from typing import Any
 
 import polars as pl
@@ -71,10 +70,10 @@ def _trajectory_block(trial: dict[str, Any]) -> dict[str, Any]:
 
 
 def _latency(trials: list[dict[str, Any]]) -> int | None:
-    spans = [Fraction(t["latency_ms"]) for t in trials if t["latency_ms"] is not None]
+    spans = [t["latency_ms"] for t in trials if t["latency_ms"] is not None]
     if not spans:
         return None
-    return math.floor(sum(spans) / len(spans) + Fraction(1, 2))  # half up, only at the end
+    return math.floor(math.fsum(spans) / len(spans) + 0.5)  # half up, only at the end
 
 
 def _cost(trials: list[dict[str, Any]], source: str | None) -> Decimal | None:
@@ -261,9 +260,40 @@ def _model_class(counted: list[dict[str, Any]]) -> str | None:
     return None
 
 
+#: the trial columns the reductions read
+TRIAL_COLUMNS = (
+    "run_id",
+    "task_id",
+    "trial_index",
+    "counted",
+    "score",
+    "gating_score",
+    "passed",
+    "matched",
+    "mode",
+    "expected_count",
+    "observed_count",
+    "matched_count",
+    "forbidden_count",
+    "misses",
+    "latency_ms",
+    "usage_cost_usd",
+    "host_cost_usd",
+    "tool_call_count",
+    "model_call_count",
+    "input_tokens",
+    "output_tokens",
+    "has_bracket",
+    "model_class",
+)
+
+
 def trials_by_run(trials: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
     """The placed trials as plain rows, grouped by run (small: one row per eval.scored)."""
     grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in trials.sort("run_id", "scored_seq").iter_rows(named=True):
+    frame = trials.sort("run_id", "scored_seq").select(TRIAL_COLUMNS)
+    names = frame.columns
+    for values in frame.iter_rows():
+        row = dict(zip(names, values, strict=True))
         grouped[row["run_id"]].append(row)
     return grouped
