@@ -12,6 +12,7 @@ help:
 	@echo "make lint     ruff check"
 	@echo "make fmt      ruff format + fix"
 	@echo "make samples  regenerate data/samples (deterministic)"
+	@echo "make bench    time floor / evalbatch run / reference side by side (EVENTS=2M)"
 
 setup: $(STAMP)
 
@@ -37,6 +38,10 @@ fmt: $(STAMP)
 
 samples: $(STAMP)
 	$(BIN)/python data/samples/make_samples.py
+
+EVENTS ?= 2M
+bench: $(STAMP)
+	$(BIN)/python bench/run.py --events $(EVENTS)
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

@@ -7,7 +7,7 @@ reductions (`summarize`) -> EvalSummary rows and tables (`outputs`).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalbatch import extract, problems, regress, suites
+from evalbatch import extract, inputs, problems, regress, suites
 from evalbatch.errors import InputError
 from evalbatch.grade import grade_trials
 from evalbatch.options import GradeOptions
@@ -32,6 +32,9 @@ PROBLEM_SCHEMA = {
     "severity": pl.String,
     "message": pl.String,
 }
+
+#: events per batch of whole runs: below this everything is graded in one pass
+DEFAULT_BATCH_EVENTS = 20_000_000
 
 #: exit codes of `evalbatch run` (CONTRACT §6 and the issue): all graded, unusable input, skips
 EXIT_OK, EXIT_UNUSABLE, EXIT_SKIPPED = 0, 2, 3
@@ -147,38 +150,28 @@ def _trial_problems(trials: pl.DataFrame, target_agents: dict[str, str]) -> list
     return list(pl.concat(found).iter_rows())
 
 
-def grade_paths(
-    events: Sequence[str | Path],
-    suite_paths: Sequence[str | Path] = (),
-    *,
-    suite_docs: Sequence[Mapping[str, Any]] = (),
-    options: GradeOptions | None = None,
-    threads: int | None = None,
-    regress_options: regress.RegressOptions | None = None,
-) -> GradeResult:
-    """Grade every eval run in the event files at `events` (files, directories, globs).
+@dataclass
+class _Batch:
+    """What grading one batch of whole runs produced, before the cross-run steps."""
 
-    Raises:
-        InputError: no event file can be used at all.
-        SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
-    """
-    options = options or GradeOptions()
-    regress_options = regress_options or regress.RegressOptions()
-    choices = load_suites(suite_paths, suite_docs)
-    con = extract.connect(threads)
-    try:
-        ext = extract.extract(con, [str(p) for p in events])
-    finally:
-        con.close()
-    problem_rows: list[ProblemRow] = [(None, None, p.code, p.message) for p in ext.file_problems]
-    if ext.rows_without_run:
-        problem_rows.append((None, None, "row-invalid", f"{ext.rows_without_run} row(s)"))
-    problem_rows += [(r, s, c, "") for r, s, c in ext.event_problems.iter_rows()]
+    eval_runs: pl.DataFrame
+    plans: dict[str, RunPlan]
+    outcomes: dict[str, Any]
+    trials: pl.DataFrame
+    problem_rows: list[ProblemRow]
+    fatal_runs: set[str]
 
+
+def _grade_batch(
+    ext: extract.Extraction,
+    choices: dict[tuple[str, str], suites.SuiteChoice],
+    options: GradeOptions,
+) -> _Batch:
+    """Grade the runs of one extraction: plan each run, grade its trials, reduce to summaries."""
+    problem_rows: list[ProblemRow] = [(r, s, c, "") for r, s, c in ext.event_problems.iter_rows()]
+    error_codes = [c for c, (sev, _) in problems.CODES.items() if sev == "error"]
     fatal_runs = set(
-        ext.event_problems.filter(
-            pl.col("code").is_in([c for c, (sev, _) in problems.CODES.items() if sev == "error"])
-        )["run_id"].to_list()
+        ext.event_problems.filter(pl.col("code").is_in(error_codes))["run_id"].to_list()
     )
     plans: dict[str, RunPlan] = {}
     plan_rows = []
@@ -237,7 +230,6 @@ def grade_paths(
         .select("run_id", "sequence", "code")
         .iter_rows()
     ]
-
     grouped = trials_by_run(trials)
     outcomes = {}
     for run_id, plan in sorted(plans.items()):
@@ -247,12 +239,65 @@ def grade_paths(
             plan.task_order.extend(dict.fromkeys(seen))
         outcomes[run_id] = summarize_run(plan, run_trials, options)
         problem_rows += outcomes[run_id].problems
+    return _Batch(ext.eval_runs, plans, outcomes, trials, problem_rows, fatal_runs)
+
+
+def grade_paths(
+    events: Sequence[str | Path],
+    suite_paths: Sequence[str | Path] = (),
+    *,
+    suite_docs: Sequence[Mapping[str, Any]] = (),
+    options: GradeOptions | None = None,
+    threads: int | None = None,
+    regress_options: regress.RegressOptions | None = None,
+    batch_events: int = DEFAULT_BATCH_EVENTS,
+    memory_limit: str | None = None,
+    spill_dir: str | None = None,
+    on_batch: Callable[[int, int], None] | None = None,
+) -> GradeResult:
+    """Grade every eval run in the event files at `events` (files, directories, globs).
+
+    Runs are graded in batches of whole runs of about `batch_events` events each, so memory stays
+    bounded as logs grow; `memory_limit` and `spill_dir` bound DuckDB within a batch.
+    `on_batch(done, total)` is called after each batch (a progress display).
+
+    Raises:
+        InputError: no event file can be used at all.
+        SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
+    """
+    options = options or GradeOptions()
+    regress_options = regress_options or regress.RegressOptions()
+    choices = load_suites(suite_paths, suite_docs)
+    con = extract.connect(threads, memory_limit, spill_dir)
+    parts: list[_Batch] = []
+    rows_without_run = 0
+    try:
+        sources = inputs.scan(con, [str(p) for p in events])
+        batches = inputs.batch_count(sources, batch_events)
+        for index in range(batches):
+            ext = extract.extract(con, sources, (index, batches))
+            rows_without_run += ext.rows_without_run
+            parts.append(_grade_batch(ext, choices, options))
+            if on_batch is not None:
+                on_batch(index + 1, batches)
+    finally:
+        con.close()
+    problem_rows: list[ProblemRow] = [(None, None, p.code, p.message) for p in sources.problems]
+    if rows_without_run:
+        problem_rows.append((None, None, "row-invalid", f"{rows_without_run} row(s)"))
+    eval_runs = pl.concat([part.eval_runs for part in parts])
+    plans = {run: plan for part in parts for run, plan in part.plans.items()}
+    outcomes = dict(sorted((run, o) for part in parts for run, o in part.outcomes.items()))
+    fatal_runs = set().union(*(part.fatal_runs for part in parts))
+    for part in parts:
+        problem_rows += part.problem_rows
+
     baselines = {
         r["run_id"]: (r["baseline_run_id"], r["start_seq"])
-        for r in ext.eval_runs.iter_rows(named=True)
+        for r in eval_runs.iter_rows(named=True)
         if r["baseline_run_id"] is not None and r["run_id"] in outcomes
     }
-    all_runs = set(ext.eval_runs["run_id"].to_list())
+    all_runs = set(eval_runs["run_id"].to_list())
     for run_id, (baseline, sequence) in sorted(baselines.items()):
         if baseline not in all_runs:
             continue  # §3.6: a block only when the baseline is in the input
@@ -278,7 +323,7 @@ def grade_paths(
         task_rows += outcome.task_rows
         run_rows.append(_run_row(run_id, outcome.summary, plans[run_id]))
     for run_id in sorted(fatal_runs):
-        run = ext.eval_runs.filter(pl.col("run_id") == run_id).row(0, named=True)
+        run = eval_runs.filter(pl.col("run_id") == run_id).row(0, named=True)
         run_rows.append(
             {
                 "run_id": run_id,
@@ -288,10 +333,10 @@ def grade_paths(
             }
         )
     return GradeResult(
-        summaries=dict(sorted(summaries.items())),
+        summaries=summaries,
         runs=pl.DataFrame(run_rows, schema=RUN_SCHEMA).sort("run_id"),
         tasks=pl.DataFrame(task_rows, schema=TASK_SCHEMA).sort("run_id", "task_pos"),
-        trials=_trial_table(trials),
+        trials=_trial_table(pl.concat([part.trials for part in parts], how="diagonal_relaxed")),
         problems=_problem_frame(problem_rows),
         skipped=sorted(fatal_runs),
     )

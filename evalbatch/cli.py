@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -21,6 +22,30 @@ from evalbatch.options import GradeOptions
 @click.version_option(package_name="evalbatch")
 def cli() -> None:
     """Grade exported OpenWOP eval-run event logs as RFC 0244 defines."""
+
+
+class _Progress:
+    """Batches graded so far, on one stderr line; only on a terminal and without --quiet."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.started = time.monotonic()
+        self.shown = False
+
+    def update(self, done: int, total: int) -> None:
+        if not self.enabled or total < 2:
+            return
+        elapsed = time.monotonic() - self.started
+        width = 30
+        bar = "#" * (width * done // total)
+        click.echo(
+            f"\rgrading [{bar:<{width}}] batch {done}/{total}  {elapsed:,.0f} s", err=True, nl=False
+        )
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            click.echo("", err=True)
 
 
 def _yes_no(flag: bool) -> str:
@@ -94,6 +119,15 @@ def _print_problems(result: api.GradeResult, limit: int = 20) -> None:
 @click.option(
     "--threads", type=click.IntRange(1), default=None, help="DuckDB threads (default: all cores)."
 )
+@click.option(
+    "--batch-events",
+    type=click.IntRange(1),
+    default=api.DEFAULT_BATCH_EVENTS,
+    show_default=True,
+    help="Grade whole runs in batches of about this many events (bounds memory).",
+)
+@click.option("--memory-limit", default=None, help="DuckDB memory limit, e.g. 4GB.")
+@click.option("--spill-dir", type=click.Path(), default=None, help="Where DuckDB may spill.")
 @click.option("--quiet", is_flag=True, help="Print only where the outputs went.")
 def run(
     events: tuple[str, ...],
@@ -102,6 +136,9 @@ def run(
     default_pass_score: float,
     on_miss_default: str,
     threads: int | None,
+    batch_events: int,
+    memory_limit: str | None,
+    spill_dir: str | None,
     quiet: bool,
 ) -> None:
     """Grade every eval run in EVENTS (Parquet files, directories or globs) into OUT.
@@ -114,7 +151,18 @@ def run(
     2 unusable input or a usage error.
     """
     options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)  # type: ignore[arg-type]
-    result = api.grade_paths(list(events), list(suite_paths), options=options, threads=threads)
+    progress = _Progress(enabled=not quiet and sys.stderr.isatty())
+    result = api.grade_paths(
+        list(events),
+        list(suite_paths),
+        options=options,
+        threads=threads,
+        batch_events=batch_events,
+        memory_limit=memory_limit,
+        spill_dir=spill_dir,
+        on_batch=progress.update,
+    )
+    progress.close()
     written = outputs.write(result, out_dir)
     if not quiet:
         _print_runs(result)

@@ -41,12 +41,21 @@ class Extraction:
     rows_without_run: int = 0
 
 
-def connect(threads: int | None = None) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with UTC timestamps (naive ones are read as UTC)."""
+def connect(
+    threads: int | None = None, memory_limit: str | None = None, spill_dir: str | None = None
+) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with UTC timestamps (naive ones are read as UTC).
+
+    `memory_limit` (e.g. "4GB") caps DuckDB's memory; past it, work spills to `spill_dir`.
+    """
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")
     if threads:
         con.execute(f"SET threads = {int(threads)}")
+    if memory_limit:
+        con.execute("SET memory_limit = $limit", {"limit": memory_limit})
+    if spill_dir:
+        con.execute("SET temp_directory = $dir", {"dir": str(spill_dir)})
     con.execute(sql.load("macros").text)
     return con
 
@@ -105,9 +114,11 @@ def _conflicts(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
     ]
 
 
-def _build(con: duckdb.DuckDBPyConnection, sources: inputs.Sources) -> list[tuple[str, int]]:
+def _build(
+    con: duckdb.DuckDBPyConnection, sources: inputs.Sources, batch: tuple[int, int] | None
+) -> list[tuple[str, int]]:
     """Materialize every table of the SQL stage; returns the conflicting (run, sequence) keys."""
-    inputs.register(con, sources)
+    inputs.register(con, sources, batch)
     sql.materialize(con, "eval_run_ids")
     sql.materialize(con, "duplicate_keys")
     conflicts = _conflicts(con)
@@ -128,19 +139,25 @@ def _build(con: duckdb.DuckDBPyConnection, sources: inputs.Sources) -> list[tupl
     return conflicts
 
 
-def extract(con: duckdb.DuckDBPyConnection, paths: list[str]) -> Extraction:
-    """Run the SQL stage over the event files at `paths`.
+def extract(
+    con: duckdb.DuckDBPyConnection,
+    sources: inputs.Sources | list[str],
+    batch: tuple[int, int] | None = None,
+) -> Extraction:
+    """Run the SQL stage over the event files (`sources`, or paths to scan), for the runs of one
+    batch `(index, count)` or for all runs.
 
     A file whose data pages turn out to be damaged is reported and left out, and the stage runs
     again over the other files (§6: a broken file never costs the good ones).
     """
-    sources = inputs.scan(con, paths)
+    if not isinstance(sources, inputs.Sources):
+        sources = inputs.scan(con, sources)
     try:
-        conflicts = _build(con, sources)
+        conflicts = _build(con, sources, batch)
     except duckdb.Error:
         if not inputs.find_unreadable(con, sources):
             raise
-        conflicts = _build(con, sources)
+        conflicts = _build(con, sources, batch)
     (rows_without_run,) = con.execute(
         "SELECT count(*) FROM source_events WHERE run_id IS NULL"
     ).fetchall()

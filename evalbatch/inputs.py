@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from evalbatch.errors import InputError
 
@@ -157,6 +159,13 @@ def find_unreadable(con: duckdb.DuckDBPyConnection, sources: Sources) -> list[Fi
     return bad
 
 
+def _batch_filter(run_col: str, batch: tuple[int, int] | None) -> str:
+    if batch is None or batch[1] <= 1:
+        return ""
+    index, count = (int(part) for part in batch)
+    return f" WHERE hash(CAST({_ident(run_col)} AS VARCHAR)) % {count} = {index}"
+
+
 def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -179,9 +188,25 @@ def _timestamp_expr(column: str, type_name: str) -> str:
     return f"TRY_CAST(CAST({col} AS VARCHAR) AS TIMESTAMPTZ)"
 
 
-def register(con: duckdb.DuckDBPyConnection, sources: Sources) -> None:
+def batch_count(sources: Sources, batch_events: int) -> int:
+    """How many batches of whole runs keep each near `batch_events` events (row counts come
+    from the Parquet footers, so nothing is read)."""
+    rows = 0
+    for paths in sources.groups.values():
+        for path in paths:
+            try:
+                rows += pq.read_metadata(path).num_rows
+            except (OSError, pa.ArrowException):
+                continue
+    return max(1, -(-rows // max(1, batch_events)))
+
+
+def register(
+    con: duckdb.DuckDBPyConnection, sources: Sources, batch: tuple[int, int] | None = None
+) -> None:
     """Create the `source_events` view over every usable file (columns run_id, sequence,
-    sequence_ok, type, payload, ts)."""
+    sequence_ok, type, payload, ts), holding only the runs of `batch` = (index, count) when
+    given: runs are split by a hash of their id, so every event of a run lands in one batch."""
     if not sources.groups:
         raise InputError(
             "no usable event file: "
@@ -208,6 +233,6 @@ def register(con: duckdb.DuckDBPyConnection, sources: Sources) -> None:
             f"TRY_CAST({_ident(seq_col)} AS BIGINT) IS NOT NULL AS sequence_ok, "
             f"CAST({_ident(type_col)} AS VARCHAR) AS type, "
             f"{_payload_expr(payload_col, payload_type)} AS payload, "
-            f"{ts} AS ts FROM {view}"
+            f"{ts} AS ts FROM {view}" + _batch_filter(run_col, batch)
         )
     con.execute("CREATE OR REPLACE TEMP VIEW source_events AS " + " UNION ALL ".join(selects))
