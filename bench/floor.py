@@ -10,14 +10,39 @@ import sys
 import duckdb
 
 GRADED_TYPES = (
-    "agent.invocation-started", "agent.invocation-completed", "agent.tool-called",
-    "provider.usage", "eval.started", "eval.scored", "eval.completed",
+    "agent.invocation-started",
+    "agent.invocation-completed",
+    "agent.tool-called",
+    "provider.usage",
+    "eval.started",
+    "eval.scored",
+    "eval.completed",
 )
 FIELDS = [
-    "$.agentId", "$.agent.agentId", "$.invocationId", "$.modelClass", "$.toolName", "$.toolId",
-    "$.inputs", "$.arguments", "$.inputTokens", "$.outputTokens", "$.costEstimateUsd",
-    "$.currency", "$.cacheHit", "$.taskId", "$.trialIndex", "$.score", "$.passed", "$.latencyMs",
-    "$.costUsd", "$.suiteId", "$.suiteVersion", "$.modes", "$.trialCount", "$.baselineRunId",
+    "$.agentId",
+    "$.agent.agentId",
+    "$.invocationId",
+    "$.modelClass",
+    "$.toolName",
+    "$.toolId",
+    "$.inputs",
+    "$.arguments",
+    "$.inputTokens",
+    "$.outputTokens",
+    "$.costEstimateUsd",
+    "$.currency",
+    "$.cacheHit",
+    "$.taskId",
+    "$.trialIndex",
+    "$.score",
+    "$.passed",
+    "$.latencyMs",
+    "$.costUsd",
+    "$.suiteId",
+    "$.suiteVersion",
+    "$.modes",
+    "$.trialCount",
+    "$.baselineRunId",
 ]
 
 

@@ -52,13 +52,21 @@ def suite() -> dict[str, object]:
         }
         if expected["kind"] == "golden":
             expected["match"] = {"strategy": "contains", "value": "resolved"}
-        task: dict[str, object] = {"taskId": task_id, "input": {"ticket": task_id}, "expected": expected}
+        task: dict[str, object] = {
+            "taskId": task_id,
+            "input": {"ticket": task_id},
+            "expected": expected,
+        }
         if number % 3 == 0:
             task["fixtures"] = {
                 "toolResponses": [
                     {"tool": "crm:lookup-order", "response": {"status": "shipped"}},
-                    {"tool": "billing:refund", "response": {"ok": True}, "args": {"amountMinor": 100},
-                     "argsMatch": "subset"},
+                    {
+                        "tool": "billing:refund",
+                        "response": {"ok": True},
+                        "args": {"amountMinor": 100},
+                        "argsMatch": "subset",
+                    },
                 ],
                 "onMiss": "fail" if number % 2 == 0 else "live",
             }
@@ -118,11 +126,17 @@ def measure(name: str, command: list[str]) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument("--events", default="2M", help="size of the generated log, e.g. 2M, 10M, 100M")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument(
+        "--events", default="2M", help="size of the generated log, e.g. 2M, 10M, 100M"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--skip-reference", action="store_true", help="do not time the reference")
-    parser.add_argument("--threads", type=int, default=None, help="DuckDB threads for evalbatch run")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="DuckDB threads for evalbatch run"
+    )
     parser.add_argument("--memory-limit", default=None, help="passed to evalbatch run")
     args = parser.parse_args()
 
@@ -131,23 +145,38 @@ def main() -> None:
     files = sorted(str(p) for p in (data / "events").glob("*.parquet"))
     python = sys.executable
     evalbatch = str(Path(python).with_name("evalbatch"))
-    run_cmd = [evalbatch, "run", str(data / "events"), "--suites", str(data / "suites"),
-               "--out", str(data / "out"), "--quiet"]
+    run_cmd = [
+        evalbatch,
+        "run",
+        str(data / "events"),
+        "--suites",
+        str(data / "suites"),
+        "--out",
+        str(data / "out"),
+        "--quiet",
+    ]
     if args.threads:
         run_cmd += ["--threads", str(args.threads)]
     if args.memory_limit:
         run_cmd += ["--memory-limit", args.memory_limit]
 
-    results = {"floor (DuckDB, needed fields)": measure("floor", [python, str(HERE / "floor.py"), *files])}
+    results = {
+        "floor (DuckDB, needed fields)": measure("floor", [python, str(HERE / "floor.py"), *files])
+    }
     results["evalbatch run"] = measure("evalbatch run", run_cmd)
     if not args.skip_reference:
-        reference = [python, "-c", (
-            "import sys; sys.path.insert(0, 'bench'); from reference_run import main\n"
-            f"for f in {files!r}: main(f, {str(data / 'suites' / 'bench.json')!r})"
-        )]
+        reference = [
+            python,
+            "-c",
+            (
+                "import sys; sys.path.insert(0, 'bench'); from reference_run import main\n"
+                f"for f in {files!r}: main(f, {str(data / 'suites' / 'bench.json')!r})"
+            ),
+        ]
         results["reference (per record)"] = measure("reference", reference)
 
-    print(f"\nmachine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    print(f"\nmachine: {machine}")
     print(f"input: {total:,} events in {len(files)} files ({data})")
     print(f"command: {' '.join(run_cmd)}\n")
     print(f"{'stage':<32} {'seconds':>9} {'events/s':>12} {'peak RSS MB':>12}")
@@ -158,7 +187,8 @@ def main() -> None:
     engine = results["evalbatch run"]["seconds"]
     print(f"\n(b)/(a) evalbatch run / floor     = {engine / floor:.2f}")
     if "reference (per record)" in results:
-        print(f"(c)/(b) reference / evalbatch run = {results['reference (per record)']['seconds'] / engine:.2f}")
+        reference_seconds = results["reference (per record)"]["seconds"]
+        print(f"(c)/(b) reference / evalbatch run = {reference_seconds / engine:.2f}")
 
 
 if __name__ == "__main__":

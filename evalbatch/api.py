@@ -16,12 +16,12 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalbatch import extract, inputs, problems, regress, suites
+from evalbatch import extract, inputs, problems, reduce, regress, suites
 from evalbatch.errors import InputError
 from evalbatch.grade import grade_trials
 from evalbatch.options import GradeOptions
 from evalbatch.spec import SuiteTables, suite_key
-from evalbatch.summarize import RunPlan, summarize_run, trials_by_run
+from evalbatch.summarize import RunPlan, build_outcomes
 
 ProblemRow = tuple[str | None, int | None, str, str]  # (run_id, sequence, code, detail)
 
@@ -230,15 +230,12 @@ def _grade_batch(
         .select("run_id", "sequence", "code")
         .iter_rows()
     ]
-    grouped = trials_by_run(trials)
-    outcomes = {}
-    for run_id, plan in sorted(plans.items()):
-        run_trials = grouped.get(run_id, [])
-        if plan.doc is None:
-            seen = [t["task_id"] for t in run_trials if t["task_id"] is not None]
-            plan.task_order.extend(dict.fromkeys(seen))
-        outcomes[run_id] = summarize_run(plan, run_trials, options)
-        problem_rows += outcomes[run_id].problems
+    info = reduce.run_info(plans, options)
+    tasks = reduce.reduce_tasks(trials, info, tables)
+    problem_rows += reduce.missing_trial_problems(tasks)
+    outcomes = build_outcomes(
+        plans, tasks, reduce.suite_figures(tasks), reduce.model_classes(trials)
+    )
     return _Batch(ext.eval_runs, plans, outcomes, trials, problem_rows, fatal_runs)
 
 

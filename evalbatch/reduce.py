@@ -1,0 +1,244 @@
+"""Task entries and suite figures for all runs at once, as Polars reductions (§3.5, §3.6).
+
+Float sums run over sorted values, so they never depend on row order or thread count; costs are
+exact decimals; pass@k and pass^k come from a small table of exact rationals.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from evalbatch import stats
+from evalbatch.options import GradeOptions
+from evalbatch.spec import SuiteTables, suite_key
+from evalbatch.summarize import MODEL_CLASSES, RunPlan
+
+RUN_INFO_SCHEMA = {
+    "run_id": pl.String,
+    "suite_key": pl.String,
+    "cap": pl.Int64,
+    "k": pl.Int64,
+    "pass_rule": pl.String,
+    "blocks_declared": pl.Boolean,
+    "pass_score": pl.Float64,
+    "has_cost_source": pl.Boolean,
+}
+
+
+def _tied_or(op: str, x: pl.Expr, threshold: pl.Expr) -> pl.Expr:
+    """x ≥ t (op "ge") or x ≤ t (op "le") with D-17's tie tolerance, as an expression."""
+    tolerance = stats.TIE_TOLERANCE * pl.max_horizontal(pl.lit(1.0), threshold.abs())
+    tied = (x - threshold).abs() <= tolerance
+    return ((x >= threshold) if op == "ge" else (x <= threshold)) | tied
+
+
+def run_info(plans: dict[str, RunPlan], options: GradeOptions) -> pl.DataFrame:
+    """Per run: the trial count, k, pass rule and bar its tasks are reduced with."""
+    rows = []
+    for run_id, plan in plans.items():
+        doc = plan.doc
+        if doc is not None:
+            trials = doc.get("trials")
+            cap = int(trials["count"]) if trials else 1
+            k = int(trials.get("k", cap)) if trials else cap
+            rule = trials.get("passRule", "all") if trials else "all"
+            pass_score = doc.get("thresholds", {}).get("passScore", options.default_pass_score)
+            declared = trials is not None
+        else:
+            cap = plan.trial_count
+            k = plan.trial_count or 1
+            rule = "all"
+            pass_score = options.default_pass_score
+            declared = plan.trial_count is not None
+        rows.append(
+            {
+                "run_id": run_id,
+                "suite_key": None if doc is None else suite_key(plan.suite_id, plan.suite_version),
+                "cap": cap,
+                "k": k,
+                "pass_rule": rule,
+                "blocks_declared": declared,
+                "pass_score": float(pass_score),
+                "has_cost_source": plan.has_cost_source,
+            }
+        )
+    return pl.DataFrame(rows, schema=RUN_INFO_SCHEMA)
+
+
+def _run_tasks(info: pl.DataFrame, trials: pl.DataFrame, tables: SuiteTables) -> pl.DataFrame:
+    """Every task of every run, in suite order (D-4: first appearance without a suite)."""
+    suite_tasks = info.filter(pl.col("suite_key").is_not_null()).join(
+        tables.tasks.select("suite_key", "task_pos", "task_id", "has_trajectory", "has_fixtures"),
+        on="suite_key",
+    )
+    seen = (
+        trials.join(info.filter(pl.col("suite_key").is_null()).select("run_id"), on="run_id")
+        .filter(pl.col("task_id").is_not_null())
+        .group_by("run_id", "task_id")
+        .agg(pl.col("scored_seq").min().alias("first"))
+        .with_columns(
+            (pl.col("first").rank("ordinal").over("run_id") - 1).cast(pl.Int64).alias("task_pos"),
+            pl.lit(False).alias("has_trajectory"),
+            pl.lit(False).alias("has_fixtures"),
+        )
+        .join(info, on="run_id")
+        .drop("first")
+    )
+    return pl.concat([suite_tasks, seen.select(suite_tasks.columns)])
+
+
+def _pass_table(keys: pl.DataFrame) -> pl.DataFrame:
+    """pass@k and pass^k for each distinct (n, c, k), from exact rationals."""
+    rows = [
+        {
+            "n": n,
+            "c": c,
+            "k": k,
+            "pass_at_k": float(stats.pass_at_k(n, c, k)),
+            "pass_hat_k": float(stats.pass_hat_k(n, c, k)),
+        }
+        for n, c, k in keys.unique().iter_rows()
+    ]
+    schema = {
+        "n": pl.Int64,
+        "c": pl.Int64,
+        "k": pl.Int64,
+        "pass_at_k": pl.Float64,
+        "pass_hat_k": pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=schema)
+
+
+def reduce_tasks(trials: pl.DataFrame, info: pl.DataFrame, tables: SuiteTables) -> pl.DataFrame:
+    """One row per (run, task): the §3.5 entry's figures and whether each optional block shows."""
+    counted = trials.filter("counted")
+    per_task = counted.group_by("run_id", "task_id").agg(
+        pl.len().cast(pl.Int64).alias("observed"),
+        pl.col("passed").sum().cast(pl.Int64).alias("c"),
+        pl.col("score").sort().sum().alias("score_sum"),
+        pl.col("gating_score").sort().sum().alias("gating_sum"),
+        pl.col("trial_index").alias("indices"),
+        *[
+            pl.col(name).sort_by("trial_index").last().alias(f"last_{name}")
+            for name in (
+                "mode",
+                "matched",
+                "expected_count",
+                "observed_count",
+                "matched_count",
+                "forbidden_count",
+            )
+        ],
+        pl.col("tool_call_count").sum().alias("tool_calls"),
+        pl.col("model_call_count").sum().alias("model_calls"),
+        pl.col("input_tokens").sum().alias("input_tokens"),
+        pl.col("output_tokens").sum().alias("output_tokens"),
+        pl.col("latency_ms").drop_nulls().sort().sum().alias("latency_sum"),
+        pl.col("latency_ms").count().alias("latency_count"),
+        pl.col("usage_cost_usd").sum().alias("usage_cost"),
+        pl.col("host_cost_usd").sum().alias("host_cost"),
+        pl.col("misses").fill_null(0).sum().cast(pl.Int64).alias("misses"),
+    )
+    host_cost_runs = (
+        counted.filter(pl.col("host_cost_usd").is_not_null())
+        .select("run_id")
+        .unique()
+        .with_columns(pl.lit(True).alias("has_host_cost"))
+    )
+    tasks = (
+        _run_tasks(info, trials, tables)
+        .join(per_task, on=["run_id", "task_id"], how="left")
+        .join(host_cost_runs, on="run_id", how="left")
+        .with_columns(
+            pl.col("observed", "c", "misses").fill_null(0),
+            pl.col("score_sum", "gating_sum").fill_null(0.0),
+        )
+        .with_columns(
+            pl.coalesce("cap", pl.max_horizontal("observed", pl.lit(1))).alias("n"),
+            pl.when(pl.col("has_cost_source"))
+            .then(pl.lit("usage"))
+            .when(pl.col("has_host_cost").fill_null(False))
+            .then(pl.lit("host"))
+            .alias("cost_source"),
+            (pl.col("blocks_declared") | (pl.col("observed").max().over("run_id") > 1)).alias(
+                "trial_blocks"
+            ),
+        )
+        .with_columns(
+            (pl.col("score_sum") / pl.col("n")).alias("mean_score"),
+            (pl.col("gating_sum") / pl.col("n")).alias("gating_mean"),
+        )
+    )
+    tasks = tasks.join(
+        _pass_table(tasks.select("n", "c", "k")), on=["n", "c", "k"], how="left"
+    ).with_columns(
+        pl.when(pl.col("pass_rule") == "any")
+        .then(pl.col("c") >= 1)
+        .when(pl.col("pass_rule") == "mean")
+        .then(_tied_or("ge", pl.col("gating_mean"), pl.col("pass_score")))
+        .otherwise(pl.col("c") == pl.col("n"))
+        .alias("passed"),
+        pl.when(pl.col("latency_count") > 0)
+        .then((pl.col("latency_sum") / pl.col("latency_count") + 0.5).floor().cast(pl.Int64))
+        .alias("latency_ms"),
+        pl.when(pl.col("cost_source") == "usage")
+        .then(pl.col("usage_cost").fill_null(0))
+        .when(pl.col("cost_source") == "host")
+        .then(pl.col("host_cost").fill_null(0))
+        .alias("cost"),
+    )
+    return tasks.sort("run_id", "task_pos")
+
+
+def model_classes(trials: pl.DataFrame) -> dict[str, str]:
+    """E-14: runs whose counted trials with a bracket all carry one model class of the enum."""
+    bracketed = trials.filter(pl.col("counted") & pl.col("has_bracket"))
+    agreed = (
+        bracketed.group_by("run_id")
+        .agg(
+            pl.col("model_class").n_unique().alias("classes"),
+            pl.col("model_class").null_count().alias("missing"),
+            pl.col("model_class").first().alias("model_class"),
+        )
+        .filter((pl.col("classes") == 1) & (pl.col("missing") == 0))
+    )
+    return {
+        run: model
+        for run, model in agreed.select("run_id", "model_class").iter_rows()
+        if model in MODEL_CLASSES
+    }
+
+
+def missing_trial_problems(tasks: pl.DataFrame) -> list[tuple[str, None, str, str]]:
+    """D-12/D-13: `task-missing` for tasks with no kept trial, `trial-missing` per absent index."""
+    problems: list[tuple[str, None, str, str]] = [
+        (run, None, "task-missing", f"task {task}")
+        for run, task in tasks.filter(pl.col("observed") == 0)
+        .select("run_id", "task_id")
+        .iter_rows()
+    ]
+    short = tasks.filter((pl.col("observed") > 0) & (pl.col("observed") < pl.col("n")))
+    for run, task, n, indices in short.select("run_id", "task_id", "n", "indices").iter_rows():
+        present = set(indices)
+        problems += [
+            (run, None, "trial-missing", f"task {task}, trial {index}")
+            for index in range(n)
+            if index not in present
+        ]
+    return problems
+
+
+def suite_figures(tasks: pl.DataFrame) -> pl.DataFrame:
+    """Per run: aggregate score, passed count, gating aggregate, total cost, p95 latency, trial
+    statistics (§3.6)."""
+    return tasks.group_by("run_id").agg(
+        pl.len().alias("task_count"),
+        (pl.col("mean_score").sort().sum() / pl.len()).alias("aggregate"),
+        pl.col("passed").sum().cast(pl.Int64).alias("passed_count"),
+        (pl.col("gating_mean").sort().sum() / pl.len()).alias("gating_aggregate"),
+        pl.col("cost").sum().alias("total_cost"),
+        pl.col("latency_ms").drop_nulls().sort().alias("latencies"),
+        (pl.col("pass_at_k").sort().sum() / pl.len()).alias("pass_at_k"),
+        (pl.col("pass_hat_k").sort().sum() / pl.len()).alias("pass_hat_k"),
+        pl.col("mean_score").sort().alias("means"),
+    )
