@@ -14,9 +14,6 @@ from evalbatch.extract import Extraction
 from evalbatch.options import GradeOptions
 from evalbatch.spec import SuiteTables
 
-#: the leave-out reasons of D-5 / E-8, in the order they are decided
-LEFT_OUT = ("task-unknown", "trial-extra", "trial-duplicate")
-
 
 def place_trials(segments: pl.DataFrame, plan: pl.DataFrame, tables: SuiteTables) -> pl.DataFrame:
     """Give every eval.scored its trial index and decide whether it counts (D-5, E-8, D-13).
