@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 import pyarrow as pa
@@ -152,7 +152,7 @@ def _trial_problems(trials: pl.DataFrame, target_agents: dict[str, str]) -> list
 
 @dataclass
 class _Batch:
-    """What grading one batch of whole runs produced, before the cross-run steps."""
+    """What grading one batch (shard) of whole runs produced, before the cross-run steps."""
 
     eval_runs: pl.DataFrame
     plans: dict[str, RunPlan]
@@ -160,6 +160,52 @@ class _Batch:
     trials: pl.DataFrame
     problem_rows: list[ProblemRow]
     fatal_runs: set[str]
+    rows_without_run: int = 0
+    file_problems: list[inputs.FileProblem] = field(default_factory=list)
+
+
+def grade_shard(
+    con: Any,
+    sources: inputs.Sources,
+    shard: tuple[int, int],
+    choices: dict[tuple[str, str], suites.SuiteChoice],
+    options: GradeOptions,
+) -> _Batch:
+    """Extract and grade the runs of one shard `(index, count)`: the unit every engine runs."""
+    ext = extract.extract(con, sources, shard)
+    part = _grade_batch(ext, choices, options)
+    part.rows_without_run = ext.rows_without_run
+    part.file_problems = list(sources.problems)
+    return part
+
+
+def grade_shards_locally(
+    paths: list[str],
+    choices: dict[tuple[str, str], suites.SuiteChoice],
+    options: GradeOptions,
+    batch_events: int = DEFAULT_BATCH_EVENTS,
+    threads: int | None = None,
+    memory_limit: str | None = None,
+    spill_dir: str | None = None,
+    on_batch: Callable[[int, int], None] | None = None,
+) -> list[_Batch]:
+    """The local engine: shards one after another on one DuckDB connection."""
+    con = extract.connect(threads, memory_limit, spill_dir)
+    parts: list[_Batch] = []
+    try:
+        sources = inputs.scan(con, paths)
+        shards = inputs.batch_count(sources, batch_events)
+        for index in range(shards):
+            part = grade_shard(con, sources, (index, shards), choices, options)
+            parts.append(part)
+            if on_batch is not None:
+                on_batch(index + 1, shards)
+    finally:
+        con.close()
+    # a damaged file found in a later shard was read in none: report it once, everywhere
+    for part in parts:
+        part.file_problems = list(sources.problems)
+    return parts
 
 
 def _grade_batch(
@@ -251,12 +297,16 @@ def grade_paths(
     memory_limit: str | None = None,
     spill_dir: str | None = None,
     on_batch: Callable[[int, int], None] | None = None,
+    engine: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
 ) -> GradeResult:
     """Grade every eval run in the event files at `events` (files, directories, globs).
 
     Runs are graded in batches of whole runs of about `batch_events` events each, so memory stays
     bounded as logs grow; `memory_limit` and `spill_dir` bound DuckDB within a batch.
-    `on_batch(done, total)` is called after each batch (a progress display).
+    `on_batch(done, total)` is called after each batch (a progress display). With
+    `engine="ray"` the same per-shard grading runs on Ray workers (CONTRACT §7); the outputs are
+    the local engine's, byte for byte.
 
     Raises:
         InputError: no event file can be used at all.
@@ -265,21 +315,20 @@ def grade_paths(
     options = options or GradeOptions()
     regress_options = regress_options or regress.RegressOptions()
     choices = load_suites(suite_paths, suite_docs)
-    con = extract.connect(threads, memory_limit, spill_dir)
-    parts: list[_Batch] = []
-    rows_without_run = 0
-    try:
-        sources = inputs.scan(con, [str(p) for p in events])
-        batches = inputs.batch_count(sources, batch_events)
-        for index in range(batches):
-            ext = extract.extract(con, sources, (index, batches))
-            rows_without_run += ext.rows_without_run
-            parts.append(_grade_batch(ext, choices, options))
-            if on_batch is not None:
-                on_batch(index + 1, batches)
-    finally:
-        con.close()
-    problem_rows: list[ProblemRow] = [(None, None, p.code, p.message) for p in sources.problems]
+    paths = [str(p) for p in events]
+    if engine == "ray":
+        from evalbatch import ray_engine  # optional: needs the `ray` extra
+
+        parts = ray_engine.grade_shards(paths, choices, options, address=ray_address)
+    else:
+        parts = grade_shards_locally(
+            paths, choices, options, batch_events, threads, memory_limit, spill_dir, on_batch
+        )
+    file_problems = {(p.path, p.code): p for part in parts for p in part.file_problems}
+    problem_rows: list[ProblemRow] = [
+        (None, None, p.code, p.message) for _, p in sorted(file_problems.items())
+    ]
+    rows_without_run = sum(part.rows_without_run for part in parts)
     if rows_without_run:
         problem_rows.append((None, None, "row-invalid", f"{rows_without_run} row(s)"))
     eval_runs = pl.concat([part.eval_runs for part in parts])

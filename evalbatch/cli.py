@@ -128,6 +128,14 @@ def _print_problems(result: api.GradeResult, limit: int = 20) -> None:
 )
 @click.option("--memory-limit", default=None, help="DuckDB memory limit, e.g. 4GB.")
 @click.option("--spill-dir", type=click.Path(), default=None, help="Where DuckDB may spill.")
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="ray: grade shards of runs on Ray workers (needs the ray extra).",
+)
+@click.option("--ray-address", default=None, help="A running Ray cluster (default: start one).")
 @click.option("--quiet", is_flag=True, help="Print only where the outputs went.")
 def run(
     events: tuple[str, ...],
@@ -139,6 +147,8 @@ def run(
     batch_events: int,
     memory_limit: str | None,
     spill_dir: str | None,
+    engine: str,
+    ray_address: str | None,
     quiet: bool,
 ) -> None:
     """Grade every eval run in EVENTS (Parquet files, directories or globs) into OUT.
@@ -161,6 +171,8 @@ def run(
         memory_limit=memory_limit,
         spill_dir=spill_dir,
         on_batch=progress.update,
+        engine=engine,  # type: ignore[arg-type]
+        ray_address=ray_address,
     )
     progress.close()
     written = outputs.write(result, out_dir)
