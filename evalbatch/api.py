@@ -34,7 +34,7 @@ PROBLEM_SCHEMA = {
 }
 
 #: events per batch of whole runs: below this everything is graded in one pass
-DEFAULT_BATCH_EVENTS = 20_000_000
+DEFAULT_BATCH_EVENTS = 2_000_000
 
 #: exit codes of `evalbatch run` (CONTRACT §6 and the issue): all graded, unusable input, skips
 EXIT_OK, EXIT_UNUSABLE, EXIT_SKIPPED = 0, 2, 3
