@@ -500,9 +500,6 @@ def _trial_table(trials: pl.DataFrame) -> pl.DataFrame:
     ).sort("run_id", "sequence")
 
 
-EVENT_COLUMNS = ("runId", "sequence", "type", "payload", "timestamp")
-
-
 def grade_events(
     events: Iterable[Mapping[str, Any]],
     suite_docs: Sequence[Mapping[str, Any]] = (),

@@ -8,7 +8,7 @@ JSON does not (NaN, Infinity) or reads differently (a repeated key: JSON parsers
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import duckdb
 import polars as pl
@@ -37,7 +37,6 @@ class Extraction:
     cost_source_runs: set[str]
     event_problems: pl.DataFrame  # run_id, sequence, code, message
     usage_problems: pl.DataFrame  # run_id, segment_no, sequence, code
-    file_problems: list[inputs.FileProblem] = field(default_factory=list)
     rows_without_run: int = 0
 
 
@@ -185,6 +184,5 @@ def extract(
         },
         event_problems=event_problems,
         usage_problems=sql.relation(con, "usage_problems").pl(),
-        file_problems=sources.problems,
         rows_without_run=int(rows_without_run[0]) if rows_without_run else 0,
     )

@@ -45,10 +45,6 @@ class Sources:
     groups: dict[tuple[tuple[str, str], ...], list[str]] = field(default_factory=dict)
     problems: list[FileProblem] = field(default_factory=list)
 
-    @property
-    def files(self) -> list[str]:
-        return sorted(path for paths in self.groups.values() for path in paths)
-
 
 def expand_paths(paths: list[str]) -> list[str]:
     """Files named directly, every `*.parquet` below a directory, glob matches; sorted."""
