@@ -17,11 +17,19 @@ from evalbatch import inputs, jsonvalue, sql
 
 #: the queries that build the trial tables from `events`, in dependency order
 PIPELINE = (
+    "tool_called_events",
+    "usage_events",
+    "bracket_events",
+    "scored_events",
+    "started_events",
     "eval_runs",
-    "span_events",
+    "span_scored",
+    "span_calls",
+    "span_usage",
+    "span_brackets",
     "trial_segments",
-    "trial_usage",
     "trial_calls",
+    "trial_usage",
     "run_cost_source",
 )
 

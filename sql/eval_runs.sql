@@ -12,8 +12,8 @@ WITH starts AS (
         arg_min(trial_count_present, sequence) AS trial_count_present,
         arg_min(trial_count, sequence) AS trial_count,
         arg_min(baseline_run_id, sequence) AS baseline_run_id
-    FROM events
-    WHERE type = 'eval.started' AND sequence_ok
+    FROM started_events
+    WHERE sequence IS NOT NULL
     GROUP BY run_id
 ),
 ends AS (

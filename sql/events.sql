@@ -1,8 +1,9 @@
 -- name: events
--- One row per event of an eval run with the payload fields grading reads, each payload parsed
--- once (§2.2, D-2 aliases, D-3 JSON check): typed values, null where absent or of the wrong JSON
--- type. Each type extracts only its own fields. Reads the view event_rows (run_id, sequence,
--- sequence_ok, type, payload, ts).
+-- One row per event of an eval run, each payload parsed once (§2.2, D-3 JSON check): `f` holds,
+-- as JSON texts, the payload fields its type's grading reads (D-2 aliases), in the order the
+-- per-type relations (tool_called_events, usage_events, bracket_events, scored_events,
+-- started_events) read them; other types parse nothing. Reads the view event_rows (run_id,
+-- sequence, sequence_ok, type, payload, ts).
 WITH parsed AS (
     SELECT
         run_id,
@@ -40,26 +41,6 @@ extracted AS (
             ])
         END END AS f
     FROM parsed
-),
-valued AS (
-    SELECT
-        *,
-        -- numbers (D-11: only a JSON number is a number), per type, each parsed once
-        CASE type
-            WHEN 'provider.usage' THEN json_number(f[1])
-            WHEN 'eval.scored' THEN json_number(f[2])
-            WHEN 'eval.started' THEN json_number(f[4])
-        END AS n1,
-        CASE type
-            WHEN 'provider.usage' THEN json_number(f[2])
-            WHEN 'eval.scored' THEN json_number(f[3])
-        END AS n2,
-        CASE type
-            WHEN 'provider.usage' THEN json_number(f[3])
-            WHEN 'eval.scored' THEN json_number(f[5])
-        END AS n3,
-        CASE WHEN type = 'eval.scored' THEN json_number(f[6]) END AS n4
-    FROM extracted
 )
 SELECT
     run_id,
@@ -82,78 +63,16 @@ SELECT
             false
         )
     END AS payload_suspect,
-    -- DuckDB reads JSON numbers as doubles; where digits could be lost, keep the text (D-7)
+    f,
+    -- DuckDB reads non-integral JSON numbers as doubles; where digits could be lost (16 or more
+    -- number characters in a row), keep the text so arguments compare exactly (D-7)
     CASE
-        WHEN type <> 'agent.tool-called' THEN NULL
-        WHEN regexp_matches(payload, '[0-9][0-9.eE+-]{15,}') THEN payload
+        WHEN type = 'agent.tool-called' AND regexp_matches(payload, '[-+.0-9eE]{16}') THEN payload
     END AS exact_payload,
+    -- trialIndex as written, when its parsed value may hide a fraction (1.0000000000000001: D-5)
     CASE
-        WHEN type IN ('agent.tool-called', 'agent.invocation-started')
-        THEN coalesce(json_string(f[1]), json_string(f[2]))
-    END AS agent_id,
-    CASE type
-        WHEN 'agent.invocation-started' THEN json_string(f[3])
-        WHEN 'agent.invocation-completed' THEN json_string(f[1])
-    END AS invocation_id,
-    CASE WHEN type = 'agent.invocation-started' THEN json_string(f[4]) END AS model_class,
-    CASE
-        WHEN type = 'agent.tool-called' THEN coalesce(json_string(f[3]), json_string(f[4]))
-    END AS tool_name,
-    CASE WHEN type = 'agent.tool-called' THEN CAST(coalesce(f[5], f[6], '{}') AS VARCHAR) END
-        AS inputs,
-    CASE
-        WHEN type = 'provider.usage' AND n1 >= 0 AND n1 = floor(n1) AND n1 < 9e18 THEN n1::BIGINT
-    END AS input_tokens,
-    CASE
-        WHEN type = 'provider.usage' AND n2 >= 0 AND n2 = floor(n2) AND n2 < 9e18 THEN n2::BIGINT
-    END AS output_tokens,
-    CASE
-        WHEN type <> 'provider.usage' THEN NULL
-        WHEN f[3] IS NULL THEN 'absent'
-        WHEN n3 >= 0 THEN 'ok'
-        ELSE 'invalid'
-    END AS cost_state,
-    CASE
-        WHEN type = 'provider.usage' AND n3 >= 0
-        THEN coalesce(TRY_CAST(CAST(f[3] AS VARCHAR) AS DECIMAL(38, 18)), n3::DECIMAL(38, 18))
-    END AS cost_usd_estimate,
-    CASE
-        WHEN type = 'provider.usage'
-        THEN f[4] IS NULL OR f[4] = 'null' OR upper(json_string(f[4])) = 'USD'
-    END AS currency_usd,
-    type = 'provider.usage' AND coalesce(CAST(f[5] AS VARCHAR) = 'true', false) AS cache_hit,
-    CASE WHEN type = 'eval.scored' THEN json_string(f[1]) END AS task_id,
-    type = 'eval.scored' AND f[2] IS NOT NULL AS trial_index_present,
-    CASE
-        WHEN type <> 'eval.scored' OR n1 IS NULL OR n1 < 0 OR n1 <> floor(n1) THEN NULL
-        -- integral as written: 1.0 counts, 1.0000000000000001 does not (D-5)
-        WHEN contains(CAST(f[2] AS VARCHAR), '.') THEN CASE
-            WHEN regexp_matches(
-                coalesce(regexp_extract(payload, '"trialIndex"\s*:\s*(-?[0-9][0-9.eE+-]*)', 1), ''),
-                '^[0-9]+\.[0-9]*[1-9][0-9]*$'
-            ) THEN NULL
-            ELSE least(n1, 1e15)::BIGINT
-        END
-        ELSE least(n1, 1e15)::BIGINT
-    END AS trial_index,
-    CASE WHEN type = 'eval.scored' AND n2 BETWEEN 0 AND 1 THEN n2 END AS host_score,
-    CASE WHEN type = 'eval.scored' AND f[4] IN ('true', 'false') THEN f[4] = 'true' END
-        AS host_passed,
-    CASE WHEN type = 'eval.scored' AND n3 >= 0 THEN n3 END AS host_latency_ms,
-    type = 'eval.scored' AND f[6] IS NOT NULL AS host_cost_present,
-    CASE
-        WHEN type = 'eval.scored' AND n4 >= 0
-        THEN coalesce(TRY_CAST(CAST(f[6] AS VARCHAR) AS DECIMAL(38, 18)), n4::DECIMAL(38, 18))
-    END AS host_cost_usd,
-    CASE WHEN type = 'eval.started' THEN json_string(f[1]) END AS suite_id,
-    CASE WHEN type = 'eval.started' THEN json_string(f[2]) END AS suite_version,
-    type = 'eval.started' AND coalesce(
-        json_type(f[3]) = 'ARRAY' AND list_contains(json_extract_string(f[3], '$[*]'), 'live-shadow'),
-        false
-    ) AS live_shadow,
-    type = 'eval.started' AND f[4] IS NOT NULL AS trial_count_present,
-    CASE
-        WHEN type = 'eval.started' AND n1 >= 1 AND n1 = floor(n1) THEN least(n1, 1e9)::BIGINT
-    END AS trial_count,
-    CASE WHEN type = 'eval.started' THEN json_string(f[5]) END AS baseline_run_id
-FROM valued
+        WHEN type = 'eval.scored' AND contains(CAST(f[2] AS VARCHAR), '.') THEN coalesce(
+            regexp_extract(payload, '"trialIndex"\s*:\s*(-?[0-9][0-9.eE+-]*)', 1), ''
+        )
+    END AS trial_index_text
+FROM extracted

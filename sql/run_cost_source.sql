@@ -3,5 +3,5 @@
 -- whatever its currency or cacheHit (D-14): for these, task costs come from provider.usage;
 -- for the others, from eval.scored.costUsd.
 SELECT DISTINCT run_id
-FROM events
-WHERE type = 'provider.usage' AND cost_state = 'ok'
+FROM usage_events
+WHERE cost_state = 'ok'

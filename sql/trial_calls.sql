@@ -13,9 +13,8 @@ SELECT
     c.inputs,
     c.exact_payload
 FROM trial_segments AS t
-JOIN span_events AS c
+JOIN span_calls AS c
     ON c.run_id = t.run_id
     AND c.segment_no = t.segment_no
-    AND c.type = 'agent.tool-called'
     AND c.sequence > t.bracket_start_seq
     AND c.sequence < t.bracket_end_seq

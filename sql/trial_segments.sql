@@ -2,28 +2,15 @@
 -- One row per eval.scored inside the eval span: its trial segment (§2.1), the segment's bracket
 -- (the first agent.invocation-started through the agent.invocation-completed with the same
 -- invocationId, else through the segment's end), and the host record (§2.2).
-WITH scored AS (
-    SELECT
-        s.run_id, s.segment_no, s.sequence AS scored_seq, s.ts AS scored_ts,
-        s.task_id, s.trial_index_present, s.trial_index,
-        s.host_score, s.host_passed, s.host_latency_ms, s.host_cost_present, s.host_cost_usd,
-        coalesce(
-            lag(s.sequence) OVER (PARTITION BY s.run_id ORDER BY s.sequence),
-            r.start_seq
-        ) AS segment_start_seq
-    FROM span_events AS s
-    JOIN eval_runs AS r ON r.run_id = s.run_id
-    WHERE s.type = 'eval.scored'
-),
-bracket_start AS (
+WITH bracket_start AS (
     SELECT
         run_id, segment_no,
-        arg_min(sequence, sequence) AS start_seq,
+        min(sequence) AS start_seq,
         arg_min(ts, sequence) AS start_ts,
         arg_min(invocation_id, sequence) AS invocation_id,
         arg_min(agent_id, sequence) AS agent_id,
         arg_min(model_class, sequence) AS model_class
-    FROM span_events
+    FROM span_brackets
     WHERE type = 'agent.invocation-started'
     GROUP BY run_id, segment_no
 ),
@@ -33,7 +20,7 @@ bracket_end AS (
         min(e.sequence) AS end_seq,
         arg_min(e.ts, e.sequence) AS end_ts
     FROM bracket_start AS b
-    JOIN span_events AS e
+    JOIN span_brackets AS e
         ON e.run_id = b.run_id
         AND e.segment_no = b.segment_no
         AND e.type = 'agent.invocation-completed'
@@ -44,7 +31,7 @@ bracket_end AS (
 SELECT
     s.run_id,
     s.segment_no,
-    s.scored_seq,
+    s.sequence AS scored_seq,
     s.segment_start_seq,
     s.task_id,
     s.trial_index_present,
@@ -57,13 +44,13 @@ SELECT
     b.start_seq IS NOT NULL AS has_bracket,
     e.end_seq IS NOT NULL AS bracket_closed,
     b.start_seq AS bracket_start_seq,
-    coalesce(e.end_seq, s.scored_seq) AS bracket_end_seq,
+    coalesce(e.end_seq, s.sequence) AS bracket_end_seq,
     b.agent_id AS target_agent_id,
     b.model_class,
     CASE
         WHEN b.start_seq IS NOT NULL
-        THEN (epoch_us(coalesce(e.end_ts, s.scored_ts)) - epoch_us(b.start_ts)) / 1000.0
+        THEN (epoch_us(coalesce(e.end_ts, s.ts)) - epoch_us(b.start_ts)) / 1000.0
     END AS bracket_span_ms
-FROM scored AS s
+FROM span_scored AS s
 LEFT JOIN bracket_start AS b ON b.run_id = s.run_id AND b.segment_no = s.segment_no
 LEFT JOIN bracket_end AS e ON e.run_id = s.run_id AND e.segment_no = s.segment_no

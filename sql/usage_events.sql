@@ -1,0 +1,40 @@
+-- name: usage_events
+-- One row per provider.usage (§2.2, D-14): token counts (null unless a non-negative integral JSON
+-- number: D-11), the cost's state (absent | ok | invalid) and exact decimal value, whether the
+-- currency is USD (absent means USD) and whether it was a cache hit. Read from `events`.
+WITH numbers AS (
+    SELECT
+        run_id,
+        sequence,
+        f,
+        json_number(f[1]) AS input_number,
+        json_number(f[2]) AS output_number,
+        json_number(f[3]) AS cost_number
+    FROM events
+    WHERE type = 'provider.usage'
+)
+SELECT
+    run_id,
+    sequence,
+    CASE
+        WHEN input_number >= 0 AND input_number = floor(input_number) AND input_number < 9e18
+        THEN input_number::BIGINT
+    END AS input_tokens,
+    CASE
+        WHEN output_number >= 0 AND output_number = floor(output_number) AND output_number < 9e18
+        THEN output_number::BIGINT
+    END AS output_tokens,
+    CASE
+        WHEN f[3] IS NULL THEN 'absent'
+        WHEN cost_number >= 0 THEN 'ok'
+        ELSE 'invalid'
+    END AS cost_state,
+    CASE
+        WHEN cost_number >= 0
+        THEN coalesce(
+            TRY_CAST(CAST(f[3] AS VARCHAR) AS DECIMAL(38, 18)), cost_number::DECIMAL(38, 18)
+        )
+    END AS cost_usd_estimate,
+    f[4] IS NULL OR f[4] = 'null' OR upper(json_string(f[4])) = 'USD' AS currency_usd,
+    coalesce(CAST(f[5] AS VARCHAR) = 'true', false) AS cache_hit
+FROM numbers
