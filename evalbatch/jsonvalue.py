@@ -82,6 +82,35 @@ def canonical_text(text: str) -> str:
     return canonical(parse(text))
 
 
+def parse_value(text: str) -> Any:
+    """Parse JSON text for comparison: integers stay `int` and other numbers become exact
+    decimals (both compare by value, exactly); a repeated key keeps the last value (D-7)."""
+    try:
+        return json.loads(text, parse_float=Decimal, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        raise NotJson(str(exc)) from exc
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, Decimal)) and not isinstance(value, bool)
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """D-7 equality of parsed values: key order ignored, numbers by exact value, and booleans,
+    null, strings and numbers never equal to one another (Python's `True == 1` is not JSON's)."""
+    if isinstance(a, dict):
+        return (
+            isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(json_equal(value, b[key]) for key, value in a.items())
+        )
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(map(json_equal, a, b))
+    if _is_number(a):
+        return _is_number(b) and a == b
+    return type(a) is type(b) and a == b
+
+
 def is_subset(expected: Any, observed: Any) -> bool:
     """D-8: objects recurse as subsets; arrays, scalars and null must be JSON-equal."""
     if isinstance(expected, dict):
@@ -90,30 +119,24 @@ def is_subset(expected: Any, observed: Any) -> bool:
         return all(
             key in observed and is_subset(value, observed[key]) for key, value in expected.items()
         )
-    return canonical(expected) == canonical(observed)
+    return json_equal(expected, observed)
 
 
-def inputs_of_payload(text: str) -> str:
-    """Canonical tool input of an agent.tool-called payload: `inputs`, else `arguments`, else {}
-    (D-2), read from the payload's own text so no digit is lost."""
-    payload = parse(text)
+def inputs_of_payload(text: str) -> Any:
+    """The tool input of an agent.tool-called payload, parsed: `inputs`, else `arguments`, else
+    {} (D-2), read from the payload's own text so no digit is lost."""
+    payload = parse_value(text)
     if isinstance(payload, dict):
         for key in ("inputs", "arguments"):
             if key in payload:
-                return canonical(payload[key])
-    return "{}"
+                return payload[key]
+    return {}
 
 
-@lru_cache(maxsize=4096)
-def _parsed_canonical(text: str) -> Any:
-    return parse(text)
-
-
-@lru_cache(maxsize=65536)
-def args_match(mode: ArgsMatch, expected_canonical: str, observed_canonical: str) -> bool:
-    """Whether observed inputs match expected args under `argsMatch` (both canonical text)."""
+def args_match(mode: ArgsMatch, expected: Any, observed: Any) -> bool:
+    """Whether observed inputs match expected args under `argsMatch` (both parsed values)."""
     if mode == "ignore":
         return True
     if mode == "exact":
-        return expected_canonical == observed_canonical
-    return is_subset(_parsed_canonical(expected_canonical), parse(observed_canonical))
+        return json_equal(expected, observed)
+    return is_subset(expected, observed)

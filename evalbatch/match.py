@@ -14,6 +14,8 @@ from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from evalbatch import jsonvalue
 
+_UNSEEN = object()
+
 
 def with_args_match(pairs: pl.DataFrame) -> pl.DataFrame:
     """Add `ok`: the tool names already agree; do the arguments match under `args_mode` (D-7, D-8)?
@@ -25,14 +27,16 @@ def with_args_match(pairs: pl.DataFrame) -> pl.DataFrame:
     needs_check = pl.col("args_mode") != "ignore"
     keys = ["args_mode", "args", "inputs", "exact_payload"]
     distinct = pairs.filter(needs_check).select(keys).unique()
-    verdicts = [
-        jsonvalue.args_match(
-            mode,
-            args,
-            jsonvalue.inputs_of_payload(exact) if exact else jsonvalue.canonical_text(inputs),
-        )
-        for mode, args, inputs, exact in distinct.iter_rows()
-    ]
+    expected = {text: jsonvalue.parse_value(text) for text in distinct["args"].unique()}
+    observed: dict[tuple[str, str | None], object] = {}
+    verdicts = []
+    for mode, args, inputs, exact in distinct.iter_rows():
+        value = observed.get((inputs, exact), _UNSEEN)
+        if value is _UNSEEN:
+            value = observed[(inputs, exact)] = (
+                jsonvalue.inputs_of_payload(exact) if exact else jsonvalue.parse_value(inputs)
+            )
+        verdicts.append(jsonvalue.args_match(mode, expected[args], value))
     checked = distinct.with_columns(pl.Series("ok", verdicts, dtype=pl.Boolean))
     return pairs.join(checked, on=keys, how="left", nulls_equal=True).with_columns(
         pl.when(needs_check).then(pl.col("ok").fill_null(False)).otherwise(True).alias("ok")

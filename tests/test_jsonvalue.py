@@ -28,11 +28,17 @@ def _eq(a: str, b: str) -> bool:
         ("9007199254740993", "9007199254740992", False),
         ("123456789012345678901234567890", "1.23456789012345678901234567890e29", True),
         ('{"a":1,"a":2}', '{"a":2}', True),
+        ("[true]", "[1]", False),
+        ("1.5", "15e-1", True),
+        ('{"a":[1,{"b":0.5}]}', '{"a":[1.0,{"b":5e-1}]}', True),
+        ('{"a":1}', '{"a":1,"b":null}', False),
     ],
 )
 def test_json_equality(a: str, b: str, equal: bool) -> None:
     """D-7: numbers by exact value, booleans not numbers, key order ignored, last key wins."""
     assert _eq(a, b) is equal
+    # the parsed-value comparison argument matching uses agrees with the canonical text
+    assert jv.json_equal(jv.parse_value(a), jv.parse_value(b)) is equal
 
 
 @pytest.mark.parametrize("text", ["NaN", '{"a": Infinity}', "[-Infinity]", "{", ""])
@@ -60,13 +66,13 @@ def test_not_json(text: str) -> None:
 )
 def test_subset(expected: str, observed: str, match: bool) -> None:
     """D-8: objects recurse as subsets; arrays, scalars and null must be JSON-equal."""
-    verdict = jv.args_match("subset", jv.canonical_text(expected), jv.canonical_text(observed))
+    verdict = jv.args_match("subset", jv.parse_value(expected), jv.parse_value(observed))
     assert verdict is match
 
 
 def test_exact_and_ignore() -> None:
     """§3.1: exact is D-7 equality; ignore matches anything."""
-    a, b = jv.canonical_text('{"x": 1}'), jv.canonical_text('{"x": 1.0, "y": 2}')
-    assert jv.args_match("exact", a, jv.canonical_text('{"x": 1.0}'))
+    a, b = jv.parse_value('{"x": 1}'), jv.parse_value('{"x": 1.0, "y": 2}')
+    assert jv.args_match("exact", a, jv.parse_value('{"x": 1.0}'))
     assert not jv.args_match("exact", a, b)
     assert jv.args_match("ignore", a, b)
