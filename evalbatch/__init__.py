@@ -2,19 +2,26 @@
 
 The library surface notebooks and the CLI share:
 
-    from evalbatch import grade_paths, regress_paths
+    from evalbatch import grade_paths, regress_paths, verify_paths, ingest_paths
     result = grade_paths(["exports/"], ["suites/"])
 """
 
 from evalbatch.api import GradeResult, grade_events, grade_paths, regress_paths
+from evalbatch.ingest import IngestReport, ingest_paths
 from evalbatch.options import GradeOptions
 from evalbatch.regress import RegressOptions
+from evalbatch.verify import VerifyReport, verify_events, verify_paths
 
 __all__ = [
     "GradeOptions",
     "GradeResult",
+    "IngestReport",
     "RegressOptions",
+    "VerifyReport",
     "grade_events",
     "grade_paths",
+    "ingest_paths",
     "regress_paths",
+    "verify_events",
+    "verify_paths",
 ]

@@ -7,7 +7,7 @@ reductions (`summarize`) -> EvalSummary rows and tables (`outputs`).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -160,23 +160,92 @@ class _Batch:
     trials: pl.DataFrame
     problem_rows: list[ProblemRow]
     fatal_runs: set[str]
-    rows_without_run: int = 0
     file_problems: list[inputs.FileProblem] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a grading pass is, reported after each batch (a progress display)."""
+
+    batches_done: int
+    batches: int
+    runs_done: int
+    runs: int
+    events_done: int
 
 
 def grade_shard(
     con: Any,
     sources: inputs.Sources,
-    shard: tuple[int, int],
+    runs: inputs.RunRange | None,
     choices: dict[tuple[str, str], suites.SuiteChoice],
     options: GradeOptions,
 ) -> _Batch:
-    """Extract and grade the runs of one shard `(index, count)`: the unit every engine runs."""
-    ext = extract.extract(con, sources, shard)
+    """Extract and grade the runs of one batch (a range of run ids): the unit every engine runs."""
+    ext = extract.extract(con, sources, runs)
     part = _grade_batch(ext, choices, options)
-    part.rows_without_run = ext.rows_without_run
     part.file_problems = list(sources.problems)
     return part
+
+
+@dataclass
+class _Pass:
+    """One grading pass: the files, how their runs are batched, and the batches as they come."""
+
+    plan: inputs.BatchPlan
+    file_problems: dict[tuple[str, str], inputs.FileProblem]
+    parts: Iterator[_Batch]
+
+
+def _local_pass(
+    paths: list[str],
+    choices: dict[tuple[str, str], suites.SuiteChoice],
+    options: GradeOptions,
+    batch_events: int,
+    threads: int | None,
+    memory_limit: str | None,
+    spill_dir: str | None,
+) -> _Pass:
+    """The local engine: batches one after another on one DuckDB connection."""
+    con = extract.connect(threads, memory_limit, spill_dir)
+    try:
+        sources = inputs.scan(con, paths)
+        plan = inputs.plan_batches(con, sources, batch_events)
+    except BaseException:
+        con.close()
+        raise
+    found: dict[tuple[str, str], inputs.FileProblem] = {}
+
+    def parts() -> Iterator[_Batch]:
+        try:
+            for runs in plan.ranges:
+                part = grade_shard(con, sources, runs, choices, options)
+                found.update({(p.path, p.code): p for p in part.file_problems})
+                yield part
+        finally:
+            con.close()
+
+    return _Pass(plan, found, parts())
+
+
+def _engine_pass(
+    paths: list[str],
+    choices: dict[tuple[str, str], suites.SuiteChoice],
+    options: GradeOptions,
+    engine: str,
+    ray_address: str | None,
+    batch_events: int,
+    threads: int | None,
+    memory_limit: str | None,
+    spill_dir: str | None,
+) -> _Pass:
+    if engine == "ray":
+        from evalbatch import ray_engine  # optional: needs the `ray` extra
+
+        plan, parts = ray_engine.grade_shards(paths, choices, options, address=ray_address)
+        found = {(p.path, p.code): p for part in parts for p in part.file_problems}
+        return _Pass(plan, found, iter(parts))
+    return _local_pass(paths, choices, options, batch_events, threads, memory_limit, spill_dir)
 
 
 def grade_shards_locally(
@@ -187,24 +256,13 @@ def grade_shards_locally(
     threads: int | None = None,
     memory_limit: str | None = None,
     spill_dir: str | None = None,
-    on_batch: Callable[[int, int], None] | None = None,
 ) -> list[_Batch]:
-    """The local engine: shards one after another on one DuckDB connection."""
-    con = extract.connect(threads, memory_limit, spill_dir)
-    parts: list[_Batch] = []
-    try:
-        sources = inputs.scan(con, paths)
-        shards = inputs.batch_count(sources, batch_events)
-        for index in range(shards):
-            part = grade_shard(con, sources, (index, shards), choices, options)
-            parts.append(part)
-            if on_batch is not None:
-                on_batch(index + 1, shards)
-    finally:
-        con.close()
-    # a damaged file found in a later shard was read in none: report it once, everywhere
-    for part in parts:
-        part.file_problems = list(sources.problems)
+    """Every batch of the local engine, graded but not merged (for tools that need the per-run
+    grading detail, such as `verify`)."""
+    grading = _local_pass(paths, choices, options, batch_events, threads, memory_limit, spill_dir)
+    parts = list(grading.parts)
+    for part in parts:  # a damaged file found in a later batch was read in none
+        part.file_problems = list(grading.file_problems.values())
     return parts
 
 
@@ -285,6 +343,198 @@ def _grade_batch(
     return _Batch(ext.eval_runs, plans, outcomes, trials, problem_rows, fatal_runs)
 
 
+@dataclass
+class BatchOutput:
+    """One batch of whole runs in output form: rows sorted by run id, summaries validated."""
+
+    summaries: list[tuple[str, dict[str, Any]]]
+    runs: pl.DataFrame
+    tasks: pl.DataFrame
+    trials: pl.DataFrame
+    problem_rows: list[ProblemRow]
+    baselines: dict[str, tuple[str, int]]  # graded run -> (baselineRunId, eval.started sequence)
+    eval_run_ids: list[str]
+
+
+def _batch_output(part: _Batch) -> BatchOutput:
+    """Validate each summary against the closed schema (a breach is a grading fault: the run is
+    not written) and lay the batch out as output rows."""
+    problem_rows = list(part.problem_rows)
+    fatal_runs = set(part.fatal_runs)
+    summaries: list[tuple[str, dict[str, Any]]] = []
+    run_rows: list[dict[str, Any]] = []
+    task_rows: list[dict[str, Any]] = []
+    for run_id, outcome in sorted(part.outcomes.items()):
+        faults = [f for f in suites.validate_summary(outcome.summary) if f.severity == "error"]
+        if faults:
+            detail = "; ".join(f"{f.path}: {f.message}" for f in faults[:3])
+            problem_rows.append((run_id, None, "summary-invalid", detail))
+            fatal_runs.add(run_id)
+            continue
+        summaries.append((run_id, outcome.summary))
+        task_rows += outcome.task_rows
+        run_rows.append(_run_row(run_id, outcome.summary, part.plans[run_id]))
+    eval_runs = {row["run_id"]: row for row in part.eval_runs.iter_rows(named=True)}
+    for run_id in sorted(fatal_runs):
+        run = eval_runs.get(run_id, {})
+        run_rows.append(
+            {
+                "run_id": run_id,
+                "suite_id": run.get("suite_id"),
+                "suite_version": run.get("suite_version"),
+                "graded": False,
+            }
+        )
+    graded = {run_id for run_id, _ in summaries}
+    return BatchOutput(
+        summaries=summaries,
+        runs=pl.DataFrame(run_rows, schema=RUN_SCHEMA).sort("run_id"),
+        tasks=pl.DataFrame(task_rows, schema=TASK_SCHEMA).sort("run_id", "task_pos"),
+        trials=_trial_table(part.trials),
+        problem_rows=problem_rows,
+        baselines={
+            run_id: (row["baseline_run_id"], row["start_seq"])
+            for run_id, row in eval_runs.items()
+            if row["baseline_run_id"] is not None and run_id in graded
+        },
+        eval_run_ids=list(eval_runs),
+    )
+
+
+@dataclass
+class _Merged:
+    """What the batches add up to, kept until the cross-run steps are done."""
+
+    runs: list[pl.DataFrame] = field(default_factory=list)
+    tasks: list[pl.DataFrame] = field(default_factory=list)
+    problem_rows: list[ProblemRow] = field(default_factory=list)
+    baselines: dict[str, tuple[str, int]] = field(default_factory=dict)
+    eval_run_ids: set[str] = field(default_factory=set)
+    pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # summaries with a baseline
+
+    def add(self, batch: BatchOutput) -> None:
+        self.runs.append(batch.runs)
+        self.tasks.append(batch.tasks)
+        self.problem_rows += batch.problem_rows
+        self.baselines.update(batch.baselines)
+        self.eval_run_ids.update(batch.eval_run_ids)
+        self.pending.update((r, s) for r, s in batch.summaries if r in batch.baselines)
+
+    def finish(
+        self, grading: _Pass, regress_options: regress.RegressOptions
+    ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+        """Add the regression blocks (§5: the baseline may sit in any batch) and return the
+        runs, tasks and problems tables."""
+        runs = pl.concat([pl.DataFrame(schema=RUN_SCHEMA), *self.runs]).sort("run_id")
+        tasks = pl.concat([pl.DataFrame(schema=TASK_SCHEMA), *self.tasks])
+        problem_rows: list[ProblemRow] = [
+            (None, None, p.code, p.message) for _, p in sorted(grading.file_problems.items())
+        ]
+        if grading.plan.rows_without_run:
+            problem_rows.append(
+                (None, None, "row-invalid", f"{grading.plan.rows_without_run} row(s)")
+            )
+        problem_rows += self.problem_rows
+        problem_rows += _link_regressions(
+            self.pending, self.baselines, self.eval_run_ids, runs, tasks, regress_options
+        )
+        return runs, tasks, _problem_frame(problem_rows)
+
+
+def _link_regressions(
+    pending: dict[str, dict[str, Any]],
+    baselines: dict[str, tuple[str, int]],
+    eval_run_ids: set[str],
+    runs: pl.DataFrame,
+    tasks: pl.DataFrame,
+    options: regress.RegressOptions,
+) -> list[ProblemRow]:
+    """Put a `regression` block (§5) into each summary whose baseline run is in the input."""
+    wanted = {run for run, (base, _) in baselines.items() if base in eval_run_ids}
+    wanted |= {baselines[run][0] for run in wanted}
+    by_run = tasks.filter(pl.col("run_id").is_in(sorted(wanted))).partition_by(
+        "run_id", as_dict=True
+    )
+    graded = dict(runs.filter("graded").select("run_id", "suite_id").iter_rows())
+    found: list[ProblemRow] = []
+    for run_id, (baseline, sequence) in sorted(baselines.items()):
+        if baseline not in eval_run_ids:
+            continue  # §3.6: a block only when the baseline is in the input
+        summary = pending[run_id]
+        if baseline not in graded:
+            found.append(
+                (run_id, sequence, "regression-unavailable", f"baseline {baseline} was not graded")
+            )
+            continue
+        if graded[baseline] != summary["suiteId"]:
+            found.append(
+                (
+                    run_id,
+                    sequence,
+                    "regression-unavailable",
+                    f"baseline {baseline} is a run of another suite",
+                )
+            )
+            continue
+        empty = pl.DataFrame(schema=TASK_SCHEMA)
+        comparison = regress.compare(
+            by_run.get((baseline,), empty),
+            by_run.get((run_id,), empty),
+            options,
+            suite_id=summary["suiteId"],
+            base_run=baseline,
+            cand_run=run_id,
+        )
+        if comparison.reason is not None:
+            found.append((run_id, sequence, "regression-unavailable", comparison.reason))
+            continue
+        entries = summary.pop("tasks")
+        summary["regression"] = comparison.block()
+        summary["tasks"] = entries
+    return found
+
+
+def _grading_pass(
+    events: Sequence[str | Path],
+    suite_paths: Sequence[str | Path],
+    suite_docs: Sequence[Mapping[str, Any]],
+    options: GradeOptions | None,
+    engine: str,
+    ray_address: str | None,
+    batch_events: int,
+    threads: int | None,
+    memory_limit: str | None,
+    spill_dir: str | None,
+) -> _Pass:
+    choices = load_suites(suite_paths, suite_docs)
+    return _engine_pass(
+        [str(p) for p in events],
+        choices,
+        options or GradeOptions(),
+        engine,
+        ray_address,
+        batch_events,
+        threads,
+        memory_limit,
+        spill_dir,
+    )
+
+
+def _outputs(grading: _Pass, on_batch: Callable[[Progress], None] | None) -> Iterator[BatchOutput]:
+    runs_done = events_done = 0
+    for number, part in enumerate(grading.parts, start=1):
+        batch = _batch_output(part)
+        runs_done += batch.runs.height
+        events_done += grading.plan.events[number - 1]
+        yield batch
+        if on_batch is not None:
+            on_batch(
+                Progress(
+                    number, len(grading.plan.ranges), runs_done, grading.plan.runs, events_done
+                )
+            )
+
+
 def grade_paths(
     events: Sequence[str | Path],
     suite_paths: Sequence[str | Path] = (),
@@ -296,118 +546,121 @@ def grade_paths(
     batch_events: int = DEFAULT_BATCH_EVENTS,
     memory_limit: str | None = None,
     spill_dir: str | None = None,
-    on_batch: Callable[[int, int], None] | None = None,
+    on_batch: Callable[[Progress], None] | None = None,
     engine: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
 ) -> GradeResult:
-    """Grade every eval run in the event files at `events` (files, directories, globs).
+    """Grade every eval run in the event files at `events` (files, directories, globs), in memory.
 
-    Runs are graded in batches of whole runs of about `batch_events` events each, so memory stays
-    bounded as logs grow; `memory_limit` and `spill_dir` bound DuckDB within a batch.
-    `on_batch(done, total)` is called after each batch (a progress display). With
-    `engine="ray"` the same per-shard grading runs on Ray workers (CONTRACT §7); the outputs are
-    the local engine's, byte for byte.
+    Runs are graded in batches of whole runs of about `batch_events` events each;
+    `memory_limit` and `spill_dir` bound DuckDB within a batch. `on_batch(progress)` is called
+    after each batch. With `engine="ray"` the same per-batch grading runs on Ray workers
+    (CONTRACT §7); the outputs are the local engine's, byte for byte. `write_outputs` does the
+    same but writes each batch as it comes, so memory stays flat however large the input.
 
     Raises:
         InputError: no event file can be used at all.
         SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
     """
-    options = options or GradeOptions()
-    regress_options = regress_options or regress.RegressOptions()
-    choices = load_suites(suite_paths, suite_docs)
-    paths = [str(p) for p in events]
-    if engine == "ray":
-        from evalbatch import ray_engine  # optional: needs the `ray` extra
-
-        parts = ray_engine.grade_shards(paths, choices, options, address=ray_address)
-    else:
-        parts = grade_shards_locally(
-            paths, choices, options, batch_events, threads, memory_limit, spill_dir, on_batch
-        )
-    file_problems = {(p.path, p.code): p for part in parts for p in part.file_problems}
-    problem_rows: list[ProblemRow] = [
-        (None, None, p.code, p.message) for _, p in sorted(file_problems.items())
-    ]
-    rows_without_run = sum(part.rows_without_run for part in parts)
-    if rows_without_run:
-        problem_rows.append((None, None, "row-invalid", f"{rows_without_run} row(s)"))
-    eval_runs = pl.concat([part.eval_runs for part in parts])
-    plans = {run: plan for part in parts for run, plan in part.plans.items()}
-    outcomes = dict(sorted((run, o) for part in parts for run, o in part.outcomes.items()))
-    fatal_runs = set().union(*(part.fatal_runs for part in parts))
-    for part in parts:
-        problem_rows += part.problem_rows
-
-    baselines = {
-        r["run_id"]: (r["baseline_run_id"], r["start_seq"])
-        for r in eval_runs.iter_rows(named=True)
-        if r["baseline_run_id"] is not None and r["run_id"] in outcomes
-    }
-    all_runs = set(eval_runs["run_id"].to_list())
-    for run_id, (baseline, sequence) in sorted(baselines.items()):
-        if baseline not in all_runs:
-            continue  # §3.6: a block only when the baseline is in the input
-        block, why = _regression_block(outcomes, run_id, baseline, regress_options)
-        if block is None:
-            problem_rows.append((run_id, sequence, "regression-unavailable", why))
-            continue
-        summary = outcomes[run_id].summary
-        tasks = summary.pop("tasks")
-        summary["regression"] = block
-        summary["tasks"] = tasks
-
+    grading = _grading_pass(
+        events,
+        suite_paths,
+        suite_docs,
+        options,
+        engine,
+        ray_address,
+        batch_events,
+        threads,
+        memory_limit,
+        spill_dir,
+    )
+    merged = _Merged()
     summaries: dict[str, dict[str, Any]] = {}
-    run_rows, task_rows = [], []
-    for run_id, outcome in outcomes.items():
-        faults = [f for f in suites.validate_summary(outcome.summary) if f.severity == "error"]
-        if faults:
-            detail = "; ".join(f"{f.path}: {f.message}" for f in faults[:3])
-            problem_rows.append((run_id, None, "summary-invalid", detail))
-            fatal_runs.add(run_id)
-            continue
-        summaries[run_id] = outcome.summary
-        task_rows += outcome.task_rows
-        run_rows.append(_run_row(run_id, outcome.summary, plans[run_id]))
-    for run_id in sorted(fatal_runs):
-        run = eval_runs.filter(pl.col("run_id") == run_id).row(0, named=True)
-        run_rows.append(
-            {
-                "run_id": run_id,
-                "suite_id": run["suite_id"],
-                "suite_version": run["suite_version"],
-                "graded": False,
-            }
-        )
+    trials = [pl.DataFrame(schema=TRIAL_SCHEMA)]
+    for batch in _outputs(grading, on_batch):
+        merged.add(batch)
+        summaries.update(batch.summaries)
+        trials.append(batch.trials)
+    runs, tasks, problem_frame = merged.finish(grading, regress_options or regress.RegressOptions())
     return GradeResult(
         summaries=summaries,
-        runs=pl.DataFrame(run_rows, schema=RUN_SCHEMA).sort("run_id"),
-        tasks=pl.DataFrame(task_rows, schema=TASK_SCHEMA).sort("run_id", "task_pos"),
-        trials=_trial_table(pl.concat([part.trials for part in parts], how="diagonal_relaxed")),
-        problems=_problem_frame(problem_rows),
-        skipped=sorted(fatal_runs),
+        runs=runs,
+        tasks=tasks,
+        trials=pl.concat(trials),
+        problems=problem_frame,
+        skipped=runs.filter(~pl.col("graded"))["run_id"].to_list(),
     )
 
 
-def _regression_block(
-    outcomes: dict[str, Any], run_id: str, baseline: str, options: regress.RegressOptions
-) -> tuple[dict[str, Any] | None, str]:
-    """The candidate's `regression` block against a baseline graded in the same pass (§5)."""
-    if baseline not in outcomes:
-        return None, f"baseline {baseline} was not graded"
-    base, cand = outcomes[baseline], outcomes[run_id]
-    if base.summary["suiteId"] != cand.summary["suiteId"]:
-        return None, f"baseline {baseline} is a run of another suite"
-    comparison = regress.compare(
-        pl.DataFrame(base.task_rows, schema=TASK_SCHEMA),
-        pl.DataFrame(cand.task_rows, schema=TASK_SCHEMA),
+@dataclass
+class RunReport:
+    """What `write_outputs` wrote: the runs and problems tables and where the files went."""
+
+    runs: pl.DataFrame
+    problems: pl.DataFrame
+    written: dict[str, Path]
+
+    @property
+    def summary_count(self) -> int:
+        return int(self.runs["graded"].sum())
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every run was graded and every file read; 3 when something was skipped."""
+        lost = self.problems.filter(pl.col("severity") == "error").height
+        return EXIT_SKIPPED if lost else EXIT_OK
+
+
+def write_outputs(
+    events: Sequence[str | Path],
+    out_dir: str | Path,
+    suite_paths: Sequence[str | Path] = (),
+    *,
+    suite_docs: Sequence[Mapping[str, Any]] = (),
+    options: GradeOptions | None = None,
+    threads: int | None = None,
+    regress_options: regress.RegressOptions | None = None,
+    batch_events: int = DEFAULT_BATCH_EVENTS,
+    memory_limit: str | None = None,
+    spill_dir: str | None = None,
+    on_batch: Callable[[Progress], None] | None = None,
+    engine: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
+) -> RunReport:
+    """Grade like `grade_paths` and write the outputs (§4) into `out_dir`, batch by batch.
+
+    Summaries and trial rows go to disk as each batch is graded; only the small per-run and
+    per-task tables stay in memory. The files are identical to `outputs.write(grade_paths(...))`
+    and appear only when complete.
+    """
+    from evalbatch import outputs
+
+    grading = _grading_pass(
+        events,
+        suite_paths,
+        suite_docs,
         options,
-        suite_id=cand.summary["suiteId"],
-        base_run=baseline,
-        cand_run=run_id,
+        engine,
+        ray_address,
+        batch_events,
+        threads,
+        memory_limit,
+        spill_dir,
     )
-    if comparison.reason is not None:
-        return None, comparison.reason
-    return comparison.block(), ""
+    merged = _Merged()
+    writer = outputs.OutputWriter(out_dir)
+    try:
+        for batch in _outputs(grading, on_batch):
+            merged.add(batch)
+            writer.add(batch.summaries, batch.trials, pending=set(batch.baselines))
+        runs, tasks, problem_frame = merged.finish(
+            grading, regress_options or regress.RegressOptions()
+        )
+        written = writer.finish(merged.pending, runs, tasks, problem_frame)
+    except BaseException:
+        writer.abort()
+        raise
+    return RunReport(runs=runs, problems=problem_frame, written=written)
 
 
 RUN_SCHEMA = {
@@ -469,35 +722,68 @@ def _run_row(run_id: str, summary: dict[str, Any], plan: RunPlan) -> dict[str, A
     }
 
 
+TRIAL_SCHEMA = {
+    "run_id": pl.String,
+    "task_id": pl.String,
+    "trial_index": pl.Int64,
+    "sequence": pl.Int64,
+    "counted": pl.Boolean,
+    "left_out": pl.String,
+    "kind": pl.String,
+    "score": pl.Float64,
+    "gating_score": pl.Float64,
+    "passed": pl.Boolean,
+    "trajectory_matched": pl.Boolean,
+    "trajectory_reason": pl.String,
+    "observed_count": pl.Int64,
+    "matched_count": pl.Int64,
+    "forbidden_count": pl.Int64,
+    "fixture_misses": pl.Int64,
+    "failed_closed": pl.Boolean,
+    "has_bracket": pl.Boolean,
+    "bracket_closed": pl.Boolean,
+    "latency_ms": pl.Float64,
+    "tool_call_count": pl.Int64,
+    "model_call_count": pl.Int64,
+    "input_tokens": pl.Int64,
+    "output_tokens": pl.Int64,
+    "usage_cost_usd": pl.Float64,
+}
+
+
 def _trial_table(trials: pl.DataFrame) -> pl.DataFrame:
     """One row per eval.scored of a graded run: where it sits, whether it counted, how it graded."""
-    return trials.select(
-        "run_id",
-        "task_id",
-        "trial_index",
-        pl.col("scored_seq").alias("sequence"),
-        "counted",
-        "left_out",
-        "kind",
-        "score",
-        "gating_score",
-        "passed",
-        pl.when(pl.col("has_trajectory")).then(pl.col("matched")).alias("trajectory_matched"),
-        "trajectory_reason",
-        "observed_count",
-        "matched_count",
-        "forbidden_count",
-        pl.col("misses").alias("fixture_misses"),
-        "failed_closed",
-        "has_bracket",
-        "bracket_closed",
-        "latency_ms",
-        "tool_call_count",
-        "model_call_count",
-        "input_tokens",
-        "output_tokens",
-        pl.col("usage_cost_usd").cast(pl.Float64),
-    ).sort("run_id", "sequence")
+    return (
+        trials.select(
+            "run_id",
+            "task_id",
+            "trial_index",
+            pl.col("scored_seq").alias("sequence"),
+            "counted",
+            "left_out",
+            "kind",
+            "score",
+            "gating_score",
+            "passed",
+            pl.when(pl.col("has_trajectory")).then(pl.col("matched")).alias("trajectory_matched"),
+            "trajectory_reason",
+            "observed_count",
+            "matched_count",
+            "forbidden_count",
+            pl.col("misses").alias("fixture_misses"),
+            "failed_closed",
+            "has_bracket",
+            "bracket_closed",
+            "latency_ms",
+            "tool_call_count",
+            "model_call_count",
+            "input_tokens",
+            "output_tokens",
+            pl.col("usage_cost_usd").cast(pl.Float64),
+        )
+        .cast(TRIAL_SCHEMA)
+        .sort("run_id", "sequence")
+    )
 
 
 def grade_events(

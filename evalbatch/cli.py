@@ -9,11 +9,15 @@ import json
 import os
 import sys
 import time
+from collections import Counter
+from collections.abc import Collection
 from pathlib import Path
+from typing import Any
 
 import click
+import polars as pl
 
-from evalbatch import api, outputs, regress, suites
+from evalbatch import api, ingest, regress, suites, verify
 from evalbatch.errors import EvalbatchError
 from evalbatch.options import GradeOptions
 
@@ -25,21 +29,26 @@ def cli() -> None:
 
 
 class _Progress:
-    """Batches graded so far, on one stderr line; only on a terminal and without --quiet."""
+    """Runs graded so far and the event rate, on one stderr line; only on a terminal and without
+    --quiet."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self.started = time.monotonic()
         self.shown = False
 
-    def update(self, done: int, total: int) -> None:
-        if not self.enabled or total < 2:
+    def update(self, progress: api.Progress) -> None:
+        if not self.enabled:
             return
-        elapsed = time.monotonic() - self.started
+        elapsed = max(time.monotonic() - self.started, 1e-9)
         width = 30
-        bar = "#" * (width * done // total)
+        bar = "#" * (width * progress.runs_done // max(progress.runs, 1))
         click.echo(
-            f"\rgrading [{bar:<{width}}] batch {done}/{total}  {elapsed:,.0f} s", err=True, nl=False
+            f"\rgrading [{bar:<{width}}] {progress.runs_done:,}/{progress.runs:,} runs, "
+            f"batch {progress.batches_done}/{progress.batches}, "
+            f"{progress.events_done / elapsed:,.0f} events/s",
+            err=True,
+            nl=False,
         )
         self.shown = True
 
@@ -52,48 +61,88 @@ def _yes_no(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
-def _print_runs(result: api.GradeResult) -> None:
+#: runs listed after `run`; the rest are in runs.parquet
+RUNS_SHOWN = 50
+
+
+def _print_runs(runs: pl.DataFrame) -> None:
     """A short per-run table: suite, score, pass, tasks passed, trial statistics."""
-    if not result.summaries:
+    graded = runs.filter("graded")
+    if graded.height == 0:
         click.echo("no eval run was graded")
-    header = (
+        return
+    click.echo(
         f"{'run':<34} {'suite':<34} {'score':>6} {'passed':>6} {'tasks':>7} "
         f"{'pass@k':>7} {'pass^k':>7}"
     )
-    if result.summaries:
-        click.echo(header)
-    for run_id, s in result.summaries.items():
-        stats = s.get("trialStats")
-        at_k = f"{stats['passAtK']:.3f}" if stats else "-"
-        hat_k = f"{stats['passHatK']:.3f}" if stats else "-"
-        suite = f"{s['suiteId']}@{s['suiteVersion']}"
+    for r in graded.head(RUNS_SHOWN).iter_rows(named=True):
+        at_k = f"{r['pass_at_k']:.3f}" if r["pass_at_k"] is not None else "-"
+        hat_k = f"{r['pass_hat_k']:.3f}" if r["pass_hat_k"] is not None else "-"
+        suite = f"{r['suite_id']}@{r['suite_version']}"
         click.echo(
-            f"{run_id:<34} {suite:<34} {s['aggregateScore']:>6.3f} {_yes_no(s['passed']):>6} "
-            f"{s['passedCount']:>3}/{s['taskCount']:<3} {at_k:>7} {hat_k:>7}"
+            f"{r['run_id']:<34} {suite:<34} {r['aggregate_score']:>6.3f} "
+            f"{_yes_no(r['passed']):>6} {r['passed_count']:>3}/{r['task_count']:<3} "
+            f"{at_k:>7} {hat_k:>7}"
         )
+    if graded.height > RUNS_SHOWN:
+        click.echo(f"... and {graded.height - RUNS_SHOWN:,} more runs (see runs.parquet)")
 
 
-def _print_problems(result: api.GradeResult, limit: int = 20) -> None:
-    counts = result.problems.group_by("severity").len().sort("severity").iter_rows()
+def _print_problems(problems: pl.DataFrame, limit: int = 20) -> None:
+    counts = problems.group_by("severity").len().sort("severity").iter_rows()
     summary = ", ".join(f"{n} {severity}" for severity, n in counts)
     if summary:
         click.echo(f"problems: {summary} (see problems.parquet)")
-    errors = result.problems.filter(result.problems["severity"] == "error")
+    errors = problems.filter(problems["severity"] == "error")
     for message in errors["message"].head(limit):
         click.echo(f"  skipped: {message}", err=True)
     if errors.height > limit:
         click.echo(f"  ... and {errors.height - limit} more", err=True)
 
 
-@cli.command()
-@click.argument("events", nargs=-1, required=True)
-@click.option(
+# options `run` and `verify` share: a verify recomputes exactly as run grades
+_suites_option = click.option(
     "--suites",
     "suite_paths",
     multiple=True,
     type=click.Path(),
     help="Suite file or directory (repeatable).",
 )
+_default_pass_score_option = click.option(
+    "--default-pass-score",
+    type=click.FloatRange(0, 1),
+    default=1.0,
+    show_default=True,
+    help="Suite bar when thresholds.passScore is absent (D-15).",
+)
+_on_miss_default_option = click.option(
+    "--on-miss-default",
+    type=click.Choice(["count", "fail"]),
+    default="count",
+    show_default=True,
+    help="What an absent fixtures.onMiss means (D-9).",
+)
+_threads_option = click.option(
+    "--threads", type=click.IntRange(1), default=None, help="DuckDB threads (default: all cores)."
+)
+_batch_events_option = click.option(
+    "--batch-events",
+    type=click.IntRange(1),
+    default=api.DEFAULT_BATCH_EVENTS,
+    show_default=True,
+    help="Grade whole runs in batches of about this many events (bounds memory).",
+)
+_memory_limit_option = click.option(
+    "--memory-limit", default=None, help="DuckDB memory limit, e.g. 4GB."
+)
+_spill_dir_option = click.option(
+    "--spill-dir", type=click.Path(), default=None, help="Where DuckDB may spill."
+)
+
+
+@cli.command()
+@click.argument("events", nargs=-1, required=True)
+@_suites_option
 @click.option(
     "--out",
     "out_dir",
@@ -102,32 +151,12 @@ def _print_problems(result: api.GradeResult, limit: int = 20) -> None:
     type=click.Path(),
     help="Output directory.",
 )
-@click.option(
-    "--default-pass-score",
-    type=click.FloatRange(0, 1),
-    default=1.0,
-    show_default=True,
-    help="Suite bar when thresholds.passScore is absent (D-15).",
-)
-@click.option(
-    "--on-miss-default",
-    type=click.Choice(["count", "fail"]),
-    default="count",
-    show_default=True,
-    help="What an absent fixtures.onMiss means (D-9).",
-)
-@click.option(
-    "--threads", type=click.IntRange(1), default=None, help="DuckDB threads (default: all cores)."
-)
-@click.option(
-    "--batch-events",
-    type=click.IntRange(1),
-    default=api.DEFAULT_BATCH_EVENTS,
-    show_default=True,
-    help="Grade whole runs in batches of about this many events (bounds memory).",
-)
-@click.option("--memory-limit", default=None, help="DuckDB memory limit, e.g. 4GB.")
-@click.option("--spill-dir", type=click.Path(), default=None, help="Where DuckDB may spill.")
+@_default_pass_score_option
+@_on_miss_default_option
+@_threads_option
+@_batch_events_option
+@_memory_limit_option
+@_spill_dir_option
 @click.option(
     "--engine",
     type=click.Choice(["local", "ray"]),
@@ -162,28 +191,31 @@ def run(
     """
     options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)  # type: ignore[arg-type]
     progress = _Progress(enabled=not quiet and sys.stderr.isatty())
-    result = api.grade_paths(
-        list(events),
-        list(suite_paths),
-        options=options,
-        threads=threads,
-        batch_events=batch_events,
-        memory_limit=memory_limit,
-        spill_dir=spill_dir,
-        on_batch=progress.update,
-        engine=engine,  # type: ignore[arg-type]
-        ray_address=ray_address,
-    )
-    progress.close()
-    written = outputs.write(result, out_dir)
+    try:
+        report = api.write_outputs(
+            list(events),
+            out_dir,
+            list(suite_paths),
+            options=options,
+            threads=threads,
+            batch_events=batch_events,
+            memory_limit=memory_limit,
+            spill_dir=spill_dir,
+            on_batch=progress.update,
+            engine=engine,  # type: ignore[arg-type]
+            ray_address=ray_address,
+        )
+    finally:
+        progress.close()
+    written = report.written
     if not quiet:
-        _print_runs(result)
-        _print_problems(result)
+        _print_runs(report.runs)
+        _print_problems(report.problems)
     click.echo(
-        f"wrote {len(result.summaries)} summaries to {written['summaries']} "
+        f"wrote {report.summary_count} summaries to {written['summaries']} "
         f"and tables to {Path(out_dir)}/"
     )
-    sys.exit(result.exit_code)
+    sys.exit(report.exit_code)
 
 
 @cli.command()
@@ -329,6 +361,204 @@ def regress_command(
     if fail_on == "inconclusive" and any(c.verdict == "inconclusive" for c in report.comparisons):
         code = 1
     sys.exit(code)
+
+
+def _cell(value: Any) -> str:
+    """A finding's value as a table cell: JSON spelling, floats to 10 significant digits."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, float):
+        return f"{value:.10g}"
+    return str(value)
+
+
+def _table(header: list[str], rows: list[list[str]], right: Collection[int] = ()) -> None:
+    """Columns padded to their widest cell; columns in `right` are right-aligned."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+
+    def line(cells: list[str]) -> str:
+        parts = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "  ".join(parts).rstrip()
+
+    click.echo(line(header))
+    for row in rows:
+        click.echo(line(row))
+
+
+def _run_notes(run: verify.RunReport) -> str:
+    notes = []
+    if run.problems:
+        notes.append(f"not recomputed: {', '.join(run.problems)}")
+    if run.on_miss_reading:
+        notes.append(f"absent onMiss read as {run.on_miss_reading}")
+    if run.summary_checked:
+        notes.append("summary checked")
+    return "; ".join(notes)
+
+
+def _print_verify(report: verify.VerifyReport) -> None:
+    """Findings, then per-run verdicts, then the per-host-field tally, then the verdict."""
+    if report.findings:
+        _table(
+            ["run", "task", "trial", "field", "host", "recomputed", "rule", "reason"],
+            [
+                [
+                    f.run_id,
+                    f.task_id or "-",
+                    "-" if f.trial_index is None else str(f.trial_index),
+                    f.field,
+                    _cell(f.host),
+                    _cell(f.recomputed),
+                    f.rule,
+                    f.reason or "",
+                ]
+                for f in report.findings
+            ],
+            right={2},
+        )
+        click.echo("")
+    if report.runs:
+        _table(
+            ["run", "verdict", "findings", "graded from", "notes"],
+            [
+                [
+                    r.run_id,
+                    r.verdict,
+                    str(r.findings),
+                    r.graded_from or "-",
+                    _run_notes(r),
+                ]
+                for r in report.runs
+            ],
+            right={2},
+        )
+        click.echo("")
+        _table(
+            ["host field", "compared", "disagree"],
+            [
+                [name, str(count), str(report.disagreed.get(name, 0))]
+                for name, count in sorted(report.compared.items())
+            ],
+            right={1, 2},
+        )
+        click.echo("")
+    counts = Counter(r.verdict for r in report.runs)
+    described = ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items()))
+    click.echo(
+        f"verdict: {report.verdict} ({len(report.runs)} eval runs: {described or 'none'}; "
+        f"{len(report.findings)} findings)"
+    )
+
+
+@cli.command(name="verify")
+@click.argument("events", nargs=-1, required=True)
+@_suites_option
+@click.option(
+    "--summary",
+    "summary_paths",
+    multiple=True,
+    type=click.Path(),
+    help="A host EvalSummary (GET /runs/{id}/eval-summary), a {runId, summary} wrapper, an "
+    "array of them, or JSON lines such as summaries.jsonl (repeatable).",
+)
+@_default_pass_score_option
+@_on_miss_default_option
+@_threads_option
+@_batch_events_option
+@_memory_limit_option
+@_spill_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def verify_command(
+    events: tuple[str, ...],
+    suite_paths: tuple[str, ...],
+    summary_paths: tuple[str, ...],
+    default_pass_score: float,
+    on_miss_default: str,
+    threads: int | None,
+    batch_events: int,
+    memory_limit: str | None,
+    spill_dir: str | None,
+    as_json: bool,
+) -> None:
+    """Recompute every eval run in EVENTS and compare with what the host recorded (CONTRACT §8).
+
+    Checks each eval.scored (score, passed), eval.started and eval.completed, and any host
+    EvalSummary given with --summary, within RFC 0244 §B's tolerance (1e-9 relative), plus the
+    stream rules of RFC 0244 §B/§E. Every finding is content-free.
+
+    \b
+    Example:
+      evalbatch verify data/samples/events --suites data/samples/suites
+
+    Exit codes: 0 every run agrees; 1 some host value disagrees; 3 some run could not be
+    recomputed (and none disagrees); 2 unusable input or no eval run.
+    """
+    options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)  # type: ignore[arg-type]
+    report = verify.verify_paths(
+        list(events),
+        list(suite_paths),
+        list(summary_paths),
+        options=options,
+        threads=threads,
+        batch_events=batch_events,
+        memory_limit=memory_limit,
+        spill_dir=spill_dir,
+    )
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    else:
+        _print_verify(report)
+    if not report.runs:
+        click.echo("evalbatch: no eval run (no eval.started) in the events", err=True)
+    sys.exit(report.exit_code)
+
+
+@cli.command(name="ingest")
+@click.argument("inputs", nargs=-1, required=True)
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Directory for the Parquet files (one runId=<id>/ directory per run).",
+)
+@click.option("--quiet", is_flag=True, help="Print only the totals line.")
+def ingest_command(inputs: tuple[str, ...], out_dir: str, quiet: bool) -> None:
+    """Convert OpenWOP event exports to the canonical Parquet layout (CONTRACT §1.2).
+
+    INPUTS are files, directories (every *.json, *.jsonl, *.ndjson, *.sse, optionally .gz) or
+    globs, or - for standard input: JSON lines, JSON arrays of RunEventDocs, poll responses,
+    v1 debug bundles and captured SSE streams. A bad line, frame or item is reported and skipped.
+
+    \b
+    Example:
+      evalbatch ingest exports/*.ndjson --out events/
+      evalbatch run events/ --suites suites/
+
+    Exit codes: 0 everything ingested; 3 something skipped or known to be missing (a bad line,
+    a truncated debug bundle); 2 nothing usable or a usage error.
+    """
+    report = ingest.ingest_paths(list(inputs), out_dir)
+    shown = report.problems if not quiet else []
+    for problem in shown[:20]:
+        label = "skipped" if problem.severity == "error" else "warning"
+        click.echo(f"  {label}: {problem.message}", err=True)
+    if len(shown) > 20:
+        click.echo(f"  ... and {len(shown) - 20} more", err=True)
+    if report.events == 0:
+        click.echo(
+            f"evalbatch: nothing usable in {report.files} input file(s); nothing written", err=True
+        )
+    else:
+        problems = f" ({len(report.problems)} problems)" if report.problems else ""
+        click.echo(
+            f"ingested {report.events} events of {report.runs} runs from {report.files} "
+            f"file(s) into {Path(out_dir)}/{problems}"
+        )
+    sys.exit(report.exit_code)
 
 
 def main() -> None:

@@ -45,7 +45,6 @@ class Extraction:
     cost_source_runs: set[str]
     event_problems: pl.DataFrame  # run_id, sequence, code, message
     usage_problems: pl.DataFrame  # run_id, segment_no, sequence, code
-    rows_without_run: int = 0
 
 
 def connect(
@@ -122,10 +121,10 @@ def _conflicts(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
 
 
 def _build(
-    con: duckdb.DuckDBPyConnection, sources: inputs.Sources, batch: tuple[int, int] | None
+    con: duckdb.DuckDBPyConnection, sources: inputs.Sources, runs: inputs.RunRange | None
 ) -> list[tuple[str, int]]:
     """Materialize every table of the SQL stage; returns the conflicting (run, sequence) keys."""
-    inputs.register(con, sources, batch)
+    inputs.register(con, sources, runs)
     sql.materialize(con, "eval_run_ids")
     sql.materialize(con, "duplicate_keys")
     conflicts = _conflicts(con)
@@ -149,10 +148,10 @@ def _build(
 def extract(
     con: duckdb.DuckDBPyConnection,
     sources: inputs.Sources | list[str],
-    batch: tuple[int, int] | None = None,
+    runs: inputs.RunRange | None = None,
 ) -> Extraction:
     """Run the SQL stage over the event files (`sources`, or paths to scan), for the runs of one
-    batch `(index, count)` or for all runs.
+    batch (a range of run ids) or for all runs.
 
     A file whose data pages turn out to be damaged is reported and left out, and the stage runs
     again over the other files (§6: a broken file never costs the good ones).
@@ -160,14 +159,11 @@ def extract(
     if not isinstance(sources, inputs.Sources):
         sources = inputs.scan(con, sources)
     try:
-        conflicts = _build(con, sources, batch)
+        conflicts = _build(con, sources, runs)
     except duckdb.Error:
         if not inputs.find_unreadable(con, sources):
             raise
-        conflicts = _build(con, sources, batch)
-    (rows_without_run,) = con.execute(
-        "SELECT count(*) FROM source_events WHERE run_id IS NULL"
-    ).fetchall()
+        conflicts = _build(con, sources, runs)
 
     event_problems = sql.relation(con, "event_problems").pl()
     if conflicts:
@@ -192,5 +188,4 @@ def extract(
         },
         event_problems=event_problems,
         usage_problems=sql.relation(con, "usage_problems").pl(),
-        rows_without_run=int(rows_without_run[0]) if rows_without_run else 0,
     )

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from evalbatch.errors import InputError
 
@@ -155,11 +153,25 @@ def find_unreadable(con: duckdb.DuckDBPyConnection, sources: Sources) -> list[Fi
     return bad
 
 
-def _batch_filter(run_col: str, batch: tuple[int, int] | None) -> str:
-    if batch is None or batch[1] <= 1:
-        return ""
-    index, count = (int(part) for part in batch)
-    return f" WHERE hash(CAST({_ident(run_col)} AS VARCHAR)) % {count} = {index}"
+#: a batch of whole runs: the run ids from `low` (inclusive) to `high` (exclusive); None is open
+RunRange = tuple[str | None, str | None]
+
+
+def _range_filter(run_col: str, runs: RunRange | None) -> str:
+    """Rows with a run id (a row without one belongs to no run: counted once by `plan_batches`),
+    inside the batch's range of run ids."""
+    col = f"CAST({_ident(run_col)} AS VARCHAR)"
+    low, high = runs or (None, None)
+    where = [f"{col} IS NOT NULL"]
+    if low is not None:
+        where.append(f"{col} >= {_literal(low)}")
+    if high is not None:
+        where.append(f"{col} < {_literal(high)}")
+    return " WHERE " + " AND ".join(where)
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _ident(name: str) -> str:
@@ -184,25 +196,71 @@ def _timestamp_expr(column: str, type_name: str) -> str:
     return f"TRY_CAST(CAST({col} AS VARCHAR) AS TIMESTAMPTZ)"
 
 
-def batch_count(sources: Sources, batch_events: int) -> int:
-    """How many batches of whole runs keep each near `batch_events` events (row counts come
-    from the Parquet footers, so nothing is read)."""
-    rows = 0
-    for paths in sources.groups.values():
-        for path in paths:
-            try:
-                rows += pq.read_metadata(path).num_rows
-            except (OSError, pa.ArrowException):
-                continue
-    return max(1, -(-rows // max(1, batch_events)))
+@dataclass(frozen=True)
+class BatchPlan:
+    """How the runs are split into batches, and what the split saw."""
+
+    ranges: list[RunRange]
+    events: list[int]  # events per batch
+    runs: int  # runs in the input (eval or not)
+    rows_without_run: int
+
+
+def plan_batches(
+    con: duckdb.DuckDBPyConnection,
+    sources: Sources,
+    batch_events: int | None = None,
+    batches: int | None = None,
+) -> BatchPlan:
+    """Split the runs, in run-id order, into batches of whole runs of about `batch_events` events
+    (or into about `batches` batches of equal size).
+
+    Batches are ranges of run ids, so each batch's outputs follow the previous one's in sorted
+    order and can be written as they come; only the run-id column is read here.
+    """
+    register(con, sources, runs=None)
+    counts = con.execute(
+        "SELECT run_id, count(*) FROM source_runs GROUP BY run_id ORDER BY run_id"
+    ).fetchall()
+    (without,) = con.execute(
+        "SELECT count(*) FROM (" + _runs_union(sources, with_nulls=True) + ") WHERE run_id IS NULL"
+    ).fetchall()
+    if batches:
+        batch_events = -(-sum(count for _, count in counts) // batches)
+    batch_events = max(1, batch_events or 1)
+    ranges: list[RunRange] = []
+    events: list[int] = []
+    low: str | None = None
+    size = 0
+    for run_id, count in counts:
+        if size and size + count > batch_events:
+            ranges.append((low, run_id))
+            events.append(size)
+            low, size = run_id, 0
+        size += count
+    ranges.append((low, None))
+    events.append(size)
+    return BatchPlan(ranges, events, len(counts), int(without[0]))
+
+
+def _runs_union(sources: Sources, with_nulls: bool = False) -> str:
+    """Just the run-id column of every usable file (one cheap column to read)."""
+    selects = []
+    for number, (plan, _) in enumerate(sources.groups.items()):
+        run_col = dict(plan)["runId"].split(":", 1)[0]
+        where = "" if with_nulls else _range_filter(run_col, None)
+        selects.append(
+            f"SELECT CAST({_ident(run_col)} AS VARCHAR) AS run_id FROM source_group_{number}{where}"
+        )
+    return " UNION ALL ".join(selects)
 
 
 def register(
-    con: duckdb.DuckDBPyConnection, sources: Sources, batch: tuple[int, int] | None = None
+    con: duckdb.DuckDBPyConnection, sources: Sources, runs: RunRange | None = None
 ) -> None:
     """Create the `source_events` view over every usable file (columns run_id, sequence,
-    sequence_ok, type, payload, ts), holding only the runs of `batch` = (index, count) when
-    given: runs are split by a hash of their id, so every event of a run lands in one batch."""
+    sequence_ok, type, payload, ts) holding the rows of the runs in `runs` (all runs when None),
+    and the `source_runs` view of their run ids."""
     if not sources.groups:
         raise InputError(
             "no usable event file: "
@@ -229,6 +287,7 @@ def register(
             f"TRY_CAST({_ident(seq_col)} AS BIGINT) IS NOT NULL AS sequence_ok, "
             f"CAST({_ident(type_col)} AS VARCHAR) AS type, "
             f"{_payload_expr(payload_col, payload_type)} AS payload, "
-            f"{ts} AS ts FROM {view}" + _batch_filter(run_col, batch)
+            f"{ts} AS ts FROM {view}" + _range_filter(run_col, runs)
         )
     con.execute("CREATE OR REPLACE TEMP VIEW source_events AS " + " UNION ALL ".join(selects))
+    con.execute("CREATE OR REPLACE TEMP VIEW source_runs AS " + _runs_union(sources))

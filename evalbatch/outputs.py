@@ -1,23 +1,33 @@
 """Writing the results (§4): summaries.jsonl plus the runs/tasks/trials/problems tables.
 
-Every file is written beside its destination and renamed into place, so a reader never sees a
-half-written file and a crash leaves the previous outputs whole. Rows are sorted and JSON keys keep
-the contract's order, so the same inputs give byte-identical files.
+Outputs are built in a private directory inside the output directory and each file is renamed
+into place only when complete, so a reader never sees a half-written file and a crash leaves the
+previous outputs whole. Rows are sorted, JSON keys keep the contract's order and Parquet row
+groups have a fixed size, so the same inputs give byte-identical files however they were batched.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-from evalbatch.api import GradeResult
+from evalbatch.api import TRIAL_SCHEMA
+
+if TYPE_CHECKING:
+    from evalbatch.api import GradeResult
 
 TABLES = ("runs", "tasks", "trials", "problems")
+
+#: rows per Parquet row group: fixed, so the files do not depend on how runs were batched
+ROW_GROUP_ROWS = 65_536
 
 
 def _file_mode() -> int:
@@ -27,39 +37,132 @@ def _file_mode() -> int:
     return 0o666 & ~umask
 
 
-def _atomic(path: Path, write: Callable[[Path], None]) -> None:
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(handle)
-    try:
-        write(Path(tmp))
-        os.chmod(tmp, _file_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _arrow_schema(schema: pl.Schema | dict[str, Any]) -> pa.Schema:
+    return pl.DataFrame(schema=schema).to_arrow().schema
+
+
+class TableWriter:
+    """Appends row batches, already in output order, to one Parquet file in row groups of
+    `ROW_GROUP_ROWS` rows, so the bytes depend only on the rows."""
+
+    def __init__(self, path: Path, schema: pl.Schema | dict[str, Any]) -> None:
+        self.schema = pl.Schema(schema)
+        self.arrow_schema = _arrow_schema(self.schema)
+        self.writer = pq.ParquetWriter(
+            path, self.arrow_schema, compression="zstd", write_statistics=False
+        )
+        self.pending: list[pa.Table] = []
+        self.pending_rows = 0
+
+    def write(self, frame: pl.DataFrame) -> None:
+        if frame.height == 0:
+            return
+        table = frame.select(list(self.schema)).cast(dict(self.schema)).to_arrow()
+        self.pending.append(table.cast(self.arrow_schema))
+        self.pending_rows += frame.height
+        if self.pending_rows >= ROW_GROUP_ROWS:
+            self._flush(final=False)
+
+    def _flush(self, final: bool) -> None:
+        table = pa.concat_tables(self.pending)
+        whole = table.num_rows if final else table.num_rows - table.num_rows % ROW_GROUP_ROWS
+        for start in range(0, whole, ROW_GROUP_ROWS):
+            chunk = table.slice(start, min(ROW_GROUP_ROWS, whole - start)).combine_chunks()
+            self.writer.write_table(chunk, row_group_size=ROW_GROUP_ROWS)
+        rest = table.slice(whole)
+        self.pending = [rest] if rest.num_rows else []
+        self.pending_rows = rest.num_rows
+
+    def close(self) -> None:
+        if self.pending:
+            self._flush(final=True)
+        self.writer.close()
+
+
+def summary_line(run_id: str, summary: dict[str, Any]) -> str:
+    """One line of summaries.jsonl: {"runId": ..., "summary": ...}."""
+    return json.dumps({"runId": run_id, "summary": summary}, ensure_ascii=False) + "\n"
+
+
+#: marks, in the working copy of summaries.jsonl, a summary finished after the last batch
+_PENDING = "\x00"
+
+
+class OutputWriter:
+    """Writes the outputs of a grading pass batch by batch (batches come in run-id order)."""
+
+    def __init__(self, out_dir: str | Path) -> None:
+        self.out = Path(out_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.work = Path(tempfile.mkdtemp(prefix=".evalbatch-", dir=self.out))
+        self.summaries = (self.work / "summaries.partial").open("w", encoding="utf-8")
+        self.trials = TableWriter(self.work / "trials.parquet", TRIAL_SCHEMA)
+
+    def add(
+        self,
+        summaries: list[tuple[str, dict[str, Any]]],
+        trials: pl.DataFrame,
+        pending: set[str] | frozenset[str] = frozenset(),
+    ) -> None:
+        """Append a batch; summaries of `pending` runs are completed in `finish` (regression)."""
+        for run_id, summary in summaries:
+            if run_id in pending:
+                self.summaries.write(_PENDING + json.dumps(run_id) + "\n")
+            else:
+                self.summaries.write(summary_line(run_id, summary))
+        self.trials.write(trials)
+
+    def finish(
+        self,
+        pending: dict[str, dict[str, Any]],
+        runs: pl.DataFrame,
+        tasks: pl.DataFrame,
+        problems: pl.DataFrame,
+    ) -> dict[str, Path]:
+        """Complete every file and rename each into the output directory."""
+        self.summaries.close()
+        with (
+            (self.work / "summaries.partial").open(encoding="utf-8") as partial,
+            (self.work / "summaries.jsonl").open("w", encoding="utf-8") as final,
+        ):
+            for line in partial:
+                if line.startswith(_PENDING):
+                    run_id = json.loads(line[1:])
+                    line = summary_line(run_id, pending[run_id])
+                final.write(line)
+        self.trials.close()
+        for name, frame in (("runs", runs), ("tasks", tasks), ("problems", problems)):
+            table = TableWriter(self.work / f"{name}.parquet", frame.schema)
+            table.write(frame)
+            table.close()
+        written: dict[str, Path] = {}
+        for name in ("summaries", *TABLES):
+            filename = "summaries.jsonl" if name == "summaries" else f"{name}.parquet"
+            os.chmod(self.work / filename, _file_mode())
+            os.replace(self.work / filename, self.out / filename)
+            written[name] = self.out / filename
+        shutil.rmtree(self.work, ignore_errors=True)
+        return written
+
+    def abort(self) -> None:
+        """Leave the output directory as it was."""
+        if not self.summaries.closed:
+            self.summaries.close()
+        self.trials.writer.close()
+        shutil.rmtree(self.work, ignore_errors=True)
 
 
 def summaries_jsonl(result: GradeResult) -> str:
     """One line per graded run, sorted by runId: {"runId": ..., "summary": ...}."""
-    lines = [
-        json.dumps({"runId": run_id, "summary": summary}, ensure_ascii=False)
-        for run_id, summary in sorted(result.summaries.items())
-    ]
-    return "".join(line + "\n" for line in lines)
+    return "".join(summary_line(run_id, s) for run_id, s in sorted(result.summaries.items()))
 
 
 def write(result: GradeResult, out_dir: str | Path) -> dict[str, Path]:
-    """Write every output into `out_dir` (created if needed); returns what went where."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written: dict[str, Path] = {}
-    text = summaries_jsonl(result)
-    target = out / "summaries.jsonl"
-    _atomic(target, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-    written["summaries"] = target
-    for name in TABLES:
-        frame: pl.DataFrame = getattr(result, name)
-        target = out / f"{name}.parquet"
-        _atomic(target, lambda tmp, frame=frame: frame.write_parquet(tmp, statistics=False))
-        written[name] = target
-    return written
+    """Write an in-memory result into `out_dir` (created if needed); returns what went where."""
+    writer = OutputWriter(out_dir)
+    try:
+        writer.add(sorted(result.summaries.items()), result.trials)
+        return writer.finish({}, result.runs, result.tasks, result.problems)
+    except BaseException:
+        writer.abort()
+        raise

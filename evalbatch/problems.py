@@ -76,6 +76,25 @@ CODES: dict[str, tuple[Severity, str]] = {
         "error",
         "the summary fails the EvalSummary schema and is not written (§4)",
     ),
+    # ingest (§1.2): `error` means the line, frame, item or file was skipped, not a run
+    "input-unreadable": (
+        "error",
+        "an input file cannot be read or is not JSON, JSON lines or an SSE stream (§1.2)",
+    ),
+    "line-invalid": ("error", "a JSON-lines line is not JSON; the other lines are read (§1.2)"),
+    "frame-invalid": ("error", "an SSE frame's data is not JSON; the other frames are read"),
+    "event-invalid": (
+        "error",
+        "an item is not a RunEventDoc: no string runId or type, or no integer sequence >= 0",
+    ),
+    "bundle-truncated": (
+        "warning",
+        "a v1 debug bundle says it is truncated: only a prefix of the run's events is there",
+    ),
+    "bundle-count-mismatch": (
+        "warning",
+        "a v1 debug bundle holds a different number of events than its metrics.eventCount",
+    ),
 }
 
 

@@ -1,8 +1,8 @@
 """The Ray Data engine (CONTRACT §7): the local engine's per-shard grading on Ray workers.
 
-Runs are split into shards by a hash of their id (every event of a run in one shard); each
-worker scans the files, extracts and grades its shard exactly as the local engine does, and the
-driver merges the shards the same way, so outputs are identical to the local engine's.
+The driver splits the runs into ranges of run ids as the local engine does (every event of a run
+in one shard); each worker scans the files, extracts and grades its shard exactly as the local
+engine does, and the driver merges the shards in order, so outputs are the local engine's.
 Needs the optional extra: `pip install 'evalbatch[ray]'`.
 """
 
@@ -33,27 +33,31 @@ def grade_shards(
     *,
     address: str | None = None,
     shards: int | None = None,
-) -> list[Any]:
+) -> tuple[inputs.BatchPlan, list[Any]]:
     """Grade every shard on Ray (a running cluster at `address`, else a local one)."""
     ray = _ray()
     if not ray.is_initialized():
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
-    count = shards or max(2, int(ray.cluster_resources().get("CPU", 1)))
     paths = [os.path.abspath(p) for p in paths]
+    con = extract.connect()
+    try:
+        sources = inputs.scan(con, paths)
+        count = shards or max(2, int(ray.cluster_resources().get("CPU", 1)))
+        plan = inputs.plan_batches(con, sources, batches=count)
+    finally:
+        con.close()
 
     def grade(row: dict[str, Any]) -> dict[str, Any]:
         con = extract.connect(threads=1)
         try:
             sources = inputs.scan(con, paths)
-            part = api.grade_shard(con, sources, (int(row["shard"]), count), choices, options)
+            runs = plan.ranges[int(row["shard"])]
+            part = api.grade_shard(con, sources, runs, choices, options)
         finally:
             con.close()
         return {"shard": row["shard"], "part": pickle.dumps(part)}
 
-    dataset = ray.data.from_items([{"shard": index} for index in range(count)])
+    dataset = ray.data.from_items([{"shard": index} for index in range(len(plan.ranges))])
     rows = dataset.map(grade).take_all()
     parts = [pickle.loads(row["part"]) for row in sorted(rows, key=lambda row: row["shard"])]
-    problems = {(p.path, p.code): p for part in parts for p in part.file_problems}
-    for part in parts:
-        part.file_problems = list(problems.values())
-    return parts
+    return plan, parts

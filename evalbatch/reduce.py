@@ -6,6 +6,7 @@ exact decimals; pass@k and pass^k come from a small table of exact rationals.
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from evalbatch import stats
@@ -109,14 +110,35 @@ def _pass_table(keys: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema)
 
 
+def _divide(numerator: pl.Expr, denominator: pl.Expr) -> pl.Expr:
+    """IEEE division, row by row. Polars divides by a constant column as multiplication by its
+    reciprocal, which can round differently (2.09 / 3 would come out one ulp low), and whether a
+    column is constant depends on which runs share a batch."""
+    return pl.map_batches(
+        [numerator, denominator],
+        lambda s: pl.Series(
+            np.divide(s[0].cast(pl.Float64).to_numpy(), s[1].cast(pl.Float64).to_numpy()),
+            nan_to_null=True,
+        ),
+        return_dtype=pl.Float64,
+    )
+
+
+def _ordered_sum(values: pl.Expr) -> pl.Expr:
+    """A float sum that depends only on the values: added one by one in sorted order. (A plain
+    `sum` may split the additions differently by memory layout, so a shard graded in another
+    process could round a mean differently: outputs must not depend on where they were made.)"""
+    return values.sort().cum_sum().last().fill_null(0.0)
+
+
 def reduce_tasks(trials: pl.DataFrame, info: pl.DataFrame, tables: SuiteTables) -> pl.DataFrame:
     """One row per (run, task): the §3.5 entry's figures and whether each optional block shows."""
     counted = trials.filter("counted")
     per_task = counted.group_by("run_id", "task_id").agg(
         pl.len().cast(pl.Int64).alias("observed"),
         pl.col("passed").sum().cast(pl.Int64).alias("c"),
-        pl.col("score").sort().sum().alias("score_sum"),
-        pl.col("gating_score").sort().sum().alias("gating_sum"),
+        _ordered_sum(pl.col("score")).alias("score_sum"),
+        _ordered_sum(pl.col("gating_score")).alias("gating_sum"),
         pl.col("trial_index").alias("indices"),
         *[
             pl.col(name).sort_by("trial_index").last().alias(f"last_{name}")
@@ -133,7 +155,7 @@ def reduce_tasks(trials: pl.DataFrame, info: pl.DataFrame, tables: SuiteTables) 
         pl.col("model_call_count").sum().alias("model_calls"),
         pl.col("input_tokens").sum().alias("input_tokens"),
         pl.col("output_tokens").sum().alias("output_tokens"),
-        pl.col("latency_ms").drop_nulls().sort().sum().alias("latency_sum"),
+        _ordered_sum(pl.col("latency_ms").drop_nulls()).alias("latency_sum"),
         pl.col("latency_ms").count().alias("latency_count"),
         pl.col("usage_cost_usd").sum().alias("usage_cost"),
         pl.col("host_cost_usd").sum().alias("host_cost"),
@@ -165,8 +187,8 @@ def reduce_tasks(trials: pl.DataFrame, info: pl.DataFrame, tables: SuiteTables) 
             ),
         )
         .with_columns(
-            (pl.col("score_sum") / pl.col("n")).alias("mean_score"),
-            (pl.col("gating_sum") / pl.col("n")).alias("gating_mean"),
+            _divide(pl.col("score_sum"), pl.col("n")).alias("mean_score"),
+            _divide(pl.col("gating_sum"), pl.col("n")).alias("gating_mean"),
         )
     )
     tasks = tasks.join(
@@ -179,7 +201,9 @@ def reduce_tasks(trials: pl.DataFrame, info: pl.DataFrame, tables: SuiteTables) 
         .otherwise(pl.col("c") == pl.col("n"))
         .alias("passed"),
         pl.when(pl.col("latency_count") > 0)
-        .then((pl.col("latency_sum") / pl.col("latency_count") + 0.5).floor().cast(pl.Int64))
+        .then(
+            (_divide(pl.col("latency_sum"), pl.col("latency_count")) + 0.5).floor().cast(pl.Int64)
+        )
         .alias("latency_ms"),
         pl.when(pl.col("cost_source") == "usage")
         .then(pl.col("usage_cost").fill_null(0))
@@ -231,14 +255,20 @@ def missing_trial_problems(tasks: pl.DataFrame) -> list[tuple[str, None, str, st
 def suite_figures(tasks: pl.DataFrame) -> pl.DataFrame:
     """Per run: aggregate score, passed count, gating aggregate, total cost, p95 latency, trial
     statistics (§3.6)."""
-    return tasks.group_by("run_id").agg(
+    figures = tasks.group_by("run_id").agg(
         pl.len().alias("task_count"),
-        (pl.col("mean_score").sort().sum() / pl.len()).alias("aggregate"),
+        _ordered_sum(pl.col("mean_score")).alias("score_total"),
         pl.col("passed").sum().cast(pl.Int64).alias("passed_count"),
-        (pl.col("gating_mean").sort().sum() / pl.len()).alias("gating_aggregate"),
+        _ordered_sum(pl.col("gating_mean")).alias("gating_total"),
         pl.col("cost").sum().alias("total_cost"),
         pl.col("latency_ms").drop_nulls().sort().alias("latencies"),
-        (pl.col("pass_at_k").sort().sum() / pl.len()).alias("pass_at_k"),
-        (pl.col("pass_hat_k").sort().sum() / pl.len()).alias("pass_hat_k"),
+        _ordered_sum(pl.col("pass_at_k")).alias("pass_at_k_total"),
+        _ordered_sum(pl.col("pass_hat_k")).alias("pass_hat_k_total"),
         pl.col("mean_score").sort().alias("means"),
+    )
+    return figures.with_columns(
+        _divide(pl.col("score_total"), pl.col("task_count")).alias("aggregate"),
+        _divide(pl.col("gating_total"), pl.col("task_count")).alias("gating_aggregate"),
+        _divide(pl.col("pass_at_k_total"), pl.col("task_count")).alias("pass_at_k"),
+        _divide(pl.col("pass_hat_k_total"), pl.col("task_count")).alias("pass_hat_k"),
     )

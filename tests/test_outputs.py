@@ -428,15 +428,14 @@ def test_s4_failed_write_keeps_previous_file(
     old = b"previous trials table"
     (out / "trials.parquet").write_bytes(old)
     result = api.grade_paths([mixed["root"] / "events"], mixed["suites"])
-    real = pl.DataFrame.write_parquet
+    real = outputs.TableWriter.close
 
-    def failing(self: pl.DataFrame, file: Any, *args: Any, **kwargs: Any) -> None:
-        if "trial_index" in self.columns:
-            Path(file).write_bytes(b"PAR1 half a file")
-            raise OSError("disk full")
-        real(self, file, *args, **kwargs)
+    def failing(self: outputs.TableWriter) -> None:
+        if "trial_index" in self.schema:
+            raise OSError("disk full")  # half a file is on disk by now
+        real(self)
 
-    monkeypatch.setattr(pl.DataFrame, "write_parquet", failing)
+    monkeypatch.setattr(outputs.TableWriter, "close", failing)
     with pytest.raises(OSError, match="disk full"):
         outputs.write(result, out)
     assert (out / "trials.parquet").read_bytes() == old

@@ -64,7 +64,7 @@ def test_ray_engine_shards_by_run(tmp_path: Path) -> None:
 
     choices = api.load_suites([SAMPLES / "suites"])
     paths = [str(SAMPLES / "events"), str(SAMPLES / "regress")]
-    parts = ray_engine.grade_shards(paths, choices, api.GradeOptions(), shards=7)
+    _, parts = ray_engine.grade_shards(paths, choices, api.GradeOptions(), shards=7)
     graded = sorted(run for part in parts for run in part.outcomes)
     assert graded == sorted(api.grade_paths(paths, [SAMPLES / "suites"]).summaries)
     assert len(graded) == len(set(graded))  # no run split across shards

@@ -70,6 +70,15 @@ def test_batches_of_runs_give_identical_outputs_on_a_generated_log(
     assert len(summaries) == 40
 
 
+def test_a_batch_per_run_gives_identical_outputs(tmp_path: Path, generated: Path) -> None:
+    """§7: a run graded alone in its batch (every column constant) gets the same means, bit for
+    bit, as one graded among others."""
+    inputs = [str(generated / "events.parquet"), "--suites", str(generated / "suites")]
+    whole = _run(tmp_path / "whole", *inputs)
+    alone = _run(tmp_path / "alone", *inputs, "--batch-events", "1")
+    assert whole == alone
+
+
 def test_memory_limit_and_spill_dir_are_accepted(tmp_path: Path, generated: Path) -> None:
     inputs = [str(generated / "events.parquet"), "--suites", str(generated / "suites")]
     whole = _run(tmp_path / "whole", *inputs)
