@@ -8,6 +8,7 @@ The library surface notebooks and the CLI share:
 
 from evalbatch.api import GradeResult, grade_events, grade_paths, regress_paths
 from evalbatch.ingest import IngestReport, ingest_paths
+from evalbatch.notebook import connect
 from evalbatch.options import GradeOptions
 from evalbatch.regress import RegressOptions
 from evalbatch.verify import VerifyReport, verify_events, verify_paths
@@ -18,6 +19,7 @@ __all__ = [
     "IngestReport",
     "RegressOptions",
     "VerifyReport",
+    "connect",
     "grade_events",
     "grade_paths",
     "ingest_paths",

@@ -1,0 +1,1 @@
+"""Commands kept in modules of their own; `evalbatch.cli` registers each on its group."""

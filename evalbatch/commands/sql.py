@@ -1,0 +1,326 @@
+"""`evalbatch sql`: one query over the SQL stage and the graded tables, printed or written.
+
+The connection is `evalbatch.connect`'s, so the query sees what a notebook sees. Bad SQL and
+unusable input raise the library's errors, which `evalbatch.cli.main` turns into one line and
+exit code 2; the output file, when there is one, appears only when complete.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import date, datetime, time
+from decimal import Decimal
+from pathlib import Path
+from typing import IO, Any
+
+import click
+import duckdb
+
+from evalbatch import notebook
+from evalbatch.options import GradeOptions
+
+FORMATS = ("table", "csv", "json", "parquet")
+
+#: DuckDB type ids shown right-aligned in a table
+NUMERIC_TYPES = {
+    "tinyint",
+    "smallint",
+    "integer",
+    "bigint",
+    "hugeint",
+    "utinyint",
+    "usmallint",
+    "uinteger",
+    "ubigint",
+    "uhugeint",
+    "float",
+    "double",
+    "decimal",
+}
+
+#: a table cell longer than this is cut (csv, json and parquet keep every character)
+CELL_WIDTH = 60
+
+#: rows fetched from DuckDB at a time
+CHUNK_ROWS = 10_000
+
+
+def _decimal_text(value: Decimal) -> str:
+    """A decimal as written, without the trailing zeros of its column's scale (0.002, not
+    0.002000000000000000)."""
+    text = format(value, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("", "-0") else text
+
+
+def _text(value: Any) -> str:
+    """A value as a CSV or table cell: SQL's spelling of booleans, ISO 8601 times, exact decimals,
+    shortest round-trip floats, nested values as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, Decimal):
+        return _decimal_text(value)
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    if isinstance(value, list | tuple | dict):
+        return _json(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    return str(value)
+
+
+def _json(value: Any) -> str:
+    """A value as a JSON token: decimals keep their digits, NaN and infinities (not JSON) are null,
+    times are ISO 8601 strings."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else "null"
+    if isinstance(value, Decimal):
+        return _decimal_text(value) if value.is_finite() else "null"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(str(k))}: {_json(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_json(v) for v in value) + "]"
+    return json.dumps(_text(value), ensure_ascii=False)
+
+
+def _rows(relation: duckdb.DuckDBPyRelation) -> Iterator[tuple[Any, ...]]:
+    """The result's rows, a batch at a time: a large result never sits in Python whole."""
+    return relation.iter_rows(batch_size=CHUNK_ROWS)
+
+
+def _write_table(relation: duckdb.DuckDBPyRelation, out: IO[str], max_rows: int) -> None:
+    """Columns padded to their widest cell, numbers right-aligned, NULL spelled out; at most
+    `max_rows` rows (0: all), then how many were left out."""
+    header = list(relation.columns)
+    right = {i for i, t in enumerate(relation.types) if t.id in NUMERIC_TYPES}
+    shown: list[list[str]] = []
+    total = 0
+    for row in _rows(relation):
+        total += 1
+        if max_rows and len(shown) >= max_rows:
+            continue
+        cells = []
+        for value in row:
+            cell = "NULL" if value is None else _text(value)
+            cell = cell.replace("\n", "\\n")
+            if len(cell) > CELL_WIDTH:
+                cell = cell[: CELL_WIDTH - 1] + "…"
+            cells.append(cell)
+        shown.append(cells)
+    widths = [max([len(h), *(len(r[i]) for r in shown)]) for i, h in enumerate(header)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    out.write(line(header) + "\n")
+    out.write(line(["-" * w for w in widths]) + "\n")
+    for cells in shown:
+        out.write(line(cells) + "\n")
+    more = total - len(shown)
+    note = f", {more} not shown (--max-rows 0 shows all)" if more else ""
+    out.write(f"({total} row{'s' if total != 1 else ''}{note})\n")
+
+
+def _write_csv(relation: duckdb.DuckDBPyRelation, out: IO[str]) -> None:
+    """RFC 4180 CSV with a header row; NULL is the empty field."""
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(relation.columns)
+    writer.writerows([_text(v) for v in row] for row in _rows(relation))
+
+
+def _write_json(relation: duckdb.DuckDBPyRelation, out: IO[str]) -> None:
+    """A JSON array of row objects, one row per line; a JSON-typed column is written as the JSON
+    it holds, not as a string."""
+    names = [json.dumps(name, ensure_ascii=False) for name in relation.columns]
+    is_json = [str(t) == "JSON" for t in relation.types]
+    out.write("[")
+    first = True
+    for row in _rows(relation):
+        fields = ", ".join(
+            f"{name}: {value if raw and value is not None else _json(value)}"
+            for name, value, raw in zip(names, row, is_json, strict=True)
+        )
+        out.write(("\n" if first else ",\n") + "{" + fields + "}")
+        first = False
+    out.write("\n]\n" if not first else "]\n")
+
+
+def _file_mode() -> int:
+    """The mode an ordinary new file gets (mkstemp makes 0600 files)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+@contextmanager
+def _aside(output: str) -> Iterator[Path]:
+    """A scratch path beside `output`, renamed onto it only when the block completes."""
+    target = Path(output)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, scratch = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    os.close(handle)
+    try:
+        yield Path(scratch)
+        os.chmod(scratch, _file_mode())
+        os.replace(scratch, target)
+    finally:
+        Path(scratch).unlink(missing_ok=True)
+
+
+def _emit(relation: duckdb.DuckDBPyRelation, fmt: str, output: str | None, max_rows: int) -> None:
+    if fmt == "parquet":
+        assert output is not None
+        with _aside(output) as scratch:
+            relation.write_parquet(str(scratch))
+        return
+    writers: dict[str, Callable[[IO[str]], None]] = {
+        "table": lambda out: _write_table(relation, out, max_rows),
+        "csv": lambda out: _write_csv(relation, out),
+        "json": lambda out: _write_json(relation, out),
+    }
+    if output is None:
+        writers[fmt](sys.stdout)
+        return
+    with _aside(output) as scratch, scratch.open("w", encoding="utf-8", newline="") as out:
+        writers[fmt](out)
+
+
+def _warn_left_out(con: duckdb.DuckDBPyConnection) -> None:
+    """Files that could not be read are left out of every table: say so on stderr."""
+    rows = con.execute(
+        "SELECT message FROM problems WHERE run_id IS NULL AND severity = 'error' ORDER BY message"
+    ).fetchall()
+    for (message,) in rows:
+        click.echo(f"evalbatch: left out: {message}", err=True)
+
+
+@click.command(name="sql")
+@click.argument("events", nargs=-1, required=True)
+@click.option(
+    "--suites",
+    "suite_paths",
+    multiple=True,
+    type=click.Path(),
+    help="Suite file or directory (repeatable); runs without one are graded from the host record.",
+)
+@click.option(
+    "-e",
+    "--execute",
+    "query_text",
+    required=True,
+    help="The SQL to run; with several statements, the last one's rows are output.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="table",
+    show_default=True,
+    help="table (for reading), csv, json (an array of row objects) or parquet (needs --output).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write to this file (renamed into place when complete) instead of standard output.",
+)
+@click.option(
+    "--max-rows",
+    type=click.IntRange(0),
+    default=100,
+    show_default=True,
+    help="table: rows shown (0: all).",
+)
+@click.option(
+    "--default-pass-score",
+    type=click.FloatRange(0, 1),
+    default=1.0,
+    show_default=True,
+    help="Suite bar when thresholds.passScore is absent (D-15).",
+)
+@click.option(
+    "--on-miss-default",
+    type=click.Choice(["count", "fail"]),
+    default="count",
+    show_default=True,
+    help="What an absent fixtures.onMiss means (D-9).",
+)
+@click.option(
+    "--threads", type=click.IntRange(1), default=None, help="DuckDB threads (default: all cores)."
+)
+@click.option("--memory-limit", default=None, help="DuckDB memory limit, e.g. 4GB.")
+@click.option("--spill-dir", type=click.Path(), default=None, help="Where DuckDB may spill.")
+def sql_command(
+    events: tuple[str, ...],
+    suite_paths: tuple[str, ...],
+    query_text: str,
+    fmt: str,
+    output: str | None,
+    max_rows: int,
+    default_pass_score: float,
+    on_miss_default: str,
+    threads: int | None,
+    memory_limit: str | None,
+    spill_dir: str | None,
+) -> None:
+    """Run SQL over the eval runs in EVENTS: the extraction's tables and the graded ones.
+
+    \b
+    Tables (SELECT * FROM evalbatch_tables lists them all, with their rules):
+      runs, tasks, trials, problems, summaries   graded, as `evalbatch run` writes them
+      event_log    every event of an eval run, with its payload
+      tool_calls   each tool call inside a trial's bracket, with task and trial
+      usage        per trial: tool and model calls, tokens, cost
+      events, trial_segments, trial_calls, trial_usage, ...   the tables of sql/
+
+    \b
+    Example:
+      evalbatch sql data/samples/events --suites data/samples/suites \\
+        -e "SELECT task_id, count(*) FILTER (passed) AS passed FROM trials GROUP BY 1"
+
+    Exit codes: 0 the query ran; 2 unusable input, a query that fails, or a usage error.
+    """
+    if fmt == "parquet" and output is None:
+        raise click.UsageError("--format parquet writes a file: give --output FILE")
+    options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)  # type: ignore[arg-type]
+    con = notebook.connect(
+        list(events),
+        list(suite_paths),
+        options=options,
+        threads=threads,
+        memory_limit=memory_limit,
+        spill_dir=spill_dir,
+    )
+    try:
+        _warn_left_out(con)
+        relation = notebook.query(con, query_text)
+        if relation is None:
+            raise notebook.QueryError("query failed: no statement to run")
+        try:
+            _emit(relation, fmt, output, max_rows)
+        except duckdb.Error as exc:
+            raise notebook.QueryError(notebook.error_line(exc)) from None
+    finally:
+        con.close()

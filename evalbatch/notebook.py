@@ -1,0 +1,242 @@
+"""The SQL stage and the graded tables in one DuckDB connection, for notebooks and ad-hoc SQL.
+
+`connect(events, suites)` runs the queries of `sql/` over the given files, exactly as grading does
+(§2), leaves their tables in the connection, grades the same files as `grade_paths` does (§3) and
+adds the graded tables beside them, so an analyst can join what the log says with how it was
+graded. Names are listed in `TABLES` and, inside the connection, in the table `evalbatch_tables`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from evalbatch import api, extract, sql
+from evalbatch.errors import EvalbatchError
+from evalbatch.options import GradeOptions
+
+
+class QueryError(EvalbatchError):
+    """A query given by the user failed (syntax, unknown table or column, a cast at run time)."""
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """One relation a notebook connection holds: where it comes from and what a row is."""
+
+    name: str
+    kind: str  # stage (a table of sql/), view (defined here, over the stage), graded
+    rule: str  # the contract rules that decide its rows
+    description: str
+
+
+#: the views `connect` adds over the stage tables; their rows follow the stage's, in order
+VIEWS: dict[str, tuple[str, str, str]] = {
+    "event_log": (
+        "D-1, D-3",
+        "One row per event of an eval run, every type (tool-returned, run.started, ... included): "
+        "run_id, sequence, type (v1 names mapped to v2), ts, payload (the JSON text as written). "
+        "Duplicate rows are one event, the earliest timestamp kept. Read from the files on each "
+        "query, not stored.",
+        """
+        SELECT run_id, sequence, type, ts, payload
+        FROM ({event_rows})
+        """,
+    ),
+    "tool_calls": (
+        "§2.2, §3.3, D-2, D-5",
+        "One row per agent.tool-called inside a trial's bracket (every agent's: the calls fixture "
+        "replay walks), in order: run_id, task_id, trial_index (the graded index, D-5; null when "
+        "the run was not graded), scored_seq (the eval.scored closing the trial), call_pos, "
+        "sequence, agent_id, by_target (the bracket's agent made it: the observed trajectory "
+        "unless includeDelegates), tool_name, inputs (JSON text, D-2).",
+        """
+        SELECT
+            c.run_id, s.task_id, t.trial_index, s.scored_seq, c.call_pos, c.sequence,
+            e.agent_id, c.by_target, c.tool_name, c.inputs
+        FROM trial_calls AS c
+        JOIN trial_segments AS s ON s.run_id = c.run_id AND s.segment_no = c.segment_no
+        LEFT JOIN tool_called_events AS e ON e.run_id = c.run_id AND e.sequence = c.sequence
+        LEFT JOIN trials AS t ON t.run_id = s.run_id AND t.sequence = s.scored_seq
+        ORDER BY c.run_id, c.sequence
+        """,
+    ),
+    "usage": (
+        "§2.2, D-6, D-14, RFC 0244 §C",
+        "One row per trial segment: run_id, task_id, trial_index (graded, D-5), counted (the "
+        "trial counts: D-5, E-8), scored_seq, tool_call_count, model_call_count, input_tokens, "
+        "output_tokens (inside the bracket: judge calls excluded, D-6) and usage_cost_usd (an "
+        "exact decimal over the whole segment: judge calls included, cache hits 0, other "
+        "currencies left out, D-14).",
+        """
+        SELECT
+            u.run_id, s.task_id, t.trial_index, t.counted, s.scored_seq,
+            u.tool_call_count, u.model_call_count, u.input_tokens, u.output_tokens,
+            u.usage_cost_usd
+        FROM trial_usage AS u
+        JOIN trial_segments AS s ON s.run_id = u.run_id AND s.segment_no = u.segment_no
+        LEFT JOIN trials AS t ON t.run_id = s.run_id AND t.sequence = s.scored_seq
+        ORDER BY u.run_id, s.scored_seq
+        """,
+    ),
+}
+
+#: the tables `grade_paths` returns, as `evalbatch run` writes them (§4)
+GRADED: dict[str, tuple[str, str]] = {
+    "runs": ("§3.6, §4", "One row per eval run: suite, graded or not, score, passed, counts."),
+    "tasks": ("§3.5, §4", "One row per task: score, gating score, passed, pass@k, pass^k, cost."),
+    "trials": (
+        "§3.1-§3.4, D-5, D-10",
+        "One row per eval.scored of a graded run: trial index, counted or left out, score, "
+        "gating score, passed, trajectory counts and reason, efficiency, cost. `sequence` is the "
+        "eval.scored's (trial_segments.scored_seq).",
+    ),
+    "problems": ("§6", "One row per problem: run_id, sequence, code, severity, message."),
+    "summaries": ("§4", "One row per graded run: run_id, summary (the EvalSummary, as JSON)."),
+}
+
+#: the stage tables an analyst reads most, with the rules that decide their rows; every other
+#: table of sql/ is there too, under its own name
+STAGE: dict[str, str] = {
+    "events": "§2.2, D-1, D-3",
+    "eval_runs": "§2.1",
+    "trial_segments": "§2.1, §2.2",
+    "trial_calls": "§2.2, §3.3",
+    "trial_usage": "§2.2, D-6, D-14",
+    "tool_called_events": "§2.2, D-2",
+    "usage_events": "§2.2, D-14",
+    "scored_events": "§2.2, D-5, D-11",
+    "started_events": "§2.1",
+    "bracket_events": "§2.1, D-2",
+}
+
+
+def tables() -> list[TableInfo]:
+    """Every relation a notebook connection documents, graded tables first."""
+    found = [TableInfo(name, "graded", rule, text) for name, (rule, text) in GRADED.items()]
+    found += [TableInfo(name, "view", rule, text) for name, (rule, text, _) in VIEWS.items()]
+    found += [
+        TableInfo(name, "stage", rule, sql.load(name).description) for name, rule in STAGE.items()
+    ]
+    return found
+
+
+def _as_list(paths: str | Path | Sequence[str | Path]) -> list[str]:
+    if isinstance(paths, str | Path):
+        return [str(paths)]
+    return [str(p) for p in paths]
+
+
+def _store(
+    con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame, columns: str = "*"
+) -> None:
+    """Keep a Polars frame as the temporary table `name` (a copy: no Python object behind it)."""
+    scratch = f"__evalbatch_{name}"
+    con.register(scratch, frame.to_arrow())
+    try:
+        con.execute(f'CREATE OR REPLACE TEMP TABLE "{name}" AS SELECT {columns} FROM "{scratch}"')
+    finally:
+        con.unregister(scratch)
+
+
+def _add_graded(con: duckdb.DuckDBPyConnection, result: api.GradeResult) -> None:
+    for name in ("runs", "tasks", "trials", "problems"):
+        _store(con, name, getattr(result, name))
+    summaries = pl.DataFrame(
+        {
+            "run_id": list(result.summaries),
+            "summary": [json.dumps(s, ensure_ascii=False) for s in result.summaries.values()],
+        },
+        schema={"run_id": pl.String, "summary": pl.String},
+    ).sort("run_id")
+    _store(con, "summaries", summaries, "run_id, CAST(summary AS JSON) AS summary")
+
+
+def _add_views(con: duckdb.DuckDBPyConnection) -> None:
+    event_rows = sql.load("event_rows").text
+    for name, (_, _, query) in VIEWS.items():
+        con.execute(
+            f'CREATE OR REPLACE TEMP VIEW "{name}" AS ' + query.format(event_rows=event_rows)
+        )
+    rows = [(t.name, t.kind, t.rule, t.description) for t in tables()]
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE evalbatch_tables "
+        "(name VARCHAR, kind VARCHAR, rule VARCHAR, description VARCHAR)"
+    )
+    con.executemany("INSERT INTO evalbatch_tables VALUES (?, ?, ?, ?)", rows)
+
+
+def connect(
+    events: str | Path | Sequence[str | Path],
+    suites: str | Path | Sequence[str | Path] = (),
+    *,
+    suite_docs: Sequence[Mapping[str, Any]] = (),
+    threads: int | None = None,
+    memory_limit: str | None = None,
+    spill_dir: str | None = None,
+    options: GradeOptions | None = None,
+) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection holding the SQL stage's tables over `events` and the graded tables.
+
+    `events` and `suites` are what `evalbatch run` takes (files, directories, globs); runs whose
+    suite is not given are graded from the host record (D-4). The connection holds:
+
+    - every table of `sql/` under its own name (`events`, `eval_runs`, `trial_segments`,
+      `trial_calls`, `trial_usage`, ...), built over all runs at once;
+    - the views `event_log` (every event with its payload), `tool_calls` and `usage` (the
+      stage's per-trial rows with the task and graded trial index);
+    - the graded tables `runs`, `tasks`, `trials`, `problems` and `summaries`, equal to
+      `grade_paths(events, suites, options=options)`'s;
+    - `evalbatch_tables`: each of these names with its rules and what a row is.
+
+    `threads`, `memory_limit` and `spill_dir` set DuckDB as for `grade_paths`. The connection is
+    the caller's to close.
+
+    Raises:
+        InputError: no event file can be used at all.
+        SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
+    """
+    event_paths = _as_list(events)
+    result = api.grade_paths(
+        event_paths,
+        _as_list(suites),
+        suite_docs=suite_docs,
+        options=options,
+        threads=threads,
+        memory_limit=memory_limit,
+        spill_dir=spill_dir,
+    )
+    con = extract.connect(threads, memory_limit, spill_dir)
+    try:
+        extract.extract(con, event_paths)
+        _add_graded(con, result)
+        _add_views(con)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def query(con: duckdb.DuckDBPyConnection, text: str) -> duckdb.DuckDBPyRelation | None:
+    """Run the user's SQL (several statements allowed; the last one's rows are returned).
+
+    Raises:
+        QueryError: the query cannot be parsed or bound (DuckDB's message, on one line).
+    """
+    try:
+        return con.sql(text)
+    except duckdb.Error as exc:
+        raise QueryError(error_line(exc)) from None
+
+
+def error_line(exc: duckdb.Error) -> str:
+    """DuckDB's message on one line: what is wrong and its hint ("Did you mean ..."), without the
+    query excerpt and caret lines that follow a blank line."""
+    text = str(exc).strip().split("\n\n", 1)[0]
+    return "query failed: " + (" ".join(text.split()) or type(exc).__name__)
