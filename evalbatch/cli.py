@@ -18,6 +18,9 @@ import click
 import polars as pl
 
 from evalbatch import api, ingest, regress, suites, verify
+from evalbatch.commands.export import export
+from evalbatch.commands.report import report
+from evalbatch.commands.sql import sql_command
 from evalbatch.errors import EvalbatchError
 from evalbatch.options import GradeOptions
 
@@ -559,6 +562,11 @@ def ingest_command(inputs: tuple[str, ...], out_dir: str, quiet: bool) -> None:
             f"file(s) into {Path(out_dir)}/{problems}"
         )
     sys.exit(report.exit_code)
+
+
+cli.add_command(sql_command)
+cli.add_command(export)
+cli.add_command(report)
 
 
 def main() -> None:

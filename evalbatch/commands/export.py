@@ -1,0 +1,179 @@
+"""`evalbatch export otel|eee OUT_DIR`: graded results as OpenTelemetry events or Every Eval Ever
+records, read from an `evalbatch run` output directory.
+
+Unusable input raises the library's errors, which `evalbatch.cli.main` turns into one line and
+exit code 2; the output file appears only when complete.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+
+from evalbatch import exports, outdir
+from evalbatch.errors import InputError
+
+
+@click.group(name="export", short_help="Graded results as OpenTelemetry or Every Eval Ever.")
+def export() -> None:
+    """Export the graded results in OUT_DIR to other formats (RFC 0244 "Export")."""
+
+
+@export.command(name="otel", short_help="OpenTelemetry gen_ai.evaluation.result events.")
+@click.argument("out_dir", type=click.Path())
+@click.option(
+    "--events",
+    "event_paths",
+    multiple=True,
+    type=click.Path(),
+    help="The event logs OUT_DIR was graded from (repeatable): adds each record's time and the "
+    "host's scoreLabel and evaluatorType.",
+)
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Where to write (default: OUT_DIR/otel-evaluations.jsonl).",
+)
+@click.option(
+    "--service-name",
+    default="evalbatch",
+    show_default=True,
+    help="The resource's service.name.",
+)
+def otel(out_dir: str, event_paths: tuple[str, ...], output: str | None, service_name: str) -> None:
+    """One OpenTelemetry `gen_ai.evaluation.result` event per counted trial, as OTLP/JSON log
+    records: one LogsData document per eval run and line (the OTLP file-exporter layout).
+
+    \b
+    Example:
+      evalbatch export otel out/samples --events data/samples/events
+
+    Exit codes: 0 written; 2 OUT_DIR or the events are unusable.
+    """
+    out = outdir.load(out_dir, tables=("trials",))
+    if not out.summaries:
+        raise InputError(f"{out.path}: no graded run in summaries.jsonl; nothing to export")
+    scored = exports.scored_fields(list(event_paths)) if event_paths else None
+    tally = exports.OtelTally()
+
+    def lines() -> Iterator[str]:
+        documents = exports.otel_documents(out, scored, service_name=service_name, tally=tally)
+        for document in documents:
+            yield exports.otel_line(document)
+        if scored is not None and tally.records and tally.without_event == tally.records:
+            raise InputError(
+                "the events given hold none of the graded trials' eval.scored events "
+                f"(were they graded into {out.path}?)"
+            )
+
+    target = Path(output) if output else out.path / "otel-evaluations.jsonl"
+    outdir.write_atomic(target, lines())
+    if tally.without_event:
+        click.echo(
+            f"  warning: {tally.without_event} trial(s) have no eval.scored in --events: "
+            "written without time and host fields",
+            err=True,
+        )
+    click.echo(
+        f"wrote {tally.records} {exports.EVENT_NAME} records of {tally.documents} runs to {target}"
+    )
+
+
+@export.command(name="eee", short_help="Every Eval Ever aggregate records (schema 0.3.0).")
+@click.argument("out_dir", type=click.Path())
+@click.option(
+    "--model-id",
+    required=True,
+    help="The evaluated agent or model, as developer/name (EEE model_info.id).",
+)
+@click.option(
+    "--org",
+    "organization",
+    required=True,
+    help="The organization publishing the records (EEE source_organization_name).",
+)
+@click.option("--model-name", default=None, help="Display name (default: the part after '/').")
+@click.option("--developer", default=None, help="Model developer (default: the part before '/').")
+@click.option(
+    "--deployment-type",
+    type=click.Choice(exports.EEE_DEPLOYMENT_TYPES),
+    default="unknown",
+    show_default=True,
+)
+@click.option(
+    "--model-availability",
+    type=click.Choice(exports.EEE_AVAILABILITY),
+    default="unknown",
+    show_default=True,
+)
+@click.option(
+    "--relationship",
+    type=click.Choice(exports.EEE_RELATIONSHIPS),
+    default="other",
+    show_default=True,
+    help="Who ran the evaluation, relative to the model's developer.",
+)
+@click.option(
+    "--retrieved-at",
+    default=None,
+    help="Record creation time as Unix epoch seconds (default: now); fix it for "
+    "reproducible files.",
+)
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Where to write (default: OUT_DIR/eee.jsonl).",
+)
+def eee(
+    out_dir: str,
+    model_id: str,
+    organization: str,
+    model_name: str | None,
+    developer: str | None,
+    deployment_type: str,
+    model_availability: str,
+    relationship: str,
+    retrieved_at: str | None,
+    output: str | None,
+) -> None:
+    """One Every Eval Ever aggregate record (schema 0.3.0) per eval run, one per line: the suite
+    score with its clustered standard error, pass@k and pass^k, and each task's.
+
+    \b
+    Example:
+      evalbatch export eee out/samples --model-id acme/support-agent --org acme
+
+    Exit codes: 0 written; 2 OUT_DIR is unusable.
+    """
+    if retrieved_at is None:
+        retrieved_at = repr(time.time())
+    else:
+        try:
+            float(retrieved_at)
+        except ValueError:
+            raise click.BadParameter(
+                "not a number of seconds", param_hint="--retrieved-at"
+            ) from None
+    source = exports.EeeSource(
+        model_id=model_id,
+        organization=organization,
+        model_name=model_name,
+        developer=developer,
+        deployment_type=deployment_type,
+        model_availability=model_availability,
+        relationship=relationship,
+        retrieved_timestamp=retrieved_at,
+    )
+    out = outdir.load(out_dir)
+    if not out.summaries:
+        raise InputError(f"{out.path}: no graded run in summaries.jsonl; nothing to export")
+    records = exports.eee_records(out, source)
+    target = Path(output) if output else out.path / "eee.jsonl"
+    outdir.write_atomic(target, exports.eee_jsonl(records))
+    results = sum(len(r["evaluation_results"]) for r in records)
+    click.echo(f"wrote {len(records)} records ({results} results) to {target}")

@@ -1,0 +1,36 @@
+"""`evalbatch report OUT_DIR`: one self-contained HTML page of charts of an `evalbatch run` output
+directory.
+
+Unusable input raises the library's errors, which `evalbatch.cli.main` turns into one line and
+exit code 2; the page appears only when complete.
+"""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command(name="report", short_help="A self-contained HTML report with charts.")
+@click.argument("out_dir", type=click.Path())
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Where to write the page (default: OUT_DIR/report.html).",
+)
+@click.option("--title", default=None, help="Page title (default: 'Eval report: <OUT_DIR name>').")
+def report(out_dir: str, output: str | None, title: str | None) -> None:
+    """Write an HTML report of the runs graded into OUT_DIR: suite pass rates, pass^k by k,
+    task scores with their trial spread, why trials failed, efficiency, cost, and the paired
+    differences of any regression. The page needs no network or script to open.
+
+    \b
+    Example:
+      evalbatch report out/samples
+
+    Exit codes: 0 written; 2 OUT_DIR is unusable.
+    """
+    from evalbatch import report as reporting  # matplotlib loads only when a report is made
+
+    path, page = reporting.write_report(out_dir, output, title)
+    click.echo(f"wrote a report of {len(page.charts)} charts to {path}")

@@ -1,0 +1,133 @@
+"""Reading an `evalbatch run` output directory back, for the commands that work from it
+(`export`, `report`), and writing their files whole.
+
+The directory is read as `run` wrote it (§4): `summaries.jsonl` plus the Parquet tables. Anything
+missing or unreadable is an `InputError` naming the file, so a command stops with one line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from evalbatch.errors import InputError
+
+#: the tables a command may ask for, with the columns it relies on
+TABLE_COLUMNS: dict[str, frozenset[str]] = {
+    "runs": frozenset({"run_id", "suite_id", "suite_version", "graded"}),
+    "tasks": frozenset(
+        {"run_id", "suite_id", "task_pos", "task_id", "score", "gating_score", "passed", "n"}
+    ),
+    "trials": frozenset(
+        {"run_id", "task_id", "trial_index", "sequence", "counted", "kind", "score", "passed"}
+    ),
+    "problems": frozenset({"run_id", "code", "severity"}),
+}
+
+
+@dataclass
+class RunOutputs:
+    """What one `evalbatch run` wrote: the summaries in runId order and the tables asked for."""
+
+    path: Path
+    summaries: list[tuple[str, dict[str, Any]]]
+    tables: dict[str, pl.DataFrame]
+
+    def table(self, name: str) -> pl.DataFrame:
+        return self.tables[name]
+
+
+def _read_summaries(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot be read ({exc.__class__.__name__})") from exc
+    found: list[tuple[str, dict[str, Any]]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}: line {number}: not JSON ({exc.msg})") from exc
+        if (
+            not isinstance(doc, dict)
+            or not isinstance(doc.get("runId"), str)
+            or not isinstance(doc.get("summary"), dict)
+        ):
+            raise InputError(f"{path}: line {number}: not a {{runId, summary}} line")
+        found.append((doc["runId"], doc["summary"]))
+    return sorted(found, key=lambda item: item[0])
+
+
+def _read_table(path: Path, name: str) -> pl.DataFrame:
+    try:
+        frame = pl.read_parquet(path)
+    except Exception as exc:  # polars raises several error types for a damaged file
+        raise InputError(f"{path}: not a readable Parquet file") from exc
+    missing = sorted(TABLE_COLUMNS[name] - set(frame.columns))
+    if missing:
+        raise InputError(f"{path}: not a {name} table of `evalbatch run` (no {', '.join(missing)})")
+    return frame
+
+
+def load(
+    out_dir: str | Path, tables: Iterable[str] = (), optional: Iterable[str] = ()
+) -> RunOutputs:
+    """Read OUT_DIR: its summaries, the `tables` it must hold and the `optional` ones it may.
+
+    Raises:
+        InputError: OUT_DIR is not an `evalbatch run` output directory, or a file is unreadable.
+    """
+    root = Path(out_dir)
+    summaries_path = root / "summaries.jsonl"
+    if not root.is_dir():
+        raise InputError(f"{root}: no such directory (give the --out directory of evalbatch run)")
+    if not summaries_path.is_file():
+        raise InputError(
+            f"{root}: no summaries.jsonl here (not an `evalbatch run` output directory)"
+        )
+    read: dict[str, pl.DataFrame] = {}
+    for name in tables:
+        path = root / f"{name}.parquet"
+        if not path.is_file():
+            raise InputError(f"{root}: no {name}.parquet here (rerun `evalbatch run` into it)")
+        read[name] = _read_table(path, name)
+    for name in optional:
+        path = root / f"{name}.parquet"
+        if path.is_file():
+            read[name] = _read_table(path, name)
+    return RunOutputs(path=root, summaries=_read_summaries(summaries_path), tables=read)
+
+
+def _file_mode() -> int:
+    """The mode an ordinary new file gets (0644 under umask 022); mkstemp makes 0600 files."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def write_atomic(path: str | Path, text: str | Iterable[str]) -> Path:
+    """Write `text` (or its pieces, as they come) to `path` through a temporary file in the same
+    directory, renamed into place when complete: a reader never sees half a file, and a failure,
+    an error raised by the pieces included, leaves the old one."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
+            for piece in [text] if isinstance(text, str) else text:
+                stream.write(piece)
+        os.chmod(temp, _file_mode())
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return target

@@ -1,0 +1,13 @@
+-- name: export_scored_events
+-- Each eval.scored event with its time and payload text, for `evalbatch export otel`: the record
+-- time and the host's scoreLabel and evaluatorType (RFC 0244 §E), which the trial table does not
+-- keep. Rows repeating a (runId, sequence) are one event (D-3): the earliest timestamp is kept,
+-- ties broken by content. Payloads are parsed strictly in Python (D-7). Reads source_events.
+SELECT run_id, sequence, epoch_ns(ts) AS time_unix_nano, payload
+FROM source_events
+WHERE v2_type(type) = 'eval.scored'
+    AND sequence_ok
+    AND run_id IS NOT NULL
+QUALIFY row_number() OVER (
+    PARTITION BY run_id, sequence ORDER BY ts NULLS LAST, payload
+) = 1
