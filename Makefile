@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help setup run test lint fmt samples bench clean
+.PHONY: help setup browser run test lint fmt samples bench clean
 
 help:
 	@echo "make run      set up .venv and grade data/samples into out/samples"
@@ -26,7 +26,14 @@ run: $(STAMP)
 	$(BIN)/evalbatch run data/samples/events --suites data/samples/suites --out out/samples; \
 	  code=$$?; if [ $$code -ne 0 ] && [ $$code -ne 3 ]; then exit $$code; fi
 
-test: $(STAMP)
+# the report test renders HTML in Debian's headless Chromium
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
+test: $(STAMP) browser
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
