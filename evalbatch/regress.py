@@ -8,11 +8,10 @@ score, D-19), then tasks present on both sides are paired by taskId and the per-
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
-from scipy import stats as sps
 
 Method = Literal["paired-bootstrap", "paired-t", "sign-test", "mcnemar"]
 Verdict = Literal["improved", "regressed", "unchanged", "inconclusive"]
@@ -94,6 +93,14 @@ def _bootstrap(diffs: np.ndarray, options: RegressOptions) -> tuple[tuple[float,
     return (float(low), float(high)), p_value
 
 
+def _scipy_stats() -> Any:
+    """scipy.stats, loaded on first use: it costs about a second at start-up, and only a
+    regression needs it."""
+    from scipy import stats
+
+    return stats
+
+
 def _paired_t(diffs: np.ndarray, alpha: float) -> tuple[tuple[float, float], float]:
     """Student t interval and p-value of the mean difference; zero variance is decided exactly."""
     mean = float(diffs.mean())
@@ -101,7 +108,7 @@ def _paired_t(diffs: np.ndarray, alpha: float) -> tuple[tuple[float, float], flo
     if spread == 0.0:
         # all differences equal: significant in their direction unless they are all zero
         return (mean, mean), (1.0 if mean == 0.0 else 0.0)
-    result = sps.ttest_1samp(diffs, 0.0)
+    result = _scipy_stats().ttest_1samp(diffs, 0.0)
     low, high = result.confidence_interval(confidence_level=1 - alpha)
     return (float(low), float(high)), float(result.pvalue)
 
@@ -111,7 +118,7 @@ def _sign_test(diffs: np.ndarray) -> float:
     nonzero = int((diffs != 0).sum())
     if nonzero == 0:
         return 1.0
-    return float(sps.binomtest(positive, nonzero, 0.5).pvalue)
+    return float(_scipy_stats().binomtest(positive, nonzero, 0.5).pvalue)
 
 
 def _mcnemar(base_passed: np.ndarray, cand_passed: np.ndarray) -> tuple[float, int]:
@@ -120,7 +127,7 @@ def _mcnemar(base_passed: np.ndarray, cand_passed: np.ndarray) -> tuple[float, i
     lost = int((base_passed & ~cand_passed).sum())
     if gained + lost == 0:
         return 1.0, 0
-    return float(sps.binomtest(gained, gained + lost, 0.5).pvalue), gained - lost
+    return float(_scipy_stats().binomtest(gained, gained + lost, 0.5).pvalue), gained - lost
 
 
 def compare(
