@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import duckdb
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalbatch import extract, inputs, problems, reduce, regress, suites
-from evalbatch.errors import InputError
+from evalbatch import extract, incremental, inputs, problems, reduce, regress, suites
+from evalbatch.errors import InputError, OutputError
 from evalbatch.grade import grade_trials
 from evalbatch.options import GradeOptions
 from evalbatch.spec import SuiteTables, suite_key
@@ -78,7 +79,10 @@ def _problem_frame(rows: Iterable[ProblemRow]) -> pl.DataFrame:
         }
         for run_id, sequence, code, detail in rows
     ]
-    frame = pl.DataFrame(records, schema=PROBLEM_SCHEMA)
+    return _sorted_problems(pl.DataFrame(records, schema=PROBLEM_SCHEMA))
+
+
+def _sorted_problems(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.unique(maintain_order=True).sort(
         "run_id", "sequence", "code", "message", nulls_last=False
     )
@@ -188,6 +192,10 @@ def grade_shard(
     return part
 
 
+#: picks the runs a pass grades, given the scanned files (None: every run)
+ChooseRuns = Callable[[Any, inputs.Sources], frozenset[str] | None]
+
+
 @dataclass
 class _Pass:
     """One grading pass: the files, how their runs are batched, and the batches as they come."""
@@ -205,11 +213,14 @@ def _local_pass(
     threads: int | None,
     memory_limit: str | None,
     spill_dir: str | None,
+    choose_runs: ChooseRuns | None = None,
 ) -> _Pass:
     """The local engine: batches one after another on one DuckDB connection."""
     con = extract.connect(threads, memory_limit, spill_dir)
     try:
         sources = inputs.scan(con, paths)
+        if choose_runs is not None:
+            sources.only_runs = choose_runs(con, sources)
         plan = inputs.plan_batches(con, sources, batch_events)
     except BaseException:
         con.close()
@@ -238,14 +249,19 @@ def _engine_pass(
     threads: int | None,
     memory_limit: str | None,
     spill_dir: str | None,
+    choose_runs: ChooseRuns | None = None,
 ) -> _Pass:
     if engine == "ray":
+        if choose_runs is not None:
+            raise InputError("--incremental needs the local engine (leave out --engine ray)")
         from evalbatch import ray_engine  # optional: needs the `ray` extra
 
         plan, parts = ray_engine.grade_shards(paths, choices, options, address=ray_address)
         found = {(p.path, p.code): p for part in parts for p in part.file_problems}
         return _Pass(plan, found, iter(parts))
-    return _local_pass(paths, choices, options, batch_events, threads, memory_limit, spill_dir)
+    return _local_pass(
+        paths, choices, options, batch_events, threads, memory_limit, spill_dir, choose_runs
+    )
 
 
 def grade_shards_locally(
@@ -354,6 +370,8 @@ class BatchOutput:
     problem_rows: list[ProblemRow]
     baselines: dict[str, tuple[str, int]]  # graded run -> (baselineRunId, eval.started sequence)
     eval_run_ids: list[str]
+    declared_baselines: dict[str, str] = field(default_factory=dict)  # every eval run's
+    run_range: inputs.RunRange = (None, None)  # the batch's range of run ids
 
 
 def _batch_output(part: _Batch) -> BatchOutput:
@@ -398,6 +416,11 @@ def _batch_output(part: _Batch) -> BatchOutput:
             if row["baseline_run_id"] is not None and run_id in graded
         },
         eval_run_ids=list(eval_runs),
+        declared_baselines={
+            run_id: row["baseline_run_id"]
+            for run_id, row in eval_runs.items()
+            if row["baseline_run_id"] is not None
+        },
     )
 
 
@@ -411,6 +434,7 @@ class _Merged:
     baselines: dict[str, tuple[str, int]] = field(default_factory=dict)
     eval_run_ids: set[str] = field(default_factory=set)
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # summaries with a baseline
+    declared_baselines: dict[str, str] = field(default_factory=dict)
 
     def add(self, batch: BatchOutput) -> None:
         self.runs.append(batch.runs)
@@ -418,15 +442,25 @@ class _Merged:
         self.problem_rows += batch.problem_rows
         self.baselines.update(batch.baselines)
         self.eval_run_ids.update(batch.eval_run_ids)
+        self.declared_baselines.update(batch.declared_baselines)
         self.pending.update((r, s) for r, s in batch.summaries if r in batch.baselines)
 
     def finish(
-        self, grading: _Pass, regress_options: regress.RegressOptions
+        self,
+        grading: _Pass,
+        regress_options: regress.RegressOptions,
+        carried: incremental.Carried | None = None,
     ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
         """Add the regression blocks (§5: the baseline may sit in any batch) and return the
-        runs, tasks and problems tables."""
+        runs, tasks and problems tables, with the rows `carried` from the previous outputs."""
         runs = pl.concat([pl.DataFrame(schema=RUN_SCHEMA), *self.runs]).sort("run_id")
         tasks = pl.concat([pl.DataFrame(schema=TASK_SCHEMA), *self.tasks])
+        if carried is not None:
+            runs = pl.concat([runs, carried.run_rows.cast(RUN_SCHEMA)]).sort("run_id")
+            tasks = pl.concat([tasks, carried.task_rows.cast(TASK_SCHEMA)]).sort(
+                "run_id", "task_pos"
+            )
+            self.eval_run_ids.update(carried.run_rows["run_id"].to_list())
         problem_rows: list[ProblemRow] = [
             (None, None, p.code, p.message) for _, p in sorted(grading.file_problems.items())
         ]
@@ -438,6 +472,11 @@ class _Merged:
         problem_rows += _link_regressions(
             self.pending, self.baselines, self.eval_run_ids, runs, tasks, regress_options
         )
+        if carried is not None and carried.problem_rows.height:
+            problem_frame = pl.concat(
+                [_problem_frame(problem_rows), carried.problem_rows.cast(PROBLEM_SCHEMA)]
+            )
+            return runs, tasks, _sorted_problems(problem_frame)
         return runs, tasks, _problem_frame(problem_rows)
 
 
@@ -505,8 +544,11 @@ def _grading_pass(
     threads: int | None,
     memory_limit: str | None,
     spill_dir: str | None,
+    choices: dict[tuple[str, str], suites.SuiteChoice] | None = None,
+    choose_runs: ChooseRuns | None = None,
 ) -> _Pass:
-    choices = load_suites(suite_paths, suite_docs)
+    if choices is None:
+        choices = load_suites(suite_paths, suite_docs)
     return _engine_pass(
         [str(p) for p in events],
         choices,
@@ -517,6 +559,7 @@ def _grading_pass(
         threads,
         memory_limit,
         spill_dir,
+        choose_runs,
     )
 
 
@@ -524,6 +567,7 @@ def _outputs(grading: _Pass, on_batch: Callable[[Progress], None] | None) -> Ite
     runs_done = events_done = 0
     for number, part in enumerate(grading.parts, start=1):
         batch = _batch_output(part)
+        batch.run_range = grading.plan.ranges[number - 1]
         runs_done += batch.runs.height
         events_done += grading.plan.events[number - 1]
         yield batch
@@ -599,6 +643,9 @@ class RunReport:
     runs: pl.DataFrame
     problems: pl.DataFrame
     written: dict[str, Path]
+    carried_runs: int = 0  # an incremental run's runs kept from the previous outputs
+    full_regrade: bool = True  # False when an incremental run graded only new or changed runs
+    stale_lock: str | None = None  # the holder of a lock left by a dead run, taken over
 
     @property
     def summary_count(self) -> int:
@@ -609,6 +656,15 @@ class RunReport:
         """0 when every run was graded and every file read; 3 when something was skipped."""
         lost = self.problems.filter(pl.col("severity") == "error").height
         return EXIT_SKIPPED if lost else EXIT_OK
+
+
+def _write_error(out_dir: Path, exc: OSError) -> OutputError:
+    reason = exc.strerror or str(exc)
+    where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+    return OutputError(
+        f"{out_dir}: the outputs could not be written: {reason}{where}; "
+        "the previous outputs are unchanged"
+    )
 
 
 def write_outputs(
@@ -626,41 +682,127 @@ def write_outputs(
     on_batch: Callable[[Progress], None] | None = None,
     engine: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
+    incremental_run: bool = False,
 ) -> RunReport:
     """Grade like `grade_paths` and write the outputs (§4) into `out_dir`, batch by batch.
 
     Summaries and trial rows go to disk as each batch is graded; only the small per-run and
     per-task tables stay in memory. The files are identical to `outputs.write(grade_paths(...))`
-    and appear only when complete.
+    and appear only when complete. One run writes to a directory at a time (a lock in it, E-49).
+    With `incremental_run`, only runs that are new or changed since the last incremental run
+    into `out_dir` are graded and the others' rows are carried over (E-50); the files are still
+    identical to a full regrade's.
+
+    Raises:
+        OutputLocked: another live run is writing to `out_dir`.
+        OutputError: the outputs could not be written; the previous ones are left as they were.
     """
     from evalbatch import outputs
+    from evalbatch.lock import OutputLock
 
-    grading = _grading_pass(
-        events,
-        suite_paths,
-        suite_docs,
-        options,
-        engine,
-        ray_address,
-        batch_events,
-        threads,
-        memory_limit,
-        spill_dir,
-    )
-    merged = _Merged()
-    writer = outputs.OutputWriter(out_dir)
-    try:
-        for batch in _outputs(grading, on_batch):
-            merged.add(batch)
-            writer.add(batch.summaries, batch.trials, pending=set(batch.baselines))
-        runs, tasks, problem_frame = merged.finish(
-            grading, regress_options or regress.RegressOptions()
+    out = Path(out_dir)
+    options = options or GradeOptions()
+    with OutputLock(out) as lock:
+        outputs.clear_stale_work(out)
+        choices = load_suites(suite_paths, suite_docs)
+        selection: incremental.Selection | None = None
+
+        def choose_runs(con: Any, sources: inputs.Sources) -> frozenset[str] | None:
+            nonlocal selection
+            try:
+                prints = incremental.event_fingerprints(con, sources)
+            except duckdb.Error:
+                return None  # a file the fingerprint cannot read: grade everything, as a full run
+            selection = incremental.select(out, options, prints, choices)
+            return selection.dirty
+
+        grading = _grading_pass(
+            events,
+            suite_paths,
+            suite_docs,
+            options,
+            engine,
+            ray_address,
+            batch_events,
+            threads,
+            memory_limit,
+            spill_dir,
+            choices,
+            choose_runs if incremental_run else None,
         )
-        written = writer.finish(merged.pending, runs, tasks, problem_frame)
-    except BaseException:
-        writer.abort()
-        raise
-    return RunReport(runs=runs, problems=problem_frame, written=written)
+        carried = selection.carried if selection is not None else None
+        carried_lines = iter(carried.summary_lines()) if carried is not None else iter(())
+        next_line = next(carried_lines, None)
+        merged = _Merged()
+        try:
+            writer = outputs.OutputWriter(out)
+        except OSError as exc:
+            raise _write_error(out, exc) from exc
+        try:
+            for batch in _outputs(grading, on_batch):
+                merged.add(batch)
+                trials = batch.trials
+                lines: list[tuple[str, str]] = []
+                if carried is not None:
+                    low, high = batch.run_range
+                    while next_line is not None and (high is None or next_line[0] < high):
+                        lines.append(next_line)
+                        next_line = next(carried_lines, None)
+                    trials = pl.concat([trials, carried.trials(low, high).cast(TRIAL_SCHEMA)])
+                    trials = trials.sort("run_id", "sequence")
+                writer.add(batch.summaries, trials, pending=set(batch.baselines), carried=lines)
+            runs, tasks, problem_frame = merged.finish(
+                grading, regress_options or regress.RegressOptions(), carried
+            )
+            manifest = None
+            if incremental_run and selection is not None:
+                manifest = _manifest(selection, merged, runs, choices, options)
+            written = writer.finish(merged.pending, runs, tasks, problem_frame, manifest)
+        except OSError as exc:
+            writer.abort()
+            raise _write_error(out, exc) from exc
+        except BaseException:
+            writer.abort()
+            raise
+    return RunReport(
+        runs=runs,
+        problems=problem_frame,
+        written=written,
+        carried_runs=len(carried.runs) if carried is not None else 0,
+        full_regrade=carried is None,
+        stale_lock=lock.stale.describe() if lock.stale is not None else None,
+    )
+
+
+def _manifest(
+    selection: incremental.Selection,
+    merged: _Merged,
+    runs: pl.DataFrame,
+    choices: dict[tuple[str, str], suites.SuiteChoice],
+    options: GradeOptions,
+) -> str:
+    """The manifest of what was just written: carried runs keep their entries, graded runs get
+    new ones from what grading saw."""
+    keys = {
+        run_id: (suite_id, version)
+        for run_id, suite_id, version in runs.select("run_id", "suite_id", "suite_version")
+        .filter(pl.col("suite_id").is_not_null() & pl.col("suite_version").is_not_null())
+        .iter_rows()
+    }
+    previous = selection.previous.runs if selection.previous is not None else {}
+    entries: dict[str, incremental.RunEntry] = {}
+    for run_id, fingerprint in selection.fingerprints.items():
+        if selection.dirty is not None and run_id not in selection.dirty:
+            entries[run_id] = previous[run_id]
+            continue
+        key = keys.get(run_id)
+        entries[run_id] = incremental.RunEntry(
+            events=fingerprint,
+            suite_key=key,
+            suite=incremental.suite_digest(choices.get(key)) if key is not None else None,
+            baseline=merged.declared_baselines.get(run_id),
+        )
+    return incremental.Manifest(incremental.settings(options), entries).text()
 
 
 RUN_SCHEMA = {

@@ -168,6 +168,12 @@ _spill_dir_option = click.option(
     help="ray: grade shards of runs on Ray workers (needs the ray extra).",
 )
 @click.option("--ray-address", default=None, help="A running Ray cluster (default: start one).")
+@click.option(
+    "--incremental",
+    is_flag=True,
+    help="Grade only runs new or changed since the last --incremental run into OUT (its "
+    "manifest.json); carry the rest over. The outputs equal a full regrade's.",
+)
 @click.option("--quiet", is_flag=True, help="Print only where the outputs went.")
 def run(
     events: tuple[str, ...],
@@ -181,6 +187,7 @@ def run(
     spill_dir: str | None,
     engine: str,
     ray_address: str | None,
+    incremental: bool,
     quiet: bool,
 ) -> None:
     """Grade every eval run in EVENTS (Parquet files, directories or globs) into OUT.
@@ -190,7 +197,8 @@ def run(
       evalbatch run data/samples/events --suites data/samples/suites --out out/samples
 
     Exit codes: 0 every run graded; 3 some run or file skipped (see problems.parquet);
-    2 unusable input or a usage error.
+    2 unusable input or a usage error; 4 the outputs could not be written (the previous ones
+    are unchanged); 5 another run is writing to OUT.
     """
     options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)  # type: ignore[arg-type]
     progress = _Progress(enabled=not quiet and sys.stderr.isatty())
@@ -207,10 +215,21 @@ def run(
             on_batch=progress.update,
             engine=engine,  # type: ignore[arg-type]
             ray_address=ray_address,
+            incremental_run=incremental,
         )
     finally:
         progress.close()
     written = report.written
+    if report.stale_lock is not None:
+        click.echo(
+            f"  note: took over the lock of a run that is gone ({report.stale_lock})", err=True
+        )
+    if incremental:
+        graded = report.runs.height - report.carried_runs
+        how = "full regrade" if report.full_regrade else "incremental"
+        click.echo(
+            f"{how}: graded {graded} new or changed eval runs, kept {report.carried_runs} unchanged"
+        )
     if not quiet:
         _print_runs(report.runs)
         _print_problems(report.problems)
@@ -583,7 +602,7 @@ def main() -> None:
         sys.exit(130)
     except EvalbatchError as exc:
         click.echo(f"evalbatch: {exc}", err=True)
-        sys.exit(api.EXIT_UNUSABLE)
+        sys.exit(getattr(exc, "exit_code", api.EXIT_UNUSABLE))
     except Exception as exc:
         if os.environ.get("EVALBATCH_DEBUG"):
             raise

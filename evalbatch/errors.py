@@ -17,3 +17,16 @@ class SuiteError(EvalbatchError):
 
 class SqlFileError(EvalbatchError):
     """A file under sql/ is missing or malformed."""
+
+
+class OutputError(EvalbatchError):
+    """The outputs could not be written (a full disk, an unwritable directory); the previous
+    outputs are left as they were."""
+
+    exit_code = 4
+
+
+class OutputLocked(EvalbatchError):
+    """Another live process is writing to the output directory."""
+
+    exit_code = 5

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from evalbatch.errors import InputError
 
@@ -42,6 +43,8 @@ class Sources:
 
     groups: dict[tuple[tuple[str, str], ...], list[str]] = field(default_factory=dict)
     problems: list[FileProblem] = field(default_factory=list)
+    #: grade only these runs (an incremental run's new and changed runs); None is every run
+    only_runs: frozenset[str] | None = None
 
 
 def expand_paths(paths: list[str]) -> list[str]:
@@ -157,12 +160,14 @@ def find_unreadable(con: duckdb.DuckDBPyConnection, sources: Sources) -> list[Fi
 RunRange = tuple[str | None, str | None]
 
 
-def _range_filter(run_col: str, runs: RunRange | None) -> str:
+def _range_filter(run_col: str, runs: RunRange | None, only: bool = False) -> str:
     """Rows with a run id (a row without one belongs to no run: counted once by `plan_batches`),
-    inside the batch's range of run ids."""
+    inside the batch's range of run ids (and, with `only`, among the `selected_runs`)."""
     col = f"CAST({_ident(run_col)} AS VARCHAR)"
     low, high = runs or (None, None)
     where = [f"{col} IS NOT NULL"]
+    if only:
+        where.append(f"{col} IN (SELECT run_id FROM selected_runs)")
     if low is not None:
         where.append(f"{col} >= {_literal(low)}")
     if high is not None:
@@ -248,7 +253,7 @@ def _runs_union(sources: Sources, with_nulls: bool = False) -> str:
     selects = []
     for number, (plan, _) in enumerate(sources.groups.items()):
         run_col = dict(plan)["runId"].split(":", 1)[0]
-        where = "" if with_nulls else _range_filter(run_col, None)
+        where = "" if with_nulls else _range_filter(run_col, None, sources.only_runs is not None)
         selects.append(
             f"SELECT CAST({_ident(run_col)} AS VARCHAR) AS run_id FROM source_group_{number}{where}"
         )
@@ -266,6 +271,11 @@ def register(
             "no usable event file: "
             + ("; ".join(p.message for p in sources.problems) or "no Parquet file found")
         )
+    if sources.only_runs is not None:
+        selected = pa.table({"run_id": pa.array(sorted(sources.only_runs), pa.string())})
+        con.register("selected_runs_arrow", selected)
+        con.execute("CREATE OR REPLACE TEMP TABLE selected_runs AS FROM selected_runs_arrow")
+        con.unregister("selected_runs_arrow")
     selects = []
     for number, (plan, paths) in enumerate(sources.groups.items()):
         view = f"source_group_{number}"
@@ -287,7 +297,7 @@ def register(
             f"TRY_CAST({_ident(seq_col)} AS BIGINT) IS NOT NULL AS sequence_ok, "
             f"CAST({_ident(type_col)} AS VARCHAR) AS type, "
             f"{_payload_expr(payload_col, payload_type)} AS payload, "
-            f"{ts} AS ts FROM {view}" + _range_filter(run_col, runs)
+            f"{ts} AS ts FROM {view}" + _range_filter(run_col, runs, sources.only_runs is not None)
         )
     con.execute("CREATE OR REPLACE TEMP VIEW source_events AS " + " UNION ALL ".join(selects))
     con.execute("CREATE OR REPLACE TEMP VIEW source_runs AS " + _runs_union(sources))

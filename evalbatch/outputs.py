@@ -25,6 +25,21 @@ if TYPE_CHECKING:
     from evalbatch.api import GradeResult
 
 TABLES = ("runs", "tasks", "trials", "problems")
+MANIFEST_NAME = "manifest.json"
+#: the private working directories of runs into an output directory
+WORK_PREFIX = ".evalbatch-"
+
+
+def clear_stale_work(out_dir: Path) -> int:
+    """Remove working directories left by runs that died (call it holding the directory's lock:
+    no live run owns one then); returns how many there were."""
+    if not out_dir.is_dir():
+        return 0
+    stale = [p for p in out_dir.iterdir() if p.name.startswith(WORK_PREFIX) and p.is_dir()]
+    for path in stale:
+        shutil.rmtree(path, ignore_errors=True)
+    return len(stale)
+
 
 #: rows per Parquet row group: fixed, so the files do not depend on how runs were batched
 ROW_GROUP_ROWS = 65_536
@@ -94,7 +109,7 @@ class OutputWriter:
     def __init__(self, out_dir: str | Path) -> None:
         self.out = Path(out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
-        self.work = Path(tempfile.mkdtemp(prefix=".evalbatch-", dir=self.out))
+        self.work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=self.out))
         self.summaries = (self.work / "summaries.partial").open("w", encoding="utf-8")
         self.trials = TableWriter(self.work / "trials.parquet", TRIAL_SCHEMA)
 
@@ -103,13 +118,24 @@ class OutputWriter:
         summaries: list[tuple[str, dict[str, Any]]],
         trials: pl.DataFrame,
         pending: set[str] | frozenset[str] = frozenset(),
+        carried: list[tuple[str, str]] = (),  # type: ignore[assignment]
     ) -> None:
-        """Append a batch; summaries of `pending` runs are completed in `finish` (regression)."""
-        for run_id, summary in summaries:
-            if run_id in pending:
-                self.summaries.write(_PENDING + json.dumps(run_id) + "\n")
-            else:
-                self.summaries.write(summary_line(run_id, summary))
+        """Append a batch; summaries of `pending` runs are completed in `finish` (regression).
+        `carried` holds lines of summaries.jsonl kept from the previous outputs (an incremental
+        run), merged in runId order with the batch's own."""
+        lines = [
+            (
+                run_id,
+                _PENDING + json.dumps(run_id) + "\n"
+                if run_id in pending
+                else summary_line(run_id, summary),
+            )
+            for run_id, summary in summaries
+        ]
+        if carried:
+            lines = sorted([*lines, *carried], key=lambda item: item[0])
+        for _, line in lines:
+            self.summaries.write(line)
         self.trials.write(trials)
 
     def finish(
@@ -118,8 +144,13 @@ class OutputWriter:
         runs: pl.DataFrame,
         tasks: pl.DataFrame,
         problems: pl.DataFrame,
+        manifest: str | None = None,
     ) -> dict[str, Path]:
-        """Complete every file and rename each into the output directory."""
+        """Complete every file and rename each into the output directory.
+
+        The previous `manifest.json` goes first and the new one (an incremental run's) comes last,
+        so a crash in between leaves no manifest and the next incremental run grades everything
+        rather than trusting rows that may have been replaced."""
         self.summaries.close()
         with (
             (self.work / "summaries.partial").open(encoding="utf-8") as partial,
@@ -135,12 +166,19 @@ class OutputWriter:
             table = TableWriter(self.work / f"{name}.parquet", frame.schema)
             table.write(frame)
             table.close()
+        if manifest is not None:
+            (self.work / MANIFEST_NAME).write_text(manifest, encoding="utf-8")
+        (self.out / MANIFEST_NAME).unlink(missing_ok=True)
         written: dict[str, Path] = {}
         for name in ("summaries", *TABLES):
             filename = "summaries.jsonl" if name == "summaries" else f"{name}.parquet"
             os.chmod(self.work / filename, _file_mode())
             os.replace(self.work / filename, self.out / filename)
             written[name] = self.out / filename
+        if manifest is not None:
+            os.chmod(self.work / MANIFEST_NAME, _file_mode())
+            os.replace(self.work / MANIFEST_NAME, self.out / MANIFEST_NAME)
+            written["manifest"] = self.out / MANIFEST_NAME
         shutil.rmtree(self.work, ignore_errors=True)
         return written
 
