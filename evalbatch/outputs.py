@@ -19,6 +19,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from evalbatch import tables
 from evalbatch.api import TRIAL_SCHEMA
 
 if TYPE_CHECKING:
@@ -60,9 +61,13 @@ class TableWriter:
     """Appends row batches, already in output order, to one Parquet file in row groups of
     `ROW_GROUP_ROWS` rows, so the bytes depend only on the rows."""
 
-    def __init__(self, path: Path, schema: pl.Schema | dict[str, Any]) -> None:
+    def __init__(
+        self, path: Path, schema: pl.Schema | dict[str, Any], table: str | None = None
+    ) -> None:
         self.schema = pl.Schema(schema)
         self.arrow_schema = _arrow_schema(self.schema)
+        if table is not None:  # which table, and which version of its columns (tables.py)
+            self.arrow_schema = self.arrow_schema.with_metadata(tables.metadata(table))
         self.writer = pq.ParquetWriter(
             path, self.arrow_schema, compression="zstd", write_statistics=False
         )
@@ -111,7 +116,7 @@ class OutputWriter:
         self.out.mkdir(parents=True, exist_ok=True)
         self.work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=self.out))
         self.summaries = (self.work / "summaries.partial").open("w", encoding="utf-8")
-        self.trials = TableWriter(self.work / "trials.parquet", TRIAL_SCHEMA)
+        self.trials = TableWriter(self.work / "trials.parquet", TRIAL_SCHEMA, "trials")
 
     def add(
         self,
@@ -163,7 +168,7 @@ class OutputWriter:
                 final.write(line)
         self.trials.close()
         for name, frame in (("runs", runs), ("tasks", tasks), ("problems", problems)):
-            table = TableWriter(self.work / f"{name}.parquet", frame.schema)
+            table = TableWriter(self.work / f"{name}.parquet", frame.schema, name)
             table.write(frame)
             table.close()
         if manifest is not None:

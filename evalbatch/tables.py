@@ -1,0 +1,107 @@
+"""The output tables' columns, in one place: what each column holds, and the schema version
+written into every Parquet file's metadata (`evalbatch.table` and `evalbatch.schema_version`).
+
+Bump `SCHEMA_VERSION` whenever a column is added, removed, renamed, retyped or reordered;
+`tests/test_tables.py` compares the tables with the snapshot of the last version and fails when
+they changed under the same number.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+SCHEMA_VERSION = 1
+
+#: table -> column -> what it holds (the column types are in evalbatch.api's *_SCHEMA)
+COLUMNS: dict[str, dict[str, str]] = {
+    "runs": {
+        "run_id": "the eval run (runId)",
+        "suite_id": "suiteId its eval.started claims",
+        "suite_version": "suiteVersion its eval.started claims",
+        "graded": "whether a summary was written; false: see problems (severity error)",
+        "has_suite": "graded against a supplied suite (false: from host records, D-4)",
+        "aggregate_score": "EvalSummary aggregateScore",
+        "passed": "EvalSummary passed",
+        "task_count": "EvalSummary taskCount",
+        "passed_count": "EvalSummary passedCount",
+        "total_cost_usd": "EvalSummary totalCostUsd (null when no cost is known, D-14)",
+        "evaluated_model_class": "EvalSummary evaluatedModelClass",
+        "k": "trialStats.k (null without repeated trials)",
+        "pass_at_k": "trialStats.passAtK",
+        "pass_hat_k": "trialStats.passHatK",
+        "score_stderr": "trialStats.scoreStderr (clustered by task)",
+    },
+    "tasks": {
+        "run_id": "the eval run",
+        "suite_id": "the run's suiteId",
+        "suite_version": "the run's suiteVersion",
+        "task_pos": "the task's position in the summary's tasks array (suite order)",
+        "task_id": "taskId",
+        "score": "task score: mean of its trial scores",
+        "gating_score": "the score the pass rule gates on (D-10: 0 for a failed trajectory)",
+        "passed": "the task passed under the suite's passRule",
+        "n": "trials expected (trials.count, or 1)",
+        "observed_trials": "trials found in the log and counted",
+        "passed_count": "trials that passed (c)",
+        "pass_at_k": "unbiased pass@k at the suite's k (null without a trials block)",
+        "pass_hat_k": "pass^k at the suite's k (null without a trials block)",
+        "cost_usd": "costUsd of the task entry (all trials, judge calls included)",
+        "latency_ms": "latencyMs of the task entry",
+        "trajectory_matched": "trajectory.matched of the task entry (last trial)",
+        "fixture_miss_count": "fixtureMissCount of the task entry",
+    },
+    "trials": {
+        "run_id": "the eval run",
+        "task_id": "taskId of the eval.scored",
+        "trial_index": "the graded trial index (D-5)",
+        "sequence": "sequence of the trial's eval.scored (the trial's key within the run)",
+        "counted": "whether the trial counts towards the task (D-5)",
+        "left_out": "why it does not count (a code), else null",
+        "kind": "the task's expected kind (golden, rubric, trajectory)",
+        "score": "the trial's score as graded (0 when failed closed)",
+        "gating_score": "the score its pass rule gates on (D-10)",
+        "passed": "the trial passed",
+        "trajectory_matched": "the tool path matched (null without a trajectory)",
+        "trajectory_reason": "why it did not: forbidden, missing, extra, order, no-bracket",
+        "observed_count": "tool calls observed in the trial's bracket",
+        "matched_count": "expected calls matched",
+        "forbidden_count": "forbidden tools called",
+        "fixture_misses": "fixture misses in the trial",
+        "failed_closed": "a fixture miss failed the trial (D-9)",
+        "has_bracket": "an agent.invocation-started opened the trial",
+        "bracket_closed": "its agent.invocation-completed was found",
+        "latency_ms": "latency used for the trial (bracket span or host record)",
+        "tool_call_count": "tool calls (efficiency)",
+        "model_call_count": "model calls, judge calls excluded (efficiency)",
+        "input_tokens": "input tokens, judge calls excluded",
+        "output_tokens": "output tokens, judge calls excluded",
+        "usage_cost_usd": "provider.usage cost in the trial, judge calls included",
+    },
+    "problems": {
+        "run_id": "the run (null: an input file or row with no run)",
+        "sequence": "the event (null: the run or file as a whole)",
+        "code": "problem code (evalbatch/problems.py)",
+        "severity": "error (run not graded) or warning",
+        "message": "content-free message naming the run, the event and the rule",
+    },
+}
+
+
+def metadata(table: str) -> dict[bytes, bytes]:
+    """The key-value metadata written into `table`'s Parquet file."""
+    return {
+        b"evalbatch.table": table.encode(),
+        b"evalbatch.schema_version": str(SCHEMA_VERSION).encode(),
+    }
+
+
+def schemas() -> dict[str, dict[str, pl.DataType]]:
+    """Each table's columns and types, in file order."""
+    from evalbatch import api
+
+    return {
+        "runs": dict(api.RUN_SCHEMA),
+        "tasks": dict(api.TASK_SCHEMA),
+        "trials": dict(api.TRIAL_SCHEMA),
+        "problems": dict(api.PROBLEM_SCHEMA),
+    }

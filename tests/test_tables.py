@@ -1,0 +1,63 @@
+"""The output tables' columns are documented in one place and versioned (issue 8: "a test fails
+when a column changes without a version bump"; CONTRACT §4 tables).
+
+`tests/data/table_schemas.json` is the snapshot of the columns at the current `SCHEMA_VERSION`.
+A change of columns must come with a bumped version and a new snapshot:
+
+    .venv/bin/python -c "from tests.test_tables import write_snapshot; write_snapshot()"
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from evalbatch import api, tables
+from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES
+
+SNAPSHOT = Path(__file__).parent / "data" / "table_schemas.json"
+
+
+def _current() -> dict[str, list[list[str]]]:
+    return {
+        name: [[column, str(dtype)] for column, dtype in schema.items()]
+        for name, schema in tables.schemas().items()
+    }
+
+
+def write_snapshot() -> None:
+    doc = {"schema_version": tables.SCHEMA_VERSION, "tables": _current()}
+    SNAPSHOT.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+
+
+def test_columns_change_only_with_a_version_bump() -> None:
+    snapshot = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+    if snapshot["tables"] != _current():
+        if snapshot["schema_version"] >= tables.SCHEMA_VERSION:
+            pytest.fail("the output tables' columns changed: bump tables.SCHEMA_VERSION")
+        pytest.fail("the version is bumped: rewrite the snapshot (see this module's docstring)")
+    assert snapshot["schema_version"] == tables.SCHEMA_VERSION
+
+
+def test_every_column_is_documented_and_nothing_else() -> None:
+    for name, schema in tables.schemas().items():
+        assert list(tables.COLUMNS[name]) == list(schema), name
+        assert all(text.strip() for text in tables.COLUMNS[name].values()), name
+
+
+@pytest.fixture(scope="module")
+def sample_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("tables")
+    api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES])
+    return out
+
+
+@pytest.mark.parametrize("name", ["runs", "tasks", "trials", "problems"])
+def test_files_carry_their_table_and_schema_version(sample_out: Path, name: str) -> None:
+    schema = pq.read_schema(sample_out / f"{name}.parquet")
+    assert schema.metadata[b"evalbatch.table"] == name.encode()
+    assert schema.metadata[b"evalbatch.schema_version"] == str(tables.SCHEMA_VERSION).encode()
+    assert schema.names == list(tables.COLUMNS[name])
