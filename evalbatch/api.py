@@ -836,6 +836,8 @@ TASK_SCHEMA = {
     "passed_count": pl.Int64,
     "pass_at_k": pl.Float64,
     "pass_hat_k": pl.Float64,
+    "pass_at_k_by_k": pl.String,
+    "pass_hat_k_by_k": pl.String,
     "cost_usd": pl.Float64,
     "latency_ms": pl.Int64,
     "trajectory_matched": pl.Boolean,

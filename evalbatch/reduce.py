@@ -6,6 +6,10 @@ exact decimals; pass@k and pass^k come from a small table of exact rationals.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from fractions import Fraction
+
 import numpy as np
 import polars as pl
 
@@ -88,8 +92,14 @@ def _run_tasks(info: pl.DataFrame, trials: pl.DataFrame, tables: SuiteTables) ->
     return pl.concat([suite_tasks, seen.select(suite_tasks.columns)])
 
 
+def _by_k(formula: Callable[[int, int, int], Fraction], n: int | None, c: int) -> str:
+    """The formula for every k from 1 to n, as a JSON array (a flat column, §4: E-52)."""
+    return json.dumps([float(formula(n, c, k)) for k in range(1, (n or 0) + 1)])
+
+
 def _pass_table(keys: pl.DataFrame) -> pl.DataFrame:
-    """pass@k and pass^k for each distinct (n, c, k), from exact rationals."""
+    """pass@k and pass^k for each distinct (n, c, k), from exact rationals, and both for every
+    k from 1 to n (dashboards plot pass^k by k)."""
     rows = [
         {
             "n": n,
@@ -97,6 +107,8 @@ def _pass_table(keys: pl.DataFrame) -> pl.DataFrame:
             "k": k,
             "pass_at_k": float(stats.pass_at_k(n, c, k)),
             "pass_hat_k": float(stats.pass_hat_k(n, c, k)),
+            "pass_at_k_by_k": _by_k(stats.pass_at_k, n, c),
+            "pass_hat_k_by_k": _by_k(stats.pass_hat_k, n, c),
         }
         for n, c, k in keys.unique().iter_rows()
     ]
@@ -106,6 +118,8 @@ def _pass_table(keys: pl.DataFrame) -> pl.DataFrame:
         "k": pl.Int64,
         "pass_at_k": pl.Float64,
         "pass_hat_k": pl.Float64,
+        "pass_at_k_by_k": pl.String,
+        "pass_hat_k_by_k": pl.String,
     }
     return pl.DataFrame(rows, schema=schema)
 

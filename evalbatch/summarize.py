@@ -94,6 +94,8 @@ def _task_row(plan: RunPlan, row: dict[str, Any], entry: dict[str, Any]) -> dict
         "passed_count": row["c"],
         "pass_at_k": row["pass_at_k"] if row["trial_blocks"] else None,
         "pass_hat_k": row["pass_hat_k"] if row["trial_blocks"] else None,
+        "pass_at_k_by_k": row["pass_at_k_by_k"] if row["trial_blocks"] else None,
+        "pass_hat_k_by_k": row["pass_hat_k_by_k"] if row["trial_blocks"] else None,
         "cost_usd": entry.get("costUsd"),
         "latency_ms": entry.get("latencyMs"),
         "trajectory_matched": entry.get("trajectory", {}).get("matched"),

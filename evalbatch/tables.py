@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: tasks gained pass_at_k_by_k and pass_hat_k_by_k
 
 #: table -> column -> what it holds (the column types are in evalbatch.api's *_SCHEMA)
 COLUMNS: dict[str, dict[str, str]] = {
@@ -45,6 +45,8 @@ COLUMNS: dict[str, dict[str, str]] = {
         "passed_count": "trials that passed (c)",
         "pass_at_k": "unbiased pass@k at the suite's k (null without a trials block)",
         "pass_hat_k": "pass^k at the suite's k (null without a trials block)",
+        "pass_at_k_by_k": "pass@k for k = 1..n as a JSON array (element k-1), exact (E-52)",
+        "pass_hat_k_by_k": "pass^k for k = 1..n as a JSON array (element k-1), exact (E-52)",
         "cost_usd": "costUsd of the task entry (all trials, judge calls included)",
         "latency_ms": "latencyMs of the task entry",
         "trajectory_matched": "trajectory.matched of the task entry (last trial)",
