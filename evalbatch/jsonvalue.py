@@ -78,8 +78,11 @@ def canonical(value: Any) -> str:
 
 @lru_cache(maxsize=65536)
 def canonical_text(text: str) -> str:
-    """Canonical text of JSON text; raises NotJson."""
-    return canonical(parse(text))
+    """Canonical text of JSON text; raises NotJson (also past the depth Python recurses to)."""
+    try:
+        return canonical(parse(text))
+    except RecursionError as exc:
+        raise NotJson("nested too deeply") from exc
 
 
 def parse_value(text: str) -> Any:

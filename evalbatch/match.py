@@ -15,6 +15,7 @@ from scipy.sparse.csgraph import maximum_bipartite_matching
 from evalbatch import jsonvalue
 
 _UNSEEN = object()
+_UNPARSED = object()  # inputs too deeply nested to parse
 
 
 def with_args_match(pairs: pl.DataFrame) -> pl.DataFrame:
@@ -33,10 +34,19 @@ def with_args_match(pairs: pl.DataFrame) -> pl.DataFrame:
     for mode, args, inputs, exact in distinct.iter_rows():
         value = observed.get((inputs, exact), _UNSEEN)
         if value is _UNSEEN:
-            value = observed[(inputs, exact)] = (
-                jsonvalue.inputs_of_payload(exact) if exact else jsonvalue.parse_value(inputs)
+            try:
+                value = (
+                    jsonvalue.inputs_of_payload(exact) if exact else jsonvalue.parse_value(inputs)
+                )
+            except jsonvalue.NotJson:  # nested past the parser's depth (E-60): cannot match
+                value = _UNPARSED
+            observed[(inputs, exact)] = value
+        try:
+            verdicts.append(
+                value is not _UNPARSED and jsonvalue.args_match(mode, expected[args], value)
             )
-        verdicts.append(jsonvalue.args_match(mode, expected[args], value))
+        except RecursionError:  # past the comparison's depth (E-60): fail closed
+            verdicts.append(False)
     checked = distinct.with_columns(pl.Series("ok", verdicts, dtype=pl.Boolean))
     return pairs.join(checked, on=keys, how="left", nulls_equal=True).with_columns(
         pl.when(needs_check).then(pl.col("ok").fill_null(False)).otherwise(True).alias("ok")
@@ -136,3 +146,97 @@ def replay_fixtures(calls: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
             (pl.col("calls") - pl.col("served").fill_null(0)).cast(pl.Int64).alias("misses"),
         )
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Per-call detail for `evalbatch explain`: which calls the functions above pair, not just how
+# many. Each builds exactly what its counterpart above builds, so the counts agree.
+
+
+def matching_pairs(pairs: pl.DataFrame) -> pl.DataFrame:
+    """The edges of the maximum one-to-one matching `maximum_matching` counts, per trial.
+
+    The same block-diagonal graph solved by the same Hopcroft-Karp call, so each trial has
+    exactly `matched_count` rows. Returns (trial_key, e_pos, o_idx).
+    """
+    schema = {"trial_key": pl.Int64, "e_pos": pl.Int64, "o_idx": pl.Int64}
+    ok = pairs.filter("ok").select("trial_key", "e_pos", "o_idx").unique()
+    if ok.height == 0:
+        return pl.DataFrame(schema=schema)
+    ok = ok.with_columns(
+        pl.struct("trial_key", "e_pos").rank("dense").cast(pl.Int64).sub(1).alias("row"),
+        pl.struct("trial_key", "o_idx").rank("dense").cast(pl.Int64).sub(1).alias("col"),
+    )
+    rows = ok["row"].to_numpy()
+    cols = ok["col"].to_numpy()
+    graph = csr_matrix(
+        (np.ones(len(rows), dtype=np.int8), (rows, cols)),
+        shape=(int(rows.max()) + 1, int(cols.max()) + 1),
+    )
+    matched_col = maximum_bipartite_matching(graph, perm_type="column")
+    chosen = pl.DataFrame(
+        {"row": np.arange(len(matched_col), dtype=np.int64), "col": matched_col.astype(np.int64)}
+    ).filter(pl.col("col") >= 0)
+    return (
+        ok.join(chosen, on=["row", "col"], how="semi")
+        .select(pl.col("trial_key", "e_pos", "o_idx").cast(pl.Int64))
+        .sort("trial_key", "e_pos")
+    )
+
+
+def in_order_pairs(trials: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
+    """The walk `in_order_found` takes, one expected position at a time: the earliest matching
+    observed call after the one taken for the previous position, or null when there is none (the
+    walk then goes on from the previous call, as `in_order_found` does).
+
+    `trials` holds (trial_key, expected_count); returns (trial_key, e_pos, o_idx), one row per
+    expected position of every trial.
+    """
+    state = trials.select("trial_key", "expected_count").with_columns(
+        pl.lit(-1, dtype=pl.Int64).alias("last")
+    )
+    ok = pairs.filter("ok").select("trial_key", "e_pos", "o_idx")
+    longest = int(trials["expected_count"].max() or 0)
+    steps = [pl.DataFrame(schema={"trial_key": pl.Int64, "e_pos": pl.Int64, "o_idx": pl.Int64})]
+    for position in range(longest):
+        nxt = (
+            ok.filter(pl.col("e_pos") == position)
+            .join(state.select("trial_key", "last"), on="trial_key")
+            .filter(pl.col("o_idx") > pl.col("last"))
+            .group_by("trial_key")
+            .agg(pl.col("o_idx").min().cast(pl.Int64).alias("next"))
+        )
+        state = state.join(nxt, on="trial_key", how="left")
+        steps.append(
+            state.filter(pl.col("expected_count") > position).select(
+                pl.col("trial_key").cast(pl.Int64),
+                pl.lit(position, dtype=pl.Int64).alias("e_pos"),
+                pl.col("next").cast(pl.Int64).alias("o_idx"),
+            )
+        )
+        state = state.with_columns(pl.coalesce("next", "last").alias("last")).drop("next")
+    return pl.concat(steps).sort("trial_key", "e_pos")
+
+
+def fixture_assignment(pairs: pl.DataFrame) -> pl.DataFrame:
+    """The entries `replay_fixtures` consumes and the calls they serve (§3.3): the same loop over
+    entry positions. `pairs` holds (trial_key, f_pos, o_idx, ok); returns (trial_key, f_pos,
+    o_idx), one row per served call. A call of the trial with no row here is a miss.
+    """
+    ok = pairs.filter("ok").select("trial_key", "f_pos", "o_idx")
+    assigned = pl.DataFrame(schema={"trial_key": pl.Int64, "f_pos": pl.Int64, "o_idx": pl.Int64})
+    longest = int(ok["f_pos"].max()) + 1 if ok.height else 0
+    for position in range(longest):
+        taken = (
+            ok.filter(pl.col("f_pos") == position)
+            .join(assigned.select("trial_key", "o_idx"), on=["trial_key", "o_idx"], how="anti")
+            .group_by("trial_key")
+            .agg(pl.col("o_idx").min().cast(pl.Int64))
+            .select(
+                pl.col("trial_key").cast(pl.Int64),
+                pl.lit(position, dtype=pl.Int64).alias("f_pos"),
+                "o_idx",
+            )
+        )
+        assigned = pl.concat([assigned, taken])
+    return assigned.sort("trial_key", "o_idx")

@@ -56,6 +56,8 @@ SELECT
     CASE
         WHEN NOT payload_json THEN false
         WHEN contains(payload, 'NaN') OR contains(payload, 'Infinity') THEN true
+        -- DuckDB accepts trailing commas, which JSON does not have (RFC 8259)
+        WHEN regexp_matches(payload, ',\s*[\]}]') THEN true
         WHEN NOT graded_type OR type IN ('agent.tool-called', 'provider.usage') THEN false
         ELSE coalesce(
             json_type(payload) = 'OBJECT'

@@ -2,17 +2,29 @@
 -- One row per eval.scored inside the eval span: its trial segment (§2.1), the segment's bracket
 -- (the first agent.invocation-started through the agent.invocation-completed with the same
 -- invocationId, else through the segment's end), and the host record (§2.2).
-WITH bracket_start AS (
+WITH first_start AS (
+    -- the fields of the first start, nulls included: arg_min of each field alone would skip a
+    -- null and take a nested invocation's value (E-12..E-14)
     SELECT
         run_id, segment_no,
-        min(sequence) AS start_seq,
-        arg_min(ts, sequence) AS start_ts,
-        arg_min(invocation_id, sequence) AS invocation_id,
-        arg_min(agent_id, sequence) AS agent_id,
-        arg_min(model_class, sequence) AS model_class
+        arg_min(
+            {'seq': sequence, 'ts': ts, 'invocation_id': invocation_id, 'agent_id': agent_id,
+             'model_class': model_class},
+            sequence
+        ) AS s
     FROM span_brackets
     WHERE type = 'agent.invocation-started'
     GROUP BY run_id, segment_no
+),
+bracket_start AS (
+    SELECT
+        run_id, segment_no,
+        s.seq AS start_seq,
+        s.ts AS start_ts,
+        s.invocation_id AS invocation_id,
+        s.agent_id AS agent_id,
+        s.model_class AS model_class
+    FROM first_start
 ),
 bracket_end AS (
     SELECT

@@ -456,3 +456,102 @@ def logs_and_suites(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[st
         )
     order = draw(st.permutations(range(len(events)))) if events else []
     return [events[i] for i in order], supplied
+
+
+# --------------------------------------------------------------------------------------------------
+# Fuzzing helpers (tests/test_fuzz.py): awkward but valid JSON, and text that is not JSON
+# --------------------------------------------------------------------------------------------------
+
+
+def unicode_texts(min_size: int = 1, max_size: int = 40) -> st.SearchStrategy[str]:
+    """Text from the whole of Unicode (astral planes, combining marks, controls, RTL), without
+    lone surrogates, which UTF-8 cannot carry."""
+    return st.text(
+        alphabet=st.characters(blacklist_categories=("Cs",)), min_size=min_size, max_size=max_size
+    )
+
+
+def huge_strings() -> st.SearchStrategy[str]:
+    """A string of 1-2 MB: a repeated unicode chunk."""
+    return st.builds(
+        lambda chunk, size: (chunk * (size // len(chunk) + 1))[:size],
+        unicode_texts(1, 8),
+        st.sampled_from((1_000_000, 2_000_000)),
+    )
+
+
+def deep_json_text(depth: int, shape: str) -> str:
+    """JSON text nested `depth` levels deep: `array`s, `object`s or both alternating (`mixed`)."""
+    if shape == "array":
+        return "[" * depth + "1" + "]" * depth
+    if shape == "object":
+        return '{"d":' * depth + "1" + "}" * depth
+    opening = "".join('[{"d":' if i % 2 else "[" for i in range(depth))
+    closing = "".join("}]" if i % 2 else "]" for i in reversed(range(depth)))
+    return opening + "1" + closing
+
+
+def deep_json_texts(depths: tuple[int, ...] = (64, 500, 3_000)) -> st.SearchStrategy[str]:
+    """`deep_json_text` of a drawn depth and shape."""
+    return st.builds(
+        deep_json_text, st.sampled_from(depths), st.sampled_from(("array", "object", "mixed"))
+    )
+
+
+#: ways to make a JSON object's text not JSON (RFC 8259; D-7: NaN and Infinity are not JSON)
+NOT_JSON_EDITS: tuple[str, ...] = (
+    "truncated",
+    "trailing-comma",
+    "array-trailing-comma",
+    "object-trailing-comma",
+    "nan",
+    "infinity",
+    "minus-infinity",
+    "single-quotes",
+    "block-comment",
+    "line-comment",
+    "trailing-garbage",
+    "two-values",
+    "empty",
+    "unquoted-key",
+    "control-char",
+    "bad-escape",
+    "leading-zero",
+    "plus-sign",
+    "bare-fraction",
+    "hex-number",
+    "python-literal",
+)
+
+
+def break_json(text: str, edit: str) -> str:
+    """`text` (a JSON object's text, `{...}`) made into text that is not JSON by `edit`."""
+    inner = text.strip()[1:-1].strip()
+
+    def with_member(member: str) -> str:
+        return "{" + member + (", " + inner if inner else "") + "}"
+
+    edits = {
+        "truncated": lambda: text.rstrip()[:-1],
+        "trailing-comma": lambda: "{" + inner + (", " if inner else "") + '"x-fuzz": 1,}',
+        "array-trailing-comma": lambda: with_member('"x-fuzz": [1, 2,]'),
+        "object-trailing-comma": lambda: with_member('"x-fuzz": {"a": 1,}'),
+        "nan": lambda: with_member('"x-fuzz": NaN'),
+        "infinity": lambda: with_member('"x-fuzz": Infinity'),
+        "minus-infinity": lambda: with_member('"x-fuzz": -Infinity'),
+        "single-quotes": lambda: with_member("'x-fuzz': 'a'"),
+        "block-comment": lambda: "{/* fuzz */" + text.strip()[1:],
+        "line-comment": lambda: "// fuzz\n" + text,
+        "trailing-garbage": lambda: text + " x",
+        "two-values": lambda: text + text,
+        "empty": lambda: "",
+        "unquoted-key": lambda: with_member("xfuzz: 1"),
+        "control-char": lambda: with_member('"x-fuzz": "a\x01b"'),
+        "bad-escape": lambda: with_member('"x-fuzz": "\\x41"'),
+        "leading-zero": lambda: with_member('"x-fuzz": 01'),
+        "plus-sign": lambda: with_member('"x-fuzz": +1'),
+        "bare-fraction": lambda: with_member('"x-fuzz": .5'),
+        "hex-number": lambda: with_member('"x-fuzz": 0x1F'),
+        "python-literal": lambda: with_member('"x-fuzz": True'),
+    }
+    return edits[edit]()
