@@ -7,6 +7,8 @@ Polars expressions over the per-trial table. Task and suite reductions live in `
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import polars as pl
 
 from evalbatch import match
@@ -76,8 +78,11 @@ def place_trials(segments: pl.DataFrame, plan: pl.DataFrame, tables: SuiteTables
     )
 
 
-def _observed(trials: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
-    """The observed trajectory of each counted trial with an expectation (§2.2)."""
+def _observed(
+    trials: pl.DataFrame, calls: pl.DataFrame, extra: tuple[str, ...] = ()
+) -> pl.DataFrame:
+    """The observed trajectory of each counted trial with an expectation (§2.2); `extra` names
+    more columns of `calls` to keep (for `explain`)."""
     wanted = trials.filter(pl.col("counted") & pl.col("has_trajectory")).select(
         "run_id", "segment_no", "trial_key", "include_delegates"
     )
@@ -86,7 +91,7 @@ def _observed(trials: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
         .filter(pl.col("by_target") | pl.col("include_delegates"))
         .sort("trial_key", "call_pos")
         .with_columns(pl.int_range(pl.len()).over("trial_key").cast(pl.Int64).alias("o_idx"))
-        .select("trial_key", "o_idx", "tool_name", "inputs", "exact_payload")
+        .select("trial_key", "o_idx", "tool_name", "inputs", "exact_payload", *extra)
     )
 
 
@@ -167,10 +172,11 @@ def grade_trajectories(
         .then(pl.lit("no-bracket"))
         .when(pl.col("forbidden_count") > 0)
         .then(pl.lit("forbidden"))
-        .when(~mode_ok & (pl.col("matched_count") < pl.col("expected_count")))
-        .then(pl.lit("missing"))
+        # subset fails only on an observed call no expected call allows (§3.2)
         .when(~mode_ok & (pl.col("mode") == "subset"))
         .then(pl.lit("extra"))
+        .when(~mode_ok & (pl.col("matched_count") < pl.col("expected_count")))
+        .then(pl.lit("missing"))
         .when(
             ~mode_ok
             & (pl.col("mode") == "exact")
@@ -268,3 +274,120 @@ def grade_trials(
         .alias("latency_ms"),
     )
     return trials
+
+
+# --------------------------------------------------------------------------------------------
+# Per-call detail for `evalbatch explain`: the tables `grade_trajectories` and
+# `count_fixture_misses` reduce to counts, kept call by call. Built from the same joins and the
+# same `match` functions, so an explanation agrees with the grade.
+
+
+@dataclass(frozen=True)
+class TrajectoryDetail:
+    """The §3.2 grading of every counted trial with a trajectory expectation, call by call.
+
+    observed: trial_key, o_idx, tool_name, inputs, exact_payload, call_pos, sequence (the
+        observed trajectory, §2.2); expected: trial_key, e_pos, tool, args_mode, args;
+    pairs: trial_key, e_pos, o_idx, ok (every same-tool pair, `ok` when the arguments match);
+    matching: trial_key, e_pos, o_idx (the maximum one-to-one matching: `matched_count` rows);
+    in_order: trial_key, e_pos, o_idx (the in-order walk; null o_idx: no call after the last);
+    forbidden: trial_key, o_idx (observed calls to a forbidden tool).
+    """
+
+    observed: pl.DataFrame
+    expected: pl.DataFrame
+    pairs: pl.DataFrame
+    matching: pl.DataFrame
+    in_order: pl.DataFrame
+    forbidden: pl.DataFrame
+
+
+def trajectory_detail(
+    trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables
+) -> TrajectoryDetail:
+    """What `grade_trajectories` counts, kept per call (for `explain`)."""
+    graded = trials.filter(pl.col("counted") & pl.col("has_trajectory")).select(
+        "trial_key", "suite_key", "task_id", "mode", "expected_count"
+    )
+    observed = _observed(trials, calls, extra=("call_pos", "sequence"))
+    expected = graded.select("trial_key", "suite_key", "task_id").join(
+        tables.expected, on=["suite_key", "task_id"], how="inner"
+    )
+    pairs = match.with_args_match(
+        expected.join(
+            observed.drop("call_pos", "sequence"),
+            left_on=["trial_key", "tool"],
+            right_on=["trial_key", "tool_name"],
+            how="inner",
+        ).rename({"pos": "e_pos"})
+    )
+    forbidden = (
+        observed.join(graded.select("trial_key", "suite_key", "task_id"), on="trial_key")
+        .join(
+            tables.forbidden,
+            left_on=["suite_key", "task_id", "tool_name"],
+            right_on=["suite_key", "task_id", "tool"],
+            how="semi",
+        )
+        .select("trial_key", "o_idx")
+        .sort("trial_key", "o_idx")
+    )
+    return TrajectoryDetail(
+        observed=observed,
+        expected=expected.select(
+            "trial_key", pl.col("pos").alias("e_pos"), "tool", "args_mode", "args"
+        ).sort("trial_key", "e_pos"),
+        pairs=pairs.select("trial_key", "e_pos", "o_idx", "ok").sort("trial_key", "e_pos", "o_idx"),
+        matching=match.matching_pairs(pairs),
+        in_order=match.in_order_pairs(graded.filter(pl.col("mode") == "in-order"), pairs),
+        forbidden=forbidden,
+    )
+
+
+@dataclass(frozen=True)
+class FixtureDetail:
+    """The §3.3 replay of every fixtured trial, call by call.
+
+    calls: trial_key, o_idx, sequence, tool_name, inputs, exact_payload (every call in the
+    bracket, all agents); entries: trial_key, f_pos, tool, args_mode, args; pairs: trial_key,
+    f_pos, o_idx, ok; served: trial_key, f_pos, o_idx (a call without a row is a miss).
+    """
+
+    calls: pl.DataFrame
+    entries: pl.DataFrame
+    pairs: pl.DataFrame
+    served: pl.DataFrame
+
+
+def fixture_detail(trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables) -> FixtureDetail:
+    """What `count_fixture_misses` counts, kept per call (for `explain`)."""
+    fixtured = trials.filter(
+        pl.col("counted") & pl.col("has_fixtures") & ~pl.col("live_shadow")
+    ).select("run_id", "segment_no", "trial_key", "suite_key", "task_id")
+    trial_calls = calls.join(fixtured, on=["run_id", "segment_no"], how="inner").select(
+        "trial_key",
+        pl.col("call_pos").cast(pl.Int64).alias("o_idx"),
+        "tool_name",
+        "inputs",
+        "exact_payload",
+        "sequence",
+    )
+    entries = fixtured.select("trial_key", "suite_key", "task_id").join(
+        tables.fixtures, on=["suite_key", "task_id"], how="inner"
+    )
+    pairs = match.with_args_match(
+        entries.join(
+            trial_calls.drop("sequence"),
+            left_on=["trial_key", "tool"],
+            right_on=["trial_key", "tool_name"],
+            how="inner",
+        ).rename({"pos": "f_pos"})
+    )
+    return FixtureDetail(
+        calls=trial_calls.sort("trial_key", "o_idx"),
+        entries=entries.select(
+            "trial_key", pl.col("pos").alias("f_pos"), "tool", "args_mode", "args"
+        ).sort("trial_key", "f_pos"),
+        pairs=pairs.select("trial_key", "f_pos", "o_idx", "ok").sort("trial_key", "f_pos", "o_idx"),
+        served=match.fixture_assignment(pairs),
+    )

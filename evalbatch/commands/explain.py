@@ -1,0 +1,101 @@
+"""`evalbatch explain EVENTS... --run RUN`: why each trial of one eval run graded as it did.
+
+The explanation comes from `evalbatch.explain`, which grades with the grader's own code, so it
+agrees with `evalbatch run`. Errors meant for users are one line on stderr and exit code 2 here
+(not only through `evalbatch.cli.main`), so the command behaves the same however it is invoked.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from evalbatch import explain as explaining
+from evalbatch.errors import EvalbatchError
+from evalbatch.options import GradeOptions
+
+#: exit codes: explained; unusable input, unknown run/task/trial or usage error; run not graded
+EXIT_OK, EXIT_UNUSABLE, EXIT_NOT_GRADED = 0, 2, 3
+
+
+@click.command(name="explain", short_help="Expected vs observed calls and the grade, per trial.")
+@click.argument("events", nargs=-1, required=True)
+@click.option(
+    "--suites",
+    "suite_paths",
+    multiple=True,
+    type=click.Path(),
+    help="Suite file or directory (repeatable); a run without one is graded from the host "
+    "record (D-4).",
+)
+@click.option("--run", "run_id", required=True, help="The eval run to explain (its runId).")
+@click.option("--task", "task_id", default=None, help="Only this task.")
+@click.option(
+    "--trial", "trial_index", type=click.IntRange(0), default=None, help="Only this trial index."
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the explanation as JSON (explainVersion 1)."
+)
+@click.option(
+    "--default-pass-score",
+    type=click.FloatRange(0, 1),
+    default=1.0,
+    show_default=True,
+    help="Suite bar when thresholds.passScore is absent (D-15); as given to `run`.",
+)
+@click.option(
+    "--on-miss-default",
+    type=click.Choice(["count", "fail"]),
+    default="count",
+    show_default=True,
+    help="What an absent fixtures.onMiss means (D-9); as given to `run`.",
+)
+def explain(
+    events: tuple[str, ...],
+    suite_paths: tuple[str, ...],
+    run_id: str,
+    task_id: str | None,
+    trial_index: int | None,
+    as_json: bool,
+    default_pass_score: float,
+    on_miss_default: str,
+) -> None:
+    """Explain how each trial of eval run RUN in EVENTS graded: expected and observed calls side
+    by side, which expected call each observed call was paired with (the grader's maximum
+    matching), the first check that failed and why (a forbidden tool, a missing call, an extra
+    call, the order, the argument path that differed), fixture entries served or missed, judge
+    calls, and the numbers the grade was made of. The grade is `evalbatch run`'s, made by the
+    same code with the same options. Unlike the EvalSummary, this shows tool names and
+    arguments: it is for reading, not for publishing.
+
+    \b
+    Example:
+      evalbatch explain data/samples/events --suites data/samples/suites \\
+        --run acme/run-trajectory-0001 --task wrong-order
+
+    Exit codes: 0 explained; 3 the run was not graded (the reasons are printed); 2 unusable
+    input, a run, task or trial that is not in the events, or a usage error.
+    """
+    options = GradeOptions(
+        default_pass_score=default_pass_score,
+        on_miss_default=on_miss_default,  # type: ignore[arg-type]
+    )
+    try:
+        explanation = explaining.explain_paths(
+            list(events),
+            list(suite_paths),
+            run_id,
+            task_id=task_id,
+            trial_index=trial_index,
+            options=options,
+        )
+    except EvalbatchError as exc:
+        click.echo(f"evalbatch: {exc}", err=True)
+        sys.exit(getattr(exc, "exit_code", EXIT_UNUSABLE))
+    if as_json:
+        click.echo(json.dumps(explaining.to_json(explanation), indent=2, ensure_ascii=False))
+    else:
+        click.echo(explaining.render_text(explanation), nl=False)
+    sys.exit(EXIT_OK if explanation.graded else EXIT_NOT_GRADED)
