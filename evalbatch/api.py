@@ -6,6 +6,9 @@ reductions (`summarize`) -> EvalSummary rows and tables (`outputs`).
 
 from __future__ import annotations
 
+import fnmatch
+import hashlib
+import json
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,12 +20,23 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalbatch import extract, incremental, inputs, problems, reduce, regress, suites
+from evalbatch import (
+    extract,
+    incremental,
+    inputs,
+    jsonvalue,
+    problems,
+    reduce,
+    regress,
+    sql,
+    suites,
+)
 from evalbatch.errors import InputError, OutputError
 from evalbatch.grade import grade_trials
 from evalbatch.options import GradeOptions
 from evalbatch.spec import SuiteTables, suite_key
 from evalbatch.summarize import RunPlan, build_outcomes
+from evalbatch.version import package_version
 
 ProblemRow = tuple[str | None, int | None, str, str]  # (run_id, sequence, code, detail)
 
@@ -96,7 +110,13 @@ def load_suites(
     for number, doc in enumerate(docs):
         files.append(
             suites.SuiteFile(
-                path=f"<suite {number}>", doc=dict(doc), faults=tuple(suites.validate_suite(doc))
+                path=f"<suite {number}>",
+                doc=dict(doc),
+                faults=tuple(suites.validate_suite(doc)),
+                # no file: the sha256 of the document's canonical JSON text
+                sha256=hashlib.sha256(
+                    jsonvalue.canonical_text(json.dumps(doc)).encode()
+                ).hexdigest(),
             )
         )
     return suites.resolve_suites(files)
@@ -165,6 +185,7 @@ class _Batch:
     problem_rows: list[ProblemRow]
     fatal_runs: set[str]
     file_problems: list[inputs.FileProblem] = field(default_factory=list)
+    provenance: dict[str, dict[str, Any]] = field(default_factory=dict)  # run -> runs columns
 
 
 @dataclass(frozen=True)
@@ -189,11 +210,35 @@ def grade_shard(
     ext = extract.extract(con, sources, runs)
     part = _grade_batch(ext, choices, options)
     part.file_problems = list(sources.problems)
+    fingerprints = dict(sql.relation(con, "run_fingerprints").fetchall())
+    for run in ext.eval_runs.iter_rows(named=True):
+        choice = choices.get((run["suite_id"], run["suite_version"]))
+        part.provenance[run["run_id"]] = {
+            "evalbatch_version": package_version(),
+            "suite_sha256": choice.sha256 if choice is not None else None,
+            "default_pass_score": options.default_pass_score,
+            "on_miss_default": options.on_miss_default,
+            "events_fingerprint": fingerprints.get(run["run_id"]),
+        }
     return part
 
 
-#: picks the runs a pass grades, given the scanned files (None: every run)
+#: picks the runs a pass grades, given the scanned files (None: those `sources` already hold)
 ChooseRuns = Callable[[Any, inputs.Sources], frozenset[str] | None]
+
+
+def _chooser(
+    run_filter: inputs.RunFilter | None, then: ChooseRuns | None = None
+) -> ChooseRuns | None:
+    """The run filter first (it narrows the sources), then `then` among the runs it kept."""
+    if run_filter is None or run_filter.empty:
+        return then
+
+    def choose(con: Any, sources: inputs.Sources) -> frozenset[str] | None:
+        run_filter.apply(con, sources)
+        return then(con, sources) if then is not None else None
+
+    return choose
 
 
 @dataclass
@@ -220,7 +265,9 @@ def _local_pass(
     try:
         sources = inputs.scan(con, paths)
         if choose_runs is not None:
-            sources.only_runs = choose_runs(con, sources)
+            picked = choose_runs(con, sources)
+            if picked is not None:
+                sources.only_runs = picked
         plan = inputs.plan_batches(con, sources, batch_events)
     except BaseException:
         con.close()
@@ -253,7 +300,9 @@ def _engine_pass(
 ) -> _Pass:
     if engine == "ray":
         if choose_runs is not None:
-            raise InputError("--incremental needs the local engine (leave out --engine ray)")
+            raise InputError(
+                "--incremental and the run filters need the local engine (leave out --engine ray)"
+            )
         from evalbatch import ray_engine  # optional: needs the `ray` extra
 
         plan, parts = ray_engine.grade_shards(paths, choices, options, address=ray_address)
@@ -272,10 +321,20 @@ def grade_shards_locally(
     threads: int | None = None,
     memory_limit: str | None = None,
     spill_dir: str | None = None,
+    run_filter: inputs.RunFilter | None = None,
 ) -> list[_Batch]:
     """Every batch of the local engine, graded but not merged (for tools that need the per-run
     grading detail, such as `verify`)."""
-    grading = _local_pass(paths, choices, options, batch_events, threads, memory_limit, spill_dir)
+    grading = _local_pass(
+        paths,
+        choices,
+        options,
+        batch_events,
+        threads,
+        memory_limit,
+        spill_dir,
+        _chooser(run_filter),
+    )
     parts = list(grading.parts)
     for part in parts:  # a damaged file found in a later batch was read in none
         part.file_problems = list(grading.file_problems.values())
@@ -391,7 +450,9 @@ def _batch_output(part: _Batch) -> BatchOutput:
             continue
         summaries.append((run_id, outcome.summary))
         task_rows += outcome.task_rows
-        run_rows.append(_run_row(run_id, outcome.summary, part.plans[run_id]))
+        run_rows.append(
+            _run_row(run_id, outcome.summary, part.plans[run_id]) | part.provenance.get(run_id, {})
+        )
     eval_runs = {row["run_id"]: row for row in part.eval_runs.iter_rows(named=True)}
     for run_id in sorted(fatal_runs):
         run = eval_runs.get(run_id, {})
@@ -402,6 +463,7 @@ def _batch_output(part: _Batch) -> BatchOutput:
                 "suite_version": run.get("suite_version"),
                 "graded": False,
             }
+            | part.provenance.get(run_id, {})
         )
     graded = {run_id for run_id, _ in summaries}
     return BatchOutput(
@@ -593,6 +655,7 @@ def grade_paths(
     on_batch: Callable[[Progress], None] | None = None,
     engine: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
+    run_filter: inputs.RunFilter | None = None,
 ) -> GradeResult:
     """Grade every eval run in the event files at `events` (files, directories, globs), in memory.
 
@@ -617,6 +680,7 @@ def grade_paths(
         threads,
         memory_limit,
         spill_dir,
+        choose_runs=_chooser(run_filter),
     )
     merged = _Merged()
     summaries: dict[str, dict[str, Any]] = {}
@@ -683,6 +747,7 @@ def write_outputs(
     engine: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
     incremental_run: bool = False,
+    run_filter: inputs.RunFilter | None = None,
 ) -> RunReport:
     """Grade like `grade_paths` and write the outputs (§4) into `out_dir`, batch by batch.
 
@@ -728,7 +793,7 @@ def write_outputs(
             memory_limit,
             spill_dir,
             choices,
-            choose_runs if incremental_run else None,
+            _chooser(run_filter, choose_runs if incremental_run else None),
         )
         carried = selection.carried if selection is not None else None
         carried_lines = iter(carried.summary_lines()) if carried is not None else iter(())
@@ -821,6 +886,11 @@ RUN_SCHEMA = {
     "pass_at_k": pl.Float64,
     "pass_hat_k": pl.Float64,
     "score_stderr": pl.Float64,
+    "evalbatch_version": pl.String,
+    "suite_sha256": pl.String,
+    "default_pass_score": pl.Float64,
+    "on_miss_default": pl.String,
+    "events_fingerprint": pl.String,
 }
 TASK_SCHEMA = {
     "run_id": pl.String,
@@ -971,10 +1041,25 @@ class RegressionReport:
 TASK_TABLE_COLUMNS = {"run_id", "suite_id", "suite_version", "task_id", "score", "gating_score"}
 
 
+def _filter_tasks(tasks: pl.DataFrame, run_filter: inputs.RunFilter | None) -> pl.DataFrame:
+    """A tasks table narrowed by run-id globs and suites (it has no time to bound)."""
+    if run_filter is None or run_filter.empty:
+        return tasks
+    keep = pl.lit(True)
+    if run_filter.run_ids:
+        runs = tasks["run_id"].unique().to_list()
+        chosen = [r for r in runs if any(fnmatch.fnmatchcase(r, g) for g in run_filter.run_ids)]
+        keep &= pl.col("run_id").is_in(chosen)
+    if run_filter.suites:
+        keep &= pl.col("suite_id").is_in(list(run_filter.suites))
+    return tasks.filter(keep)
+
+
 def _side(
     paths: Sequence[str | Path],
     suite_paths: Sequence[str | Path],
     options: GradeOptions | None,
+    run_filter: inputs.RunFilter | None = None,
 ) -> tuple[pl.DataFrame, dict[str, str]]:
     """One side of a comparison as task rows, plus runs that were not graded (run -> why).
 
@@ -986,8 +1071,8 @@ def _side(
         except (OSError, pa.ArrowException):
             names = set()  # not readable as Parquet here: grading reports it as a bad file
         if names >= TASK_TABLE_COLUMNS:
-            return pl.read_parquet(paths[0]), {}
-    result = grade_paths(paths, suite_paths, options=options)
+            return _filter_tasks(pl.read_parquet(paths[0]), run_filter), {}
+    result = grade_paths(paths, suite_paths, options=options, run_filter=run_filter)
     errors = result.problems.filter(pl.col("severity") == "error")
     not_graded = {
         run: "; ".join(errors.filter(pl.col("run_id") == run)["code"].unique().sort().to_list())
@@ -1020,6 +1105,7 @@ def regress_paths(
     grade_options: GradeOptions | None = None,
     base_run: str | None = None,
     cand_run: str | None = None,
+    run_filter: inputs.RunFilter | None = None,
 ) -> RegressionReport:
     """Pair the runs of each suite found on both sides and give a verdict per suite (§5).
 
@@ -1027,8 +1113,8 @@ def regress_paths(
         InputError: a side holds several runs of one suite and none was chosen.
     """
     options = options or regress.RegressOptions()
-    base_tasks, base_skipped = _side(base, suite_paths, grade_options)
-    cand_tasks, cand_skipped = _side(cand, suite_paths, grade_options)
+    base_tasks, base_skipped = _side(base, suite_paths, grade_options, run_filter)
+    cand_tasks, cand_skipped = _side(cand, suite_paths, grade_options, run_filter)
     base_suites = set(base_tasks["suite_id"].drop_nulls().to_list())
     cand_suites = set(cand_tasks["suite_id"].drop_nulls().to_list())
     comparisons: list[regress.Comparison] = []

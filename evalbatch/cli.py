@@ -11,6 +11,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Collection
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ import click
 import polars as pl
 
 from evalbatch import api, ingest, regress, suites, verify
+from evalbatch.commands import filters
+from evalbatch.commands.explain import explain
 from evalbatch.commands.export import export
 from evalbatch.commands.report import report
 from evalbatch.commands.sql import sql_command
@@ -174,6 +177,7 @@ _spill_dir_option = click.option(
     help="Grade only runs new or changed since the last --incremental run into OUT (its "
     "manifest.json); carry the rest over. The outputs equal a full regrade's.",
 )
+@filters.run_filter_options
 @click.option("--quiet", is_flag=True, help="Print only where the outputs went.")
 def run(
     events: tuple[str, ...],
@@ -188,6 +192,10 @@ def run(
     engine: str,
     ray_address: str | None,
     incremental: bool,
+    run_ids: tuple[str, ...],
+    filter_suites: tuple[str, ...],
+    since: datetime | None,
+    until: datetime | None,
     quiet: bool,
 ) -> None:
     """Grade every eval run in EVENTS (Parquet files, directories or globs) into OUT.
@@ -216,6 +224,7 @@ def run(
             engine=engine,  # type: ignore[arg-type]
             ray_address=ray_address,
             incremental_run=incremental,
+            run_filter=filters.build(run_ids, filter_suites, since, until),
         )
     finally:
         progress.close()
@@ -331,6 +340,7 @@ def _print_comparison(c: regress.Comparison, alpha: float) -> None:
     help="inconclusive: also exit 1 on an inconclusive verdict.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the comparisons as JSON.")
+@filters.run_filter_options
 def regress_command(
     base: str,
     cand: str,
@@ -345,6 +355,10 @@ def regress_command(
     cand_run: str | None,
     fail_on: str,
     as_json: bool,
+    run_ids: tuple[str, ...],
+    filter_suites: tuple[str, ...],
+    since: datetime | None,
+    until: datetime | None,
 ) -> None:
     """Paired regression verdict of CAND against BASE, per suite (RFC 0244 §F).
 
@@ -368,7 +382,13 @@ def regress_command(
         score=score_kind,  # type: ignore[arg-type]
     )
     report = api.regress_paths(
-        [base], [cand], list(suite_paths), options=options, base_run=base_run, cand_run=cand_run
+        [base],
+        [cand],
+        list(suite_paths),
+        options=options,
+        base_run=base_run,
+        cand_run=cand_run,
+        run_filter=filters.build(run_ids, filter_suites, since, until),
     )
     if as_json:
         click.echo(json.dumps([c.report() for c in report.comparisons], indent=2))
@@ -493,6 +513,7 @@ def _print_verify(report: verify.VerifyReport) -> None:
 @_memory_limit_option
 @_spill_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@filters.run_filter_options
 def verify_command(
     events: tuple[str, ...],
     suite_paths: tuple[str, ...],
@@ -504,6 +525,10 @@ def verify_command(
     memory_limit: str | None,
     spill_dir: str | None,
     as_json: bool,
+    run_ids: tuple[str, ...],
+    filter_suites: tuple[str, ...],
+    since: datetime | None,
+    until: datetime | None,
 ) -> None:
     """Recompute every eval run in EVENTS and compare with what the host recorded (CONTRACT §8).
 
@@ -528,6 +553,7 @@ def verify_command(
         batch_events=batch_events,
         memory_limit=memory_limit,
         spill_dir=spill_dir,
+        run_filter=filters.build(run_ids, filter_suites, since, until),
     )
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
@@ -586,6 +612,7 @@ def ingest_command(inputs: tuple[str, ...], out_dir: str, quiet: bool) -> None:
 cli.add_command(sql_command)
 cli.add_command(export)
 cli.add_command(report)
+cli.add_command(explain)
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import metadata, resources
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ import polars as pl
 from evalbatch import extract, inputs, sql
 from evalbatch.errors import EvalbatchError
 from evalbatch.outdir import RunOutputs
+from evalbatch.version import package_version
 
 EVENT_NAME = "gen_ai.evaluation.result"
 #: OTLP SeverityNumber INFO: the event convention asks for a severity and names none
@@ -41,14 +42,6 @@ EEE_SCHEMA_VERSION = "0.3.0"
 EEE_DEPLOYMENT_TYPES = ("self_deployed", "externally_managed", "unknown")
 EEE_AVAILABILITY = ("open_weights", "closed_weights", "unknown")
 EEE_RELATIONSHIPS = ("first_party", "third_party", "collaborative", "other")
-
-
-def package_version() -> str:
-    """The installed evalbatch version: the OTel scope's and the EEE eval_library's version."""
-    try:
-        return metadata.version("evalbatch")
-    except metadata.PackageNotFoundError:  # a source tree that is not installed
-        return "unknown"
 
 
 # --------------------------------------------------------------------------------------------

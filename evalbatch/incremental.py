@@ -17,15 +17,15 @@ import hashlib
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import polars as pl
 
-from evalbatch import inputs, suites
+from evalbatch import inputs, sql, suites
 from evalbatch.options import GradeOptions
+from evalbatch.version import package_version
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = 1
@@ -80,12 +80,8 @@ def read_manifest(out_dir: Path) -> Manifest | None:
 
 def settings(options: GradeOptions) -> dict[str, Any]:
     """What every grade depends on besides a run's events and suite."""
-    try:
-        version = metadata.version("evalbatch")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
     return {
-        "evalbatch": version,
+        "evalbatch": package_version(),
         "duckdb": duckdb.__version__,
         "options": {
             "default_pass_score": options.default_pass_score,
@@ -110,12 +106,7 @@ def event_fingerprints(con: duckdb.DuckDBPyConnection, sources: inputs.Sources) 
     """A fingerprint of each run's rows as grading reads them (order-free: rows may move between
     files): their count and two sums of row hashes."""
     inputs.register(con, sources, None)
-    rows = con.execute(
-        "SELECT run_id, count(*), sum(h), bit_xor(h) FROM ("
-        "SELECT run_id, hash(sequence, sequence_ok, type, payload, ts) AS h FROM source_events"
-        ") GROUP BY run_id"
-    ).fetchall()
-    return {run_id: f"{count}:{total}:{mixed}" for run_id, count, total, mixed in rows}
+    return dict(sql.relation(con, "run_fingerprints").fetchall())
 
 
 @dataclass

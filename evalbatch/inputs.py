@@ -11,7 +11,9 @@ from __future__ import annotations
 import glob
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -301,3 +303,52 @@ def register(
         )
     con.execute("CREATE OR REPLACE TEMP VIEW source_events AS " + " UNION ALL ".join(selects))
     con.execute("CREATE OR REPLACE TEMP VIEW source_runs AS " + _runs_union(sources))
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs a command reads (E-63): run ids matching any glob in `run_ids`, and eval runs
+    whose `eval.started` names a suite in `suites` and falls in [`since`, `until`)."""
+
+    run_ids: tuple[str, ...] = ()
+    suites: tuple[str, ...] = ()
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not (self.run_ids or self.suites or self.since or self.until)
+
+    def apply(self, con: duckdb.DuckDBPyConnection, sources: Sources) -> None:
+        """Narrow `sources` to the runs that pass (read once: run ids, and `eval.started` rows
+        for the suite and time bounds); every later scan of the sources reads only them."""
+        if self.empty:
+            return
+        register(con, sources, None)
+        where: list[str] = []
+        params: list[Any] = []
+        if self.run_ids:
+            where.append("(" + " OR ".join("run_id GLOB ?" for _ in self.run_ids) + ")")
+            params += list(self.run_ids)
+        if self.suites or self.since or self.until:
+            started = ["type IN ('eval.started')"]
+            if self.suites:
+                started.append(
+                    "json_extract_string(CASE WHEN json_valid(payload) THEN payload END, "
+                    "'$.suiteId') IN (SELECT unnest(?::VARCHAR[]))"
+                )
+                params.append(list(self.suites))
+            if self.since:
+                started.append("ts >= ?")
+                params.append(self.since)
+            if self.until:
+                started.append("ts < ?")
+                params.append(self.until)
+            where.append(
+                "run_id IN (SELECT run_id FROM source_events WHERE " + " AND ".join(started) + ")"
+            )
+        query = "SELECT DISTINCT run_id FROM source_runs WHERE " + " AND ".join(where)
+        chosen = frozenset(run_id for (run_id,) in con.execute(query, params).fetchall())
+        if sources.only_runs is not None:
+            chosen &= sources.only_runs
+        sources.only_runs = chosen

@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from evalbatch import api, extract, sql
+from evalbatch import api, extract, inputs, sql
 from evalbatch.errors import EvalbatchError
 from evalbatch.options import GradeOptions
 
@@ -181,6 +181,7 @@ def connect(
     memory_limit: str | None = None,
     spill_dir: str | None = None,
     options: GradeOptions | None = None,
+    run_filter: inputs.RunFilter | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection holding the SQL stage's tables over `events` and the graded tables.
 
@@ -211,10 +212,14 @@ def connect(
         threads=threads,
         memory_limit=memory_limit,
         spill_dir=spill_dir,
+        run_filter=run_filter,
     )
     con = extract.connect(threads, memory_limit, spill_dir)
     try:
-        extract.extract(con, event_paths)
+        sources = inputs.scan(con, event_paths)
+        if run_filter is not None:
+            run_filter.apply(con, sources)
+        extract.extract(con, sources)
         _add_graded(con, result)
         _add_views(con)
     except BaseException:

@@ -12,6 +12,7 @@ they are safe in the problems table.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -76,6 +77,7 @@ class SuiteFile:
     path: str
     doc: dict[str, Any]
     faults: tuple[Fault, ...]
+    sha256: str | None = None  # of the file's bytes (provenance)
 
     @property
     def errors(self) -> tuple[Fault, ...]:
@@ -97,6 +99,7 @@ class SuiteChoice:
     problem: Literal["suite-invalid", "suite-conflict"] | None
     message: str | None
     paths: tuple[str, ...]
+    sha256: str | None = None  # of the first file holding it, in path order (provenance)
 
 
 # --------------------------------------------------------------------------------------------
@@ -445,7 +448,12 @@ def _load_one(path: Path) -> SuiteFile:
         raise SuiteFileError(
             str(path), "has no string suiteId and version: it cannot be matched to any run"
         )
-    return SuiteFile(path=str(path), doc=doc, faults=tuple(validate_suite(doc)))
+    return SuiteFile(
+        path=str(path),
+        doc=doc,
+        faults=tuple(validate_suite(doc)),
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+    )
 
 
 def _expand(given: str | Path) -> list[Path]:
@@ -510,7 +518,9 @@ def resolve_suites(files: Sequence[SuiteFile]) -> dict[tuple[str, str], SuiteCho
                 f"suite {suite_id} {version}: {len(distinct)} different documents "
                 f"in {', '.join(paths)}"
             )
-            choices[key] = SuiteChoice(suite_id, version, None, "suite-conflict", message, paths)
+            choices[key] = SuiteChoice(
+                suite_id, version, None, "suite-conflict", message, paths, members[0].sha256
+            )
             continue
         errors = members[0].errors
         if errors:
@@ -520,7 +530,11 @@ def resolve_suites(files: Sequence[SuiteFile]) -> dict[tuple[str, str], SuiteCho
                 f"suite {suite_id} {version} is invalid: {first.path} in {members[0].path}: "
                 f"{first.message}{more}"
             )
-            choices[key] = SuiteChoice(suite_id, version, None, "suite-invalid", message, paths)
+            choices[key] = SuiteChoice(
+                suite_id, version, None, "suite-invalid", message, paths, members[0].sha256
+            )
             continue
-        choices[key] = SuiteChoice(suite_id, version, members[0].doc, None, None, paths)
+        choices[key] = SuiteChoice(
+            suite_id, version, members[0].doc, None, None, paths, members[0].sha256
+        )
     return choices

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import polars as pl
 
-SCHEMA_VERSION = 2  # 2: tasks gained pass_at_k_by_k and pass_hat_k_by_k
+#: 2: tasks gained pass_at_k_by_k and pass_hat_k_by_k; 3: runs gained the provenance columns
+SCHEMA_VERSION = 3
 
 #: table -> column -> what it holds (the column types are in evalbatch.api's *_SCHEMA)
 COLUMNS: dict[str, dict[str, str]] = {
@@ -30,6 +31,13 @@ COLUMNS: dict[str, dict[str, str]] = {
         "pass_at_k": "trialStats.passAtK",
         "pass_hat_k": "trialStats.passHatK",
         "score_stderr": "trialStats.scoreStderr (clustered by task)",
+        "evalbatch_version": "the evalbatch version that graded it (E-54)",
+        "suite_sha256": "sha256 of the suite file it was graded with (of the first copy in path "
+        "order; of the canonical JSON for a suite given in memory); null without a suite",
+        "default_pass_score": "--default-pass-score it was graded with (D-15)",
+        "on_miss_default": "--on-miss-default it was graded with (D-9)",
+        "events_fingerprint": "fingerprint of its events: count, sum and xor of row hashes "
+        "(as `run --incremental` compares them)",
     },
     "tasks": {
         "run_id": "the eval run",

@@ -351,6 +351,8 @@ def _read_host(paths: list[str], trials: pl.DataFrame, engine: Mapping[str, Any]
     )
     try:
         sources = inputs.scan(con, paths)
+        if engine.get("run_filter") is not None:
+            engine["run_filter"].apply(con, sources)
         bounds = trials.filter("counted").select(
             "run_id",
             "segment_no",
@@ -1186,6 +1188,7 @@ def verify_paths(
     batch_events: int = api.DEFAULT_BATCH_EVENTS,
     memory_limit: str | None = None,
     spill_dir: str | None = None,
+    run_filter: inputs.RunFilter | None = None,
 ) -> VerifyReport:
     """Recompute every eval run in `events` and compare with the host's record (CONTRACT §8).
 
@@ -1204,6 +1207,7 @@ def verify_paths(
         "threads": threads,
         "memory_limit": memory_limit,
         "spill_dir": spill_dir,
+        "run_filter": run_filter,
     }
     host_summaries = [*load_summaries(summary_paths), *summaries]
     choices = api.load_suites(suite_paths, suite_docs)

@@ -24,6 +24,7 @@ import click
 import duckdb
 
 from evalbatch import notebook
+from evalbatch.commands import filters
 from evalbatch.options import GradeOptions
 
 FORMATS = ("table", "csv", "json", "parquet")
@@ -272,6 +273,7 @@ def _warn_left_out(con: duckdb.DuckDBPyConnection) -> None:
 )
 @click.option("--memory-limit", default=None, help="DuckDB memory limit, e.g. 4GB.")
 @click.option("--spill-dir", type=click.Path(), default=None, help="Where DuckDB may spill.")
+@filters.run_filter_options
 def sql_command(
     events: tuple[str, ...],
     suite_paths: tuple[str, ...],
@@ -284,6 +286,10 @@ def sql_command(
     threads: int | None,
     memory_limit: str | None,
     spill_dir: str | None,
+    run_ids: tuple[str, ...],
+    filter_suites: tuple[str, ...],
+    since: datetime | None,
+    until: datetime | None,
 ) -> None:
     """Run SQL over the eval runs in EVENTS: the extraction's tables and the graded ones.
 
@@ -312,6 +318,7 @@ def sql_command(
         threads=threads,
         memory_limit=memory_limit,
         spill_dir=spill_dir,
+        run_filter=filters.build(run_ids, filter_suites, since, until),
     )
     try:
         _warn_left_out(con)
