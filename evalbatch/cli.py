@@ -19,7 +19,7 @@ import click
 import polars as pl
 
 from evalbatch import api, ingest, regress, suites, verify
-from evalbatch.commands import filters
+from evalbatch.commands import filters, resources
 from evalbatch.commands.explain import explain
 from evalbatch.commands.export import export
 from evalbatch.commands.report import report
@@ -142,7 +142,12 @@ _memory_limit_option = click.option(
     "--memory-limit", default=None, help="DuckDB memory limit, e.g. 4GB."
 )
 _spill_dir_option = click.option(
-    "--spill-dir", type=click.Path(), default=None, help="Where DuckDB may spill."
+    "--temp-dir",
+    "--spill-dir",
+    "spill_dir",
+    type=click.Path(),
+    default=None,
+    help="Where DuckDB may spill past the memory limit.",
 )
 
 
@@ -341,6 +346,7 @@ def _print_comparison(c: regress.Comparison, alpha: float) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the comparisons as JSON.")
 @filters.run_filter_options
+@resources.resource_options
 def regress_command(
     base: str,
     cand: str,
@@ -574,6 +580,7 @@ def verify_command(
     help="Directory for the Parquet files (one runId=<id>/ directory per run).",
 )
 @click.option("--quiet", is_flag=True, help="Print only the totals line.")
+@resources.resource_options
 def ingest_command(inputs: tuple[str, ...], out_dir: str, quiet: bool) -> None:
     """Convert OpenWOP event exports to the canonical Parquet layout (CONTRACT §1.2).
 

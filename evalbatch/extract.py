@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -47,6 +48,43 @@ class Extraction:
     usage_problems: pl.DataFrame  # run_id, segment_no, sequence, code
 
 
+#: DuckDB resources every connection starts with unless its caller names its own (E-64): set by
+#: the CLI's --threads, --memory-limit and --temp-dir for the length of one command
+_RESOURCES: dict[str, Any] = {}
+
+
+def set_resources(
+    threads: int | None = None, memory_limit: str | None = None, spill_dir: str | None = None
+) -> None:
+    """Make these the resources of every later connection (None leaves a setting as it is)."""
+    given = {"threads": threads, "memory_limit": memory_limit, "spill_dir": spill_dir}
+    _RESOURCES.update({name: value for name, value in given.items() if value is not None})
+
+
+def reset_resources() -> None:
+    """Back to DuckDB's defaults."""
+    _RESOURCES.clear()
+
+
+def apply_resources(
+    con: duckdb.DuckDBPyConnection,
+    threads: int | None = None,
+    memory_limit: str | None = None,
+    spill_dir: str | None = None,
+) -> None:
+    """Set a connection's threads, memory limit and spill directory: the ones given, else the
+    ones `set_resources` chose, else DuckDB's."""
+    threads = threads or _RESOURCES.get("threads")
+    memory_limit = memory_limit or _RESOURCES.get("memory_limit")
+    spill_dir = spill_dir or _RESOURCES.get("spill_dir")
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    if memory_limit:
+        con.execute("SET memory_limit = $limit", {"limit": memory_limit})
+    if spill_dir:
+        con.execute("SET temp_directory = $dir", {"dir": str(spill_dir)})
+
+
 def connect(
     threads: int | None = None, memory_limit: str | None = None, spill_dir: str | None = None
 ) -> duckdb.DuckDBPyConnection:
@@ -56,12 +94,7 @@ def connect(
     """
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")
-    if threads:
-        con.execute(f"SET threads = {int(threads)}")
-    if memory_limit:
-        con.execute("SET memory_limit = $limit", {"limit": memory_limit})
-    if spill_dir:
-        con.execute("SET temp_directory = $dir", {"dir": str(spill_dir)})
+    apply_resources(con, threads, memory_limit, spill_dir)
     con.execute(sql.load("macros").text)
     return con
 

@@ -35,6 +35,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from evalbatch import extract
 from evalbatch.errors import InputError
 from evalbatch.problems import severity
 
@@ -600,6 +601,7 @@ def _castable_ids(run_ids: Sequence[str]) -> set[str]:
     if not run_ids:
         return set()
     con = duckdb.connect(":memory:")
+    extract.apply_resources(con)
     try:
         con.register("ids", pa.table({"id": pa.array(run_ids, pa.string())}))
         casts = " OR ".join(

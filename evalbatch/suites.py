@@ -518,9 +518,8 @@ def resolve_suites(files: Sequence[SuiteFile]) -> dict[tuple[str, str], SuiteCho
                 f"suite {suite_id} {version}: {len(distinct)} different documents "
                 f"in {', '.join(paths)}"
             )
-            choices[key] = SuiteChoice(
-                suite_id, version, None, "suite-conflict", message, paths, members[0].sha256
-            )
+            # no one file is the suite: no hash to record
+            choices[key] = SuiteChoice(suite_id, version, None, "suite-conflict", message, paths)
             continue
         errors = members[0].errors
         if errors:

@@ -13,6 +13,7 @@ import sys
 import click
 
 from evalbatch import explain as explaining
+from evalbatch.commands import resources
 from evalbatch.errors import EvalbatchError
 from evalbatch.options import GradeOptions
 
@@ -22,6 +23,7 @@ EXIT_OK, EXIT_UNUSABLE, EXIT_NOT_GRADED = 0, 2, 3
 
 @click.command(name="explain", short_help="Expected vs observed calls and the grade, per trial.")
 @click.argument("events", nargs=-1, required=True)
+@resources.resource_options
 @click.option(
     "--suites",
     "suite_paths",

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from evalbatch import exports, outdir
+from evalbatch.commands import resources
 from evalbatch.errors import InputError
 
 
@@ -24,6 +25,7 @@ def export() -> None:
 
 @export.command(name="otel", short_help="OpenTelemetry gen_ai.evaluation.result events.")
 @click.argument("out_dir", type=click.Path())
+@resources.resource_options
 @click.option(
     "--events",
     "event_paths",
@@ -85,6 +87,7 @@ def otel(out_dir: str, event_paths: tuple[str, ...], output: str | None, service
 
 @export.command(name="eee", short_help="Every Eval Ever aggregate records (schema 0.3.0).")
 @click.argument("out_dir", type=click.Path())
+@resources.resource_options
 @click.option(
     "--model-id",
     required=True,

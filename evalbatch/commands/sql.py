@@ -272,7 +272,14 @@ def _warn_left_out(con: duckdb.DuckDBPyConnection) -> None:
     "--threads", type=click.IntRange(1), default=None, help="DuckDB threads (default: all cores)."
 )
 @click.option("--memory-limit", default=None, help="DuckDB memory limit, e.g. 4GB.")
-@click.option("--spill-dir", type=click.Path(), default=None, help="Where DuckDB may spill.")
+@click.option(
+    "--temp-dir",
+    "--spill-dir",
+    "spill_dir",
+    type=click.Path(),
+    default=None,
+    help="Where DuckDB may spill past the memory limit.",
+)
 @filters.run_filter_options
 def sql_command(
     events: tuple[str, ...],
