@@ -211,10 +211,11 @@ def grade_shard(
     part = _grade_batch(ext, choices, options)
     part.file_problems = list(sources.problems)
     fingerprints = dict(sql.relation(con, "run_fingerprints").fetchall())
+    version = package_version()
     for run in ext.eval_runs.iter_rows(named=True):
         choice = choices.get((run["suite_id"], run["suite_version"]))
         part.provenance[run["run_id"]] = {
-            "evalbatch_version": package_version(),
+            "evalbatch_version": version,
             "suite_sha256": choice.sha256 if choice is not None else None,
             "default_pass_score": options.default_pass_score,
             "on_miss_default": options.on_miss_default,
