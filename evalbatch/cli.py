@@ -22,6 +22,12 @@ from evalbatch import api, ingest, regress, suites, verify
 from evalbatch.commands import filters, resources
 from evalbatch.commands.explain import explain
 from evalbatch.commands.export import export
+from evalbatch.commands.options import default_pass_score_option as _default_pass_score_option
+from evalbatch.commands.options import memory_limit_option as _memory_limit_option
+from evalbatch.commands.options import on_miss_default_option as _on_miss_default_option
+from evalbatch.commands.options import spill_dir_option as _spill_dir_option
+from evalbatch.commands.options import suites_option as _suites_option
+from evalbatch.commands.options import threads_option as _threads_option
 from evalbatch.commands.report import report
 from evalbatch.commands.sql import sql_command
 from evalbatch.errors import EvalbatchError
@@ -107,47 +113,12 @@ def _print_problems(problems: pl.DataFrame, limit: int = 20) -> None:
 
 
 # options `run` and `verify` share: a verify recomputes exactly as run grades
-_suites_option = click.option(
-    "--suites",
-    "suite_paths",
-    multiple=True,
-    type=click.Path(),
-    help="Suite file or directory (repeatable).",
-)
-_default_pass_score_option = click.option(
-    "--default-pass-score",
-    type=click.FloatRange(0, 1),
-    default=1.0,
-    show_default=True,
-    help="Suite bar when thresholds.passScore is absent (D-15).",
-)
-_on_miss_default_option = click.option(
-    "--on-miss-default",
-    type=click.Choice(["count", "fail"]),
-    default="count",
-    show_default=True,
-    help="What an absent fixtures.onMiss means (D-9).",
-)
-_threads_option = click.option(
-    "--threads", type=click.IntRange(1), default=None, help="DuckDB threads (default: all cores)."
-)
 _batch_events_option = click.option(
     "--batch-events",
     type=click.IntRange(1),
     default=api.DEFAULT_BATCH_EVENTS,
     show_default=True,
     help="Grade whole runs in batches of about this many events (bounds memory).",
-)
-_memory_limit_option = click.option(
-    "--memory-limit", default=None, help="DuckDB memory limit, e.g. 4GB."
-)
-_spill_dir_option = click.option(
-    "--temp-dir",
-    "--spill-dir",
-    "spill_dir",
-    type=click.Path(),
-    default=None,
-    help="Where DuckDB may spill past the memory limit.",
 )
 
 

@@ -189,10 +189,12 @@ def grade_trajectories(
     )
 
 
-def count_fixture_misses(
+def _fixture_pairs(
     trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables
-) -> pl.DataFrame:
-    """Misses per fixtured trial (§3.3): task has toolResponses, run is not live-shadow."""
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """For each fixtured trial (§3.3: task has toolResponses, run is not live-shadow): the
+    trials, their calls (with sequence), their fixture entries, and every (entry, call) pair of
+    one tool with whether the arguments match."""
     fixtured = trials.filter(
         pl.col("counted") & pl.col("has_fixtures") & ~pl.col("live_shadow")
     ).select("run_id", "segment_no", "trial_key", "suite_key", "task_id")
@@ -202,18 +204,27 @@ def count_fixture_misses(
         "tool_name",
         "inputs",
         "exact_payload",
+        "sequence",
     )
     entries = fixtured.select("trial_key", "suite_key", "task_id").join(
         tables.fixtures, on=["suite_key", "task_id"], how="inner"
     )
     pairs = match.with_args_match(
         entries.join(
-            trial_calls,
+            trial_calls.drop("sequence"),
             left_on=["trial_key", "tool"],
             right_on=["trial_key", "tool_name"],
             how="inner",
         ).rename({"pos": "f_pos"})
     )
+    return fixtured, trial_calls, entries, pairs
+
+
+def count_fixture_misses(
+    trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables
+) -> pl.DataFrame:
+    """Misses per fixtured trial (§3.3)."""
+    fixtured, trial_calls, _, pairs = _fixture_pairs(trials, calls, tables)
     misses = match.replay_fixtures(trial_calls.select("trial_key", "o_idx"), pairs)
     return (
         fixtured.select("trial_key")
@@ -361,28 +372,7 @@ class FixtureDetail:
 
 def fixture_detail(trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables) -> FixtureDetail:
     """What `count_fixture_misses` counts, kept per call (for `explain`)."""
-    fixtured = trials.filter(
-        pl.col("counted") & pl.col("has_fixtures") & ~pl.col("live_shadow")
-    ).select("run_id", "segment_no", "trial_key", "suite_key", "task_id")
-    trial_calls = calls.join(fixtured, on=["run_id", "segment_no"], how="inner").select(
-        "trial_key",
-        pl.col("call_pos").cast(pl.Int64).alias("o_idx"),
-        "tool_name",
-        "inputs",
-        "exact_payload",
-        "sequence",
-    )
-    entries = fixtured.select("trial_key", "suite_key", "task_id").join(
-        tables.fixtures, on=["suite_key", "task_id"], how="inner"
-    )
-    pairs = match.with_args_match(
-        entries.join(
-            trial_calls.drop("sequence"),
-            left_on=["trial_key", "tool"],
-            right_on=["trial_key", "tool_name"],
-            how="inner",
-        ).rename({"pos": "f_pos"})
-    )
+    _, trial_calls, entries, pairs = _fixture_pairs(trials, calls, tables)
     return FixtureDetail(
         calls=trial_calls.sort("trial_key", "o_idx"),
         entries=entries.select(

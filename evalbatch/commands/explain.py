@@ -14,6 +14,11 @@ import click
 
 from evalbatch import explain as explaining
 from evalbatch.commands import resources
+from evalbatch.commands.options import (
+    default_pass_score_option,
+    on_miss_default_option,
+    suites_option,
+)
 from evalbatch.errors import EvalbatchError
 from evalbatch.options import GradeOptions
 
@@ -24,14 +29,7 @@ EXIT_OK, EXIT_UNUSABLE, EXIT_NOT_GRADED = 0, 2, 3
 @click.command(name="explain", short_help="Expected vs observed calls and the grade, per trial.")
 @click.argument("events", nargs=-1, required=True)
 @resources.resource_options
-@click.option(
-    "--suites",
-    "suite_paths",
-    multiple=True,
-    type=click.Path(),
-    help="Suite file or directory (repeatable); a run without one is graded from the host "
-    "record (D-4).",
-)
+@suites_option
 @click.option("--run", "run_id", required=True, help="The eval run to explain (its runId).")
 @click.option("--task", "task_id", default=None, help="Only this task.")
 @click.option(
@@ -40,20 +38,8 @@ EXIT_OK, EXIT_UNUSABLE, EXIT_NOT_GRADED = 0, 2, 3
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the explanation as JSON (explainVersion 1)."
 )
-@click.option(
-    "--default-pass-score",
-    type=click.FloatRange(0, 1),
-    default=1.0,
-    show_default=True,
-    help="Suite bar when thresholds.passScore is absent (D-15); as given to `run`.",
-)
-@click.option(
-    "--on-miss-default",
-    type=click.Choice(["count", "fail"]),
-    default="count",
-    show_default=True,
-    help="What an absent fixtures.onMiss means (D-9); as given to `run`.",
-)
+@default_pass_score_option
+@on_miss_default_option
 def explain(
     events: tuple[str, ...],
     suite_paths: tuple[str, ...],

@@ -25,6 +25,14 @@ import duckdb
 
 from evalbatch import notebook
 from evalbatch.commands import filters
+from evalbatch.commands.options import (
+    default_pass_score_option,
+    memory_limit_option,
+    on_miss_default_option,
+    spill_dir_option,
+    suites_option,
+    threads_option,
+)
 from evalbatch.options import GradeOptions
 
 FORMATS = ("table", "csv", "json", "parquet")
@@ -218,13 +226,7 @@ def _warn_left_out(con: duckdb.DuckDBPyConnection) -> None:
 
 @click.command(name="sql")
 @click.argument("events", nargs=-1, required=True)
-@click.option(
-    "--suites",
-    "suite_paths",
-    multiple=True,
-    type=click.Path(),
-    help="Suite file or directory (repeatable); runs without one are graded from the host record.",
-)
+@suites_option
 @click.option(
     "-e",
     "--execute",
@@ -254,32 +256,11 @@ def _warn_left_out(con: duckdb.DuckDBPyConnection) -> None:
     show_default=True,
     help="table: rows shown (0: all).",
 )
-@click.option(
-    "--default-pass-score",
-    type=click.FloatRange(0, 1),
-    default=1.0,
-    show_default=True,
-    help="Suite bar when thresholds.passScore is absent (D-15).",
-)
-@click.option(
-    "--on-miss-default",
-    type=click.Choice(["count", "fail"]),
-    default="count",
-    show_default=True,
-    help="What an absent fixtures.onMiss means (D-9).",
-)
-@click.option(
-    "--threads", type=click.IntRange(1), default=None, help="DuckDB threads (default: all cores)."
-)
-@click.option("--memory-limit", default=None, help="DuckDB memory limit, e.g. 4GB.")
-@click.option(
-    "--temp-dir",
-    "--spill-dir",
-    "spill_dir",
-    type=click.Path(),
-    default=None,
-    help="Where DuckDB may spill past the memory limit.",
-)
+@default_pass_score_option
+@on_miss_default_option
+@threads_option
+@memory_limit_option
+@spill_dir_option
 @filters.run_filter_options
 def sql_command(
     events: tuple[str, ...],

@@ -1,0 +1,42 @@
+"""Options several commands share, defined once so they read and behave the same everywhere."""
+
+from __future__ import annotations
+
+import click
+
+suites_option = click.option(
+    "--suites",
+    "suite_paths",
+    multiple=True,
+    type=click.Path(),
+    help="Suite file or directory (repeatable); a run without one is graded from the host "
+    "record (D-4).",
+)
+default_pass_score_option = click.option(
+    "--default-pass-score",
+    type=click.FloatRange(0, 1),
+    default=1.0,
+    show_default=True,
+    help="Suite bar when thresholds.passScore is absent (D-15).",
+)
+on_miss_default_option = click.option(
+    "--on-miss-default",
+    type=click.Choice(["count", "fail"]),
+    default="count",
+    show_default=True,
+    help="What an absent fixtures.onMiss means (D-9).",
+)
+threads_option = click.option(
+    "--threads", type=click.IntRange(1), default=None, help="DuckDB threads (default: all cores)."
+)
+memory_limit_option = click.option(
+    "--memory-limit", default=None, help="DuckDB memory limit, e.g. 4GB."
+)
+spill_dir_option = click.option(
+    "--temp-dir",
+    "--spill-dir",
+    "spill_dir",
+    type=click.Path(),
+    default=None,
+    help="Where DuckDB may spill past the memory limit.",
+)
