@@ -95,20 +95,30 @@ def _observed(
     )
 
 
-def grade_trajectories(
-    trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables
-) -> pl.DataFrame:
-    """The §3.2 block for every counted trial whose task has a trajectory expectation."""
+@dataclass(frozen=True)
+class _TrajectoryPairs:
+    """What grading a trajectory compares, built once for the grade and for `explain`."""
+
+    graded: pl.DataFrame  # trial_key, suite_key, task_id, mode, expected_count, has_bracket
+    observed: pl.DataFrame  # trial_key, o_idx, tool_name, inputs, exact_payload, *extra
+    expected: pl.DataFrame  # trial_key, suite_key, task_id, pos, tool, args_mode, args, ...
+    pairs: pl.DataFrame  # every (expected, observed) pair of one tool, with `ok`
+    forbidden: pl.DataFrame  # trial_key, o_idx of each call to a forbidden tool
+
+
+def _trajectory_pairs(
+    trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables, extra: tuple[str, ...] = ()
+) -> _TrajectoryPairs:
     graded = trials.filter(pl.col("counted") & pl.col("has_trajectory")).select(
         "trial_key", "suite_key", "task_id", "mode", "expected_count", "has_bracket"
     )
-    observed = _observed(trials, calls)
+    observed = _observed(trials, calls, extra)
     expected = graded.select("trial_key", "suite_key", "task_id").join(
         tables.expected, on=["suite_key", "task_id"], how="inner"
     )
     pairs = match.with_args_match(
         expected.join(
-            observed,
+            observed.drop(*extra),
             left_on=["trial_key", "tool"],
             right_on=["trial_key", "tool_name"],
             how="inner",
@@ -122,8 +132,20 @@ def grade_trajectories(
             right_on=["suite_key", "task_id", "tool"],
             how="semi",
         )
-        .group_by("trial_key")
-        .agg(pl.len().cast(pl.Int64).alias("forbidden_count"))
+        .select("trial_key", "o_idx")
+        .sort("trial_key", "o_idx")
+    )
+    return _TrajectoryPairs(graded, observed, expected, pairs, forbidden)
+
+
+def grade_trajectories(
+    trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables
+) -> pl.DataFrame:
+    """The §3.2 block for every counted trial whose task has a trajectory expectation."""
+    built = _trajectory_pairs(trials, calls, tables)
+    graded, observed, pairs = built.graded, built.observed, built.pairs
+    forbidden = built.forbidden.group_by("trial_key").agg(
+        pl.len().cast(pl.Int64).alias("forbidden_count")
     )
     observed_count = observed.group_by("trial_key").agg(
         pl.len().cast(pl.Int64).alias("observed_count")
@@ -317,32 +339,9 @@ def trajectory_detail(
     trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables
 ) -> TrajectoryDetail:
     """What `grade_trajectories` counts, kept per call (for `explain`)."""
-    graded = trials.filter(pl.col("counted") & pl.col("has_trajectory")).select(
-        "trial_key", "suite_key", "task_id", "mode", "expected_count"
-    )
-    observed = _observed(trials, calls, extra=("call_pos", "sequence"))
-    expected = graded.select("trial_key", "suite_key", "task_id").join(
-        tables.expected, on=["suite_key", "task_id"], how="inner"
-    )
-    pairs = match.with_args_match(
-        expected.join(
-            observed.drop("call_pos", "sequence"),
-            left_on=["trial_key", "tool"],
-            right_on=["trial_key", "tool_name"],
-            how="inner",
-        ).rename({"pos": "e_pos"})
-    )
-    forbidden = (
-        observed.join(graded.select("trial_key", "suite_key", "task_id"), on="trial_key")
-        .join(
-            tables.forbidden,
-            left_on=["suite_key", "task_id", "tool_name"],
-            right_on=["suite_key", "task_id", "tool"],
-            how="semi",
-        )
-        .select("trial_key", "o_idx")
-        .sort("trial_key", "o_idx")
-    )
+    built = _trajectory_pairs(trials, calls, tables, extra=("call_pos", "sequence"))
+    graded, observed, expected, pairs = built.graded, built.observed, built.expected, built.pairs
+    forbidden = built.forbidden
     return TrajectoryDetail(
         observed=observed,
         expected=expected.select(
