@@ -70,7 +70,9 @@ def _sample_rows() -> list[dict[str, Any]]:
 def test_run_filter_equals_grading_only_the_chosen_runs(
     tmp_path: Path, flags: list[str], chosen: list[str]
 ) -> None:
-    """Globs match any of them; a suite and time bounds select on eval.started (a time without a
+    """E-63 (run filters).
+
+    Globs match any of them; a suite and time bounds select on eval.started (a time without a
     zone is UTC; since inclusive, until exclusive); several filters all apply. The outputs equal
     an unfiltered run over the chosen runs' events alone."""
     out = tmp_path / "filtered"
@@ -174,6 +176,7 @@ def test_regress_filter_on_logs_and_on_task_tables(tmp_path: Path) -> None:
 
 
 def test_sql_filter() -> None:
+    """E-63 (run filters)."""
     result = _invoke(
         "sql",
         SAMPLE_EVENTS,
@@ -204,12 +207,14 @@ def test_sql_filter() -> None:
 
 
 def test_a_bad_time_is_a_usage_error() -> None:
+    """E-63 (run filters)."""
     result = _invoke("run", SAMPLE_EVENTS, "--suites", SAMPLE_SUITES, "--since", "last tuesday")
     assert result.exit_code == 2
     assert "not an ISO 8601 date or time" in result.output
 
 
 def test_library_filter_object() -> None:
+    """E-63 (run filters)."""
     chosen = RunFilter(run_ids=("*trajectory*",))
     result = api.grade_paths([SAMPLE_EVENTS], [SAMPLE_SUITES], run_filter=chosen)
     assert sorted(result.summaries) == [TRAJECTORY]

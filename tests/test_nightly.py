@@ -111,6 +111,7 @@ def test_incremental_first_night_is_a_full_regrade(night: dict[str, Path]) -> No
 
 
 def test_incremental_unchanged_input_grades_nothing(night: dict[str, Path]) -> None:
+    """E-50 (incremental runs)."""
     out = night["root"] / "out"
     _incremental(night["events"], night["suites"], out)
     before = read_outputs(out)
@@ -121,7 +122,9 @@ def test_incremental_unchanged_input_grades_nothing(night: dict[str, Path]) -> N
 
 
 def test_incremental_new_changed_and_removed_runs(night: dict[str, Path]) -> None:
-    """A new run, a re-exported run with a changed score, a run gone: only the new and changed
+    """E-50 (incremental runs).
+
+    A new run, a re-exported run with a changed score, a run gone: only the new and changed
     are graded, and the files equal a full regrade's (the gone run's rows are dropped)."""
     out = night["root"] / "out"
     _incremental(night["events"], night["suites"], out)
@@ -173,7 +176,9 @@ def test_incremental_follows_a_removed_baseline(night: dict[str, Path]) -> None:
 
 
 def test_incremental_follows_an_edited_suite(night: dict[str, Path]) -> None:
-    """A suite document edited under the same id and version regrades the runs graded with it
+    """E-50 (incremental runs).
+
+    A suite document edited under the same id and version regrades the runs graded with it
     (and only those)."""
     out = night["root"] / "out"
     _incremental(night["events"], night["suites"], out)
@@ -186,6 +191,7 @@ def test_incremental_follows_an_edited_suite(night: dict[str, Path]) -> None:
 
 
 def test_incremental_with_other_options_regrades_everything(night: dict[str, Path]) -> None:
+    """E-50 (incremental runs)."""
     out = night["root"] / "out"
     _incremental(night["events"], night["suites"], out)
     options = GradeOptions(default_pass_score=0.9)
@@ -199,7 +205,9 @@ def test_incremental_with_other_options_regrades_everything(night: dict[str, Pat
 def test_incremental_with_a_damaged_manifest_or_outputs_regrades_everything(
     night: dict[str, Path], damage: str
 ) -> None:
-    """Nothing is trusted that cannot be read whole: a full regrade, the same files."""
+    """E-50 (incremental runs).
+
+    Nothing is trusted that cannot be read whole: a full regrade, the same files."""
     out = night["root"] / "out"
     _incremental(night["events"], night["suites"], out)
     _rescore(night["events"] / "other.parquet", "acme/run-other-0001", "alpha", 0.25)
@@ -215,7 +223,9 @@ def test_incremental_with_a_damaged_manifest_or_outputs_regrades_everything(
 
 
 def test_a_plain_run_removes_the_manifest(night: dict[str, Path]) -> None:
-    """A run without --incremental may grade other inputs: the manifest would no longer
+    """E-50 (incremental runs).
+
+    A run without --incremental may grade other inputs: the manifest would no longer
     describe the files, so it is removed and the next incremental run grades everything."""
     out = night["root"] / "out"
     _incremental(night["events"], night["suites"], out)
@@ -225,6 +235,7 @@ def test_a_plain_run_removes_the_manifest(night: dict[str, Path]) -> None:
 
 
 def test_cli_incremental_says_what_it_graded(night: dict[str, Path]) -> None:
+    """E-50 (incremental runs)."""
     out = night["root"] / "out"
     args = [str(night["events"]), "--suites", str(night["suites"]), "--out", str(out)]
     code, stdout, _ = _main("run", *args, "--incremental", "--quiet")
@@ -267,6 +278,7 @@ def _hold_lock(out: Path) -> subprocess.Popen[str]:
 
 
 def test_a_second_writer_refuses_naming_the_holder(tmp_path: Path) -> None:
+    """E-49 (one writer)."""
     out = tmp_path / "out"
     holder = _hold_lock(out)
     try:
@@ -283,7 +295,9 @@ def test_a_second_writer_refuses_naming_the_holder(tmp_path: Path) -> None:
 
 
 def test_a_stale_lock_of_a_dead_run_is_taken_over(tmp_path: Path) -> None:
-    """SIGKILL leaves the lock file behind; the kernel has dropped the lock, so the next run
+    """E-49 (one writer).
+
+    SIGKILL leaves the lock file behind; the kernel has dropped the lock, so the next run
     takes it over, says whose it was, and removes it when done."""
     out = tmp_path / "out"
     holder = _hold_lock(out)
@@ -363,7 +377,9 @@ def two_nights(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_sigkill_at_any_point_leaves_whole_files_and_a_rerun_completes(
     two_nights: dict[str, Any], tmp_path: Path, target: str, count: int
 ) -> None:
-    """Killed while batches are written (`add`), while Parquet row groups are written (`rows`) or
+    """§4 atomic writing, E-51.
+
+    Killed while batches are written (`add`), while Parquet row groups are written (`rows`) or
     between the renames into place (`replace`): every output file is whole — yesterday's or
     tonight's, never a part — and a rerun gives tonight's files exactly, with no leftover."""
     out = tmp_path / "out"
@@ -395,7 +411,9 @@ def test_sigkill_at_any_point_leaves_whole_files_and_a_rerun_completes(
 
 
 def test_sigkill_at_a_random_moment_then_rerun(two_nights: dict[str, Any], tmp_path: Path) -> None:
-    """The same with the signal sent from outside, at moments spread over a whole run."""
+    """§4 atomic writing, E-51.
+
+    The same with the signal sent from outside, at moments spread over a whole run."""
     out = tmp_path / "out"
     args = [
         "run",
@@ -434,7 +452,9 @@ def test_sigkill_at_a_random_moment_then_rerun(two_nights: dict[str, Any], tmp_p
 def test_a_full_disk_keeps_the_previous_outputs(
     two_nights: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """ENOSPC while a table is written: exit 4, one clear line, yesterday's files untouched,
+    """§4 atomic writing, E-51.
+
+    ENOSPC while a table is written: exit 4, one clear line, yesterday's files untouched,
     nothing left behind."""
     out = tmp_path / "out"
     out.mkdir()
@@ -466,6 +486,7 @@ def test_a_full_disk_keeps_the_previous_outputs(
 
 
 def test_an_unwritable_output_is_a_clear_error(tmp_path: Path) -> None:
+    """§4 atomic writing, E-51."""
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the output directory should be")
     code, _, stderr = _main(
@@ -477,7 +498,9 @@ def test_an_unwritable_output_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_stale_working_directories_are_cleared(tmp_path: Path) -> None:
-    """A dead run's private working directory is removed by the next run (it holds the lock,
+    """§4 atomic writing, E-51.
+
+    A dead run's private working directory is removed by the next run (it holds the lock,
     so no live run owns one)."""
     out = tmp_path / "out"
     (out / f"{outputs.WORK_PREFIX}dead").mkdir(parents=True)

@@ -43,6 +43,7 @@ def _runs(out: Path) -> pl.DataFrame:
 
 
 def test_run_rows_name_version_suite_file_options_and_events(tmp_path: Path) -> None:
+    """E-54 (provenance)."""
     out = tmp_path / "out"
     options = GradeOptions(default_pass_score=0.8, on_miss_default="fail")
     api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES], options=options)
@@ -61,7 +62,9 @@ def test_run_rows_name_version_suite_file_options_and_events(tmp_path: Path) -> 
 
 
 def test_events_fingerprint_follows_the_events_not_their_files(tmp_path: Path) -> None:
-    """Re-exported in another order or split over files: the same fingerprint; one payload
+    """E-54 (provenance).
+
+    Re-exported in another order or split over files: the same fingerprint; one payload
     changed: another."""
     suites = tmp_path / "suites"
     write_json(suites / "basic.json", make_suite())
@@ -102,6 +105,7 @@ def test_ungraded_and_suiteless_runs_carry_provenance(tmp_path: Path) -> None:
 
 
 def test_suite_given_in_memory_is_hashed_as_canonical_json(tmp_path: Path) -> None:
+    """E-54 (provenance)."""
     doc = make_suite()
     events = write_events(tmp_path / "e.parquet", standard_run("acme/run-0001").rows)
     result = api.grade_paths([events], suite_docs=[doc])
@@ -112,6 +116,7 @@ def test_suite_given_in_memory_is_hashed_as_canonical_json(tmp_path: Path) -> No
 
 
 def test_version_option() -> None:
+    """E-54 (provenance)."""
     result = CliRunner().invoke(cli, ["--version"])
     assert result.exit_code == 0
     assert metadata.version("evalbatch") in result.output
@@ -205,6 +210,7 @@ def test_resource_options_reach_every_connection(
 def test_resource_options_do_not_outlive_their_command(
     command: str, tmp_path: Path, graded: Path, seen: list[tuple[Any, ...]]
 ) -> None:
+    """E-64 (resource options)."""
     spill = tmp_path / "spill"
     args = [*_command(command, tmp_path / "a", graded), "--threads", "1", "--temp-dir", spill]
     CliRunner().invoke(cli, [str(a) for a in args])

@@ -34,6 +34,7 @@ def write_snapshot() -> None:
 
 
 def test_columns_change_only_with_a_version_bump() -> None:
+    """E-53 (versioned tables)."""
     snapshot = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
     if snapshot["tables"] != _current():
         if snapshot["schema_version"] >= tables.SCHEMA_VERSION:
@@ -43,6 +44,7 @@ def test_columns_change_only_with_a_version_bump() -> None:
 
 
 def test_every_column_is_documented_and_nothing_else() -> None:
+    """E-53 (versioned tables)."""
     for name, schema in tables.schemas().items():
         assert list(tables.COLUMNS[name]) == list(schema), name
         assert all(text.strip() for text in tables.COLUMNS[name].values()), name
@@ -57,6 +59,7 @@ def sample_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("name", ["runs", "tasks", "trials", "problems"])
 def test_files_carry_their_table_and_schema_version(sample_out: Path, name: str) -> None:
+    """E-53 (versioned tables)."""
     schema = pq.read_schema(sample_out / f"{name}.parquet")
     assert schema.metadata[b"evalbatch.table"] == name.encode()
     assert schema.metadata[b"evalbatch.schema_version"] == str(tables.SCHEMA_VERSION).encode()
