@@ -11,6 +11,7 @@ import hashlib
 import json
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -50,6 +51,9 @@ PROBLEM_SCHEMA = {
 
 #: events per batch of whole runs: below this everything is graded in one pass
 DEFAULT_BATCH_EVENTS = 2_000_000
+
+#: marks the end of the batch ranges
+_NO_BATCH = object()
 
 #: exit codes of `evalbatch run` (CONTRACT §6 and the issue): all graded, unusable input, skips
 EXIT_OK, EXIT_UNUSABLE, EXIT_SKIPPED = 0, 2, 3
@@ -199,18 +203,31 @@ class Progress:
     events_done: int
 
 
-def grade_shard(
-    con: Any,
-    sources: inputs.Sources,
-    runs: inputs.RunRange | None,
+@dataclass
+class _Extracted:
+    """One batch after the SQL stage: its trial tables and each run's events fingerprint."""
+
+    ext: extract.Extraction
+    fingerprints: dict[str, str]
+    file_problems: list[inputs.FileProblem]
+
+
+def _extract_shard(con: Any, sources: inputs.Sources, runs: inputs.RunRange | None) -> _Extracted:
+    """The SQL stage of one batch (a range of run ids): all of it runs in DuckDB."""
+    ext = extract.extract(con, sources, runs)
+    fingerprints = dict(sql.relation(con, "batch_fingerprints").fetchall())
+    return _Extracted(ext, fingerprints, list(sources.problems))
+
+
+def _grade_extracted(
+    extracted: _Extracted,
     choices: dict[tuple[str, str], suites.SuiteChoice],
     options: GradeOptions,
 ) -> _Batch:
-    """Extract and grade the runs of one batch (a range of run ids): the unit every engine runs."""
-    ext = extract.extract(con, sources, runs)
+    """Grade one extracted batch and attach each run's provenance."""
+    ext = extracted.ext
     part = _grade_batch(ext, choices, options)
-    part.file_problems = list(sources.problems)
-    fingerprints = dict(sql.relation(con, "run_fingerprints").fetchall())
+    part.file_problems = extracted.file_problems
     version = package_version()
     for run in ext.eval_runs.iter_rows(named=True):
         choice = choices.get((run["suite_id"], run["suite_version"]))
@@ -219,9 +236,20 @@ def grade_shard(
             "suite_sha256": choice.sha256 if choice is not None else None,
             "default_pass_score": options.default_pass_score,
             "on_miss_default": options.on_miss_default,
-            "events_fingerprint": fingerprints.get(run["run_id"]),
+            "events_fingerprint": extracted.fingerprints.get(run["run_id"]),
         }
     return part
+
+
+def grade_shard(
+    con: Any,
+    sources: inputs.Sources,
+    runs: inputs.RunRange | None,
+    choices: dict[tuple[str, str], suites.SuiteChoice],
+    options: GradeOptions,
+) -> _Batch:
+    """Extract and grade the runs of one batch (a range of run ids): the unit every engine runs."""
+    return _grade_extracted(_extract_shard(con, sources, runs), choices, options)
 
 
 #: picks the runs a pass grades, given the scanned files (None: those `sources` already hold)
@@ -276,12 +304,31 @@ def _local_pass(
     found: dict[tuple[str, str], inputs.FileProblem] = {}
 
     def parts() -> Iterator[_Batch]:
+        # DuckDB extracts the next batch on a worker thread (it releases the GIL) while this
+        # thread grades the current one in Python and Polars: the two stages overlap.
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalbatch-extract")
+        ranges = iter(plan.ranges)
+        pending = None
         try:
-            for runs in plan.ranges:
-                part = grade_shard(con, sources, runs, choices, options)
+            first = next(ranges, _NO_BATCH)
+            if first is not _NO_BATCH:
+                pending = pool.submit(_extract_shard, con, sources, first)
+            while pending is not None:
+                extracted = pending.result()
+                following = next(ranges, _NO_BATCH)
+                pending = (
+                    None
+                    if following is _NO_BATCH
+                    else pool.submit(_extract_shard, con, sources, following)
+                )
+                part = _grade_extracted(extracted, choices, options)
                 found.update({(p.path, p.code): p for p in part.file_problems})
                 yield part
         finally:
+            if pending is not None and not pending.cancel():
+                con.interrupt()
+                wait([pending])
+            pool.shutdown(wait=True)
             con.close()
 
     return _Pass(plan, found, parts())

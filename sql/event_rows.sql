@@ -4,7 +4,9 @@
 -- ties on timestamp are broken by content, so the choice never depends on file order.
 WITH rows AS (
     SELECT
-        run_id, sequence, sequence_ok, v2_type(type) AS type, coalesce(payload, 'null') AS payload, ts
+        run_id, sequence, sequence_ok, v2_type(type) AS type, coalesce(payload, 'null') AS payload, ts,
+        -- the row's hash as read, for its run's events fingerprint (batch_fingerprints)
+        hash(sequence, sequence_ok, type, payload, ts) AS row_hash
     FROM source_events
     WHERE run_id IN (SELECT run_id FROM eval_run_ids)
 )

@@ -3,7 +3,7 @@
 -- as JSON texts, the payload fields its type's grading reads (D-2 aliases), in the order the
 -- per-type relations (tool_called_events, usage_events, bracket_events, scored_events,
 -- started_events) read them; other types parse nothing. Reads the view event_rows (run_id,
--- sequence, sequence_ok, type, payload, ts).
+-- sequence, sequence_ok, type, payload, ts, row_hash).
 WITH parsed AS (
     SELECT
         run_id,
@@ -11,6 +11,7 @@ WITH parsed AS (
         sequence_ok,
         type,
         ts,
+        row_hash,
         type IN (
             'agent.invocation-started', 'agent.invocation-completed', 'agent.tool-called',
             'provider.usage', 'eval.started', 'eval.scored', 'eval.completed'
@@ -48,6 +49,7 @@ SELECT
     sequence_ok,
     type,
     ts,
+    row_hash,
     graded_type,
     payload_json,
     -- DuckDB's parser is lenient where JSON is not: NaN/Infinity, and a repeated key (JSON parsers

@@ -88,6 +88,39 @@ def test_events_fingerprint_follows_the_events_not_their_files(tmp_path: Path) -
     assert other["acme/run-0002"] == one["acme/run-0002"]
 
 
+def test_batch_fingerprint_counts_every_row_the_files_hold(tmp_path: Path) -> None:
+    """E-54 (provenance), D-3: the fingerprint each batch takes from its events pass equals
+    the one read from the files, also when rows repeat a key (an exact copy, a conflict) and
+    when a payload is re-read by the strict parser (NaN), with runs split over batches."""
+    suites = tmp_path / "suites"
+    write_json(suites / "basic.json", make_suite())
+    copied = standard_run("acme/run-copy").rows
+    copied.append(dict(copied[3]))
+    conflict = standard_run("acme/run-conflict").rows
+    conflict.append({**conflict[1], "payload": {**conflict[1]["payload"], "taskCount": 9}})
+    lenient = standard_run("acme/run-nan").rows
+    plain = standard_run("acme/run-plain").rows
+    events = write_events(tmp_path / "e.parquet", copied + conflict + lenient + plain)
+    table = pl.read_parquet(events)
+    nan_row = (pl.col("runId") == "acme/run-nan") & (pl.col("type") == "provider.usage")
+    table = table.with_columns(
+        pl.when(nan_row)
+        .then(pl.col("payload").str.replace('"inputTokens":', '"extra":NaN,"inputTokens":'))
+        .otherwise(pl.col("payload"))
+        .alias("payload")
+    )
+    assert table.filter(nan_row).height and table["payload"].str.contains("NaN").any()
+    table.write_parquet(events)
+    out = tmp_path / "out"
+    api.write_outputs([events], out, [suites], batch_events=30)
+    con = extract.connect()
+    prints = incremental.event_fingerprints(con, inputs.scan(con, [str(events)]))
+    got = dict(_runs(out).select("run_id", "events_fingerprint").iter_rows())
+    assert set(got) == {"acme/run-copy", "acme/run-conflict", "acme/run-nan", "acme/run-plain"}
+    assert got == {run: prints[run] for run in got}
+    assert got["acme/run-copy"].split(":")[0] == str(len(copied))
+
+
 def test_ungraded_and_suiteless_runs_carry_provenance(tmp_path: Path) -> None:
     """A run graded from the host record (D-4) has no suite hash; a run not graded still says
     what read it."""
