@@ -50,7 +50,7 @@ PROBLEM_SCHEMA = {
 }
 
 #: events per batch of whole runs: below this everything is graded in one pass
-DEFAULT_BATCH_EVENTS = 2_000_000
+DEFAULT_BATCH_EVENTS = 1_000_000
 
 #: marks the end of the batch ranges
 _NO_BATCH = object()

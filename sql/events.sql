@@ -40,7 +40,11 @@ extracted AS (
             WHEN 'eval.started' THEN json_extract(payload, [
                 '$.suiteId', '$.suiteVersion', '$.modes', '$.trialCount', '$.baselineRunId'
             ])
-        END END AS f
+        END END AS f,
+        -- the keys of the eval and bracket payloads, for the repeated-key check below
+        CASE WHEN payload_json AND graded_type AND type NOT IN (
+            'agent.tool-called', 'provider.usage'
+        ) THEN json_keys(payload) END AS top_keys
     FROM parsed
 )
 SELECT
@@ -60,12 +64,8 @@ SELECT
         WHEN contains(payload, 'NaN') OR contains(payload, 'Infinity') THEN true
         -- DuckDB accepts trailing commas, which JSON does not have (RFC 8259)
         WHEN regexp_matches(payload, ',\s*[\]}]') THEN true
-        WHEN NOT graded_type OR type IN ('agent.tool-called', 'provider.usage') THEN false
-        ELSE coalesce(
-            json_type(payload) = 'OBJECT'
-            AND len(json_keys(payload)) <> len(list_distinct(json_keys(payload))),
-            false
-        )
+        -- json_keys lists a repeated key each time it occurs (and no key for a non-object)
+        ELSE coalesce(len(top_keys) <> len(list_distinct(top_keys)), false)
     END AS payload_suspect,
     f,
     -- DuckDB reads non-integral JSON numbers as doubles; where digits could be lost (16 or more
