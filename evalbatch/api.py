@@ -279,25 +279,32 @@ class _Pass:
     parts: Iterator[_Batch]
 
 
+@dataclass(frozen=True)
+class _Resources:
+    """How a local pass batches its runs and what DuckDB may use for each batch."""
+
+    batch_events: int = DEFAULT_BATCH_EVENTS
+    threads: int | None = None
+    memory_limit: str | None = None
+    spill_dir: str | None = None
+
+
 def _local_pass(
     paths: list[str],
     choices: dict[tuple[str, str], suites.SuiteChoice],
     options: GradeOptions,
-    batch_events: int,
-    threads: int | None,
-    memory_limit: str | None,
-    spill_dir: str | None,
+    resources: _Resources,
     choose_runs: ChooseRuns | None = None,
 ) -> _Pass:
     """The local engine: batches one after another on one DuckDB connection."""
-    con = extract.connect(threads, memory_limit, spill_dir)
+    con = extract.connect(resources.threads, resources.memory_limit, resources.spill_dir)
     try:
         sources = inputs.scan(con, paths)
         if choose_runs is not None:
             picked = choose_runs(con, sources)
             if picked is not None:
                 sources.only_runs = picked
-        plan = inputs.plan_batches(con, sources, batch_events)
+        plan = inputs.plan_batches(con, sources, resources.batch_events)
     except BaseException:
         con.close()
         raise
@@ -334,18 +341,17 @@ def _local_pass(
     return _Pass(plan, found, parts())
 
 
-def _engine_pass(
-    paths: list[str],
+def _grading_pass(
+    events: Sequence[str | Path],
     choices: dict[tuple[str, str], suites.SuiteChoice],
     options: GradeOptions,
     engine: str,
     ray_address: str | None,
-    batch_events: int,
-    threads: int | None,
-    memory_limit: str | None,
-    spill_dir: str | None,
+    resources: _Resources,
     choose_runs: ChooseRuns | None = None,
 ) -> _Pass:
+    """A grading pass on the chosen engine (the local one batches with `resources`)."""
+    paths = [str(p) for p in events]
     if engine == "ray":
         if choose_runs is not None:
             raise InputError(
@@ -356,9 +362,7 @@ def _engine_pass(
         plan, parts = ray_engine.grade_shards(paths, choices, options, address=ray_address)
         found = {(p.path, p.code): p for part in parts for p in part.file_problems}
         return _Pass(plan, found, iter(parts))
-    return _local_pass(
-        paths, choices, options, batch_events, threads, memory_limit, spill_dir, choose_runs
-    )
+    return _local_pass(paths, choices, options, resources, choose_runs)
 
 
 def grade_shards_locally(
@@ -373,16 +377,8 @@ def grade_shards_locally(
 ) -> list[_Batch]:
     """Every batch of the local engine, graded but not merged (for tools that need the per-run
     grading detail, such as `verify`)."""
-    grading = _local_pass(
-        paths,
-        choices,
-        options,
-        batch_events,
-        threads,
-        memory_limit,
-        spill_dir,
-        _chooser(run_filter),
-    )
+    resources = _Resources(batch_events, threads, memory_limit, spill_dir)
+    grading = _local_pass(paths, choices, options, resources, _chooser(run_filter))
     parts = list(grading.parts)
     for part in parts:  # a damaged file found in a later batch was read in none
         part.file_problems = list(grading.file_problems.values())
@@ -643,36 +639,6 @@ def _link_regressions(
     return found
 
 
-def _grading_pass(
-    events: Sequence[str | Path],
-    suite_paths: Sequence[str | Path],
-    suite_docs: Sequence[Mapping[str, Any]],
-    options: GradeOptions | None,
-    engine: str,
-    ray_address: str | None,
-    batch_events: int,
-    threads: int | None,
-    memory_limit: str | None,
-    spill_dir: str | None,
-    choices: dict[tuple[str, str], suites.SuiteChoice] | None = None,
-    choose_runs: ChooseRuns | None = None,
-) -> _Pass:
-    if choices is None:
-        choices = load_suites(suite_paths, suite_docs)
-    return _engine_pass(
-        [str(p) for p in events],
-        choices,
-        options or GradeOptions(),
-        engine,
-        ray_address,
-        batch_events,
-        threads,
-        memory_limit,
-        spill_dir,
-        choose_runs,
-    )
-
-
 def _outputs(grading: _Pass, on_batch: Callable[[Progress], None] | None) -> Iterator[BatchOutput]:
     runs_done = events_done = 0
     for number, part in enumerate(grading.parts, start=1):
@@ -719,16 +685,12 @@ def grade_paths(
     """
     grading = _grading_pass(
         events,
-        suite_paths,
-        suite_docs,
-        options,
+        load_suites(suite_paths, suite_docs),
+        options or GradeOptions(),
         engine,
         ray_address,
-        batch_events,
-        threads,
-        memory_limit,
-        spill_dir,
-        choose_runs=_chooser(run_filter),
+        _Resources(batch_events, threads, memory_limit, spill_dir),
+        _chooser(run_filter),
     )
     merged = _Merged()
     summaries: dict[str, dict[str, Any]] = {}
@@ -831,16 +793,11 @@ def write_outputs(
 
         grading = _grading_pass(
             events,
-            suite_paths,
-            suite_docs,
+            choices,
             options,
             engine,
             ray_address,
-            batch_events,
-            threads,
-            memory_limit,
-            spill_dir,
-            choices,
+            _Resources(batch_events, threads, memory_limit, spill_dir),
             _chooser(run_filter, choose_runs if incremental_run else None),
         )
         carried = selection.carried if selection is not None else None

@@ -2,10 +2,10 @@
 directory, and carry every other run's rows over as they were.
 
 `manifest.json` in the output directory records, for each run the last run saw, a fingerprint of
-its events, the suite it claimed (id and version) with the sha256 of the suite document it was
+its events, the suite it claimed (id and version) with the sha256 of the suite file it was
 graded with, and the baseline its `eval.started` names; and, once, the settings every grade
 depends on (evalbatch and DuckDB versions, grading options). A run is graded again when its events
-or its suite document changed, when it is new, or when its baseline is new, changed or gone (its
+or its suite file changed, when it is new, or when its baseline is new, changed or gone (its
 regression block depends on the baseline's tasks). Anything else about the directory that is not
 as expected (no manifest, other settings, an output file missing or unreadable) makes it a full
 regrade. Either way the outputs equal a full regrade's, byte for byte.
@@ -38,7 +38,7 @@ class RunEntry:
 
     events: str
     suite_key: tuple[str, str] | None = None  # (suiteId, version) its eval.started claims
-    suite: str | None = None  # sha256 of the suite document it was graded with
+    suite: str | None = None  # sha256 of the suite file it was graded with (suite_digest)
     baseline: str | None = None  # the baselineRunId its eval.started names
 
 
@@ -91,14 +91,14 @@ def settings(options: GradeOptions) -> dict[str, Any]:
 
 
 def suite_digest(choice: suites.SuiteChoice | None) -> str | None:
-    """sha256 of the suite document a run is graded with (its canonical JSON), or of the reason
-    it has none usable; None when no suite was supplied."""
+    """The suite a run is graded with, as its runs-table provenance names it (the sha256 of the
+    suite file, E-54), or the sha256 of the reason it has none usable; None when no suite was
+    supplied."""
     if choice is None:
         return None
-    if choice.doc is None:
-        text = f"problem:{choice.problem}:{choice.message}"
-    else:
-        text = json.dumps(choice.doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    if choice.doc is not None and choice.sha256 is not None:
+        return choice.sha256
+    text = f"problem:{choice.problem}:{choice.message}"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

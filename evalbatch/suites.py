@@ -249,9 +249,12 @@ def _non_finite(doc: Any, parts: tuple[PathPart, ...] = ()) -> Iterator[_Item]:
 
 
 def _schema_check(name: str, doc: Any) -> list[_Item]:
+    """Schema faults (the compiled validator decides; the detailed one names the faults when
+    there are some) and non-finite numbers anywhere, which no schema keyword sees."""
     items: list[_Item] = []
-    for error in _validator(name).iter_errors(doc):
-        items.extend(_schema_items(error))
+    if not _fast_validator(name).is_valid(doc):
+        for error in _validator(name).iter_errors(doc):
+            items.extend(_schema_items(error))
     items.extend(_non_finite(doc))
     return items
 

@@ -50,6 +50,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, Phase, event, given, note, settings
 from hypothesis import strategies as st
 
+from evalbatch import suites
 from evalbatch.api import GradeResult, grade_events, grade_paths
 from evalbatch.cli import main
 from evalbatch.errors import SuiteError
@@ -1522,6 +1523,27 @@ def test_suite_mutations_are_reported_and_isolated(base: Base, data: st.DataObje
         result = grade_paths([events], [root / "suites"])
     expects = suite_expects(base.infos, which, outcome, description)
     check_outcome(base.outcome, Outcome.of_result(result), base.infos, expects)
+
+
+@settings(FUZZ, max_examples=300)
+@given(data=st.data())
+def test_compiled_suite_schema_agrees_with_the_detailed_one(data: st.DataObject) -> None:
+    """§1.3: suites are checked by the compiled validator first and by the detailed one only
+    when it finds a fault, so the two must agree on every mutated suite: a fault the compiled
+    one missed would let an invalid suite grade."""
+    c = Chooser(data)
+    doc = suite_alpha() if c.pick((True, False), "suite") else suite_beta()
+    texts, _, description = suite_mutation(c, doc)
+    for text in texts:
+        try:
+            mutated = json.loads(
+                text, parse_constant=suites._reject_constant, parse_float=suites._finite_float
+            )
+        except (ValueError, RecursionError):
+            continue  # not strict JSON, or too deep: refused before any schema (SuiteError)
+        fast = suites._fast_validator(suites.SUITE_SCHEMA).is_valid(mutated)
+        detailed = not any(suites._validator(suites.SUITE_SCHEMA).iter_errors(mutated))
+        assert fast == detailed, description
 
 
 # --------------------------------------------------------------------------------------------
