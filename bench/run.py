@@ -111,6 +111,21 @@ def generate(events: int, seed: int) -> Path:
     return target
 
 
+def run_command(data: Path) -> list[str]:
+    """`evalbatch run` over a generated log, as every benchmark times it (the whole command)."""
+    evalbatch = str(Path(sys.executable).with_name("evalbatch"))
+    return [
+        evalbatch,
+        "run",
+        str(data / "events"),
+        "--suites",
+        str(data / "suites"),
+        "--out",
+        str(data / "out"),
+        "--quiet",
+    ]
+
+
 def measure(name: str, command: list[str]) -> dict[str, float]:
     """Run one stage as a child process; wall time and peak RSS from wait4."""
     started = time.perf_counter()
@@ -144,17 +159,7 @@ def main() -> None:
     total = int((data / ".complete").read_text())
     files = sorted(str(p) for p in (data / "events").glob("*.parquet"))
     python = sys.executable
-    evalbatch = str(Path(python).with_name("evalbatch"))
-    run_cmd = [
-        evalbatch,
-        "run",
-        str(data / "events"),
-        "--suites",
-        str(data / "suites"),
-        "--out",
-        str(data / "out"),
-        "--quiet",
-    ]
+    run_cmd = run_command(data)
     if args.threads:
         run_cmd += ["--threads", str(args.threads)]
     if args.memory_limit:

@@ -18,9 +18,8 @@ import argparse
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-from run import HERE, ROOT, measure, parse_size
+from run import HERE, ROOT, measure, parse_size, run_command
 
 #: one stage in a child process, timed from after its imports: argv[1] is the stage ("floor",
 #: "events" or "sql"), then the files; prints its seconds
@@ -72,21 +71,11 @@ def main() -> None:
         sys.exit(f"no generated log at {data}: run bench/run.py --events {args.events} first")
     files = sorted(str(p) for p in (data / "events").glob("*.parquet"))
     python = sys.executable
-    evalbatch = str(Path(python).with_name("evalbatch"))
     stages = {
         "floor (DuckDB, needed fields)": [python, "-c", STAGE, "floor", *files],
         "events pass (parse + checks)": [python, "-c", STAGE, "events", *files],
         "whole SQL stage": [python, "-c", STAGE, "sql", *files],
-        "evalbatch run": [
-            evalbatch,
-            "run",
-            str(data / "events"),
-            "--suites",
-            str(data / "suites"),
-            "--out",
-            str(data / "out"),
-            "--quiet",
-        ],
+        "evalbatch run": run_command(data),
     }
     best: dict[str, dict[str, float]] = {}
     for _ in range(args.repeat):  # interleaved, so a slow spell of the machine hits every stage
