@@ -128,14 +128,13 @@ def _divide(numerator: pl.Expr, denominator: pl.Expr) -> pl.Expr:
     """IEEE division, row by row. Polars divides by a constant column as multiplication by its
     reciprocal, which can round differently (2.09 / 3 would come out one ulp low), and whether a
     column is constant depends on which runs share a batch."""
-    return pl.map_batches(
-        [numerator, denominator],
-        lambda s: pl.Series(
-            np.divide(s[0].cast(pl.Float64).to_numpy(), s[1].cast(pl.Float64).to_numpy()),
-            nan_to_null=True,
-        ),
-        return_dtype=pl.Float64,
-    )
+
+    def divide(s: list[pl.Series]) -> pl.Series:
+        with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 is NaN, read as null
+            quotient = np.divide(s[0].cast(pl.Float64).to_numpy(), s[1].cast(pl.Float64).to_numpy())
+        return pl.Series(quotient, nan_to_null=True)
+
+    return pl.map_batches([numerator, denominator], divide, return_dtype=pl.Float64)
 
 
 def _ordered_sum(values: pl.Expr) -> pl.Expr:
