@@ -71,34 +71,21 @@ def in_order_found(trials: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
     """Whether the expected calls match a subsequence of the observed ones, in order.
 
     Taking, for each expected call in turn, the earliest matching observed call after the previous
-    one is optimal for the subsequence question, so one pass over expected positions decides it.
-    `trials` holds (trial_key, expected_count); returns (trial_key, in_order).
+    one is optimal for the subsequence question, so the walk of `in_order_pairs` decides it: in
+    order when every expected position found a call. `trials` holds (trial_key, expected_count);
+    returns (trial_key, in_order).
     """
-    state = trials.select("trial_key", "expected_count").with_columns(
-        pl.lit(-1, dtype=pl.Int64).alias("last"), pl.lit(True).alias("in_order")
+    found = (
+        in_order_pairs(trials, pairs)
+        .group_by("trial_key")
+        .agg(pl.col("o_idx").is_not_null().all().alias("in_order"))
+        .with_columns(pl.col("trial_key").cast(trials.schema["trial_key"]))
     )
-    ok = pairs.filter("ok").select("trial_key", "e_pos", "o_idx")
-    longest = int(trials["expected_count"].max() or 0)
-    for position in range(longest):
-        nxt = (
-            ok.filter(pl.col("e_pos") == position)
-            .join(state.select("trial_key", "last"), on="trial_key")
-            .filter(pl.col("o_idx") > pl.col("last"))
-            .group_by("trial_key")
-            .agg(pl.col("o_idx").min().cast(pl.Int64).alias("next"))
-        )
-        state = (
-            state.join(nxt, on="trial_key", how="left")
-            .with_columns(
-                pl.when(pl.col("expected_count") > position)
-                .then(pl.col("in_order") & pl.col("next").is_not_null())
-                .otherwise(pl.col("in_order"))
-                .alias("in_order"),
-                pl.coalesce("next", "last").alias("last"),
-            )
-            .drop("next")
-        )
-    return state.select("trial_key", "in_order")
+    return (
+        trials.select("trial_key")
+        .join(found, on="trial_key", how="left")
+        .select("trial_key", pl.col("in_order").fill_null(True))
+    )
 
 
 def replay_fixtures(calls: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
@@ -110,18 +97,7 @@ def replay_fixtures(calls: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
     `calls` holds (trial_key, o_idx) for every call in a fixtured trial; `pairs` holds
     (trial_key, f_pos, o_idx, ok). Returns (trial_key, misses).
     """
-    ok = pairs.filter("ok").select("trial_key", "f_pos", "o_idx")
-    assigned = pl.DataFrame(schema={"trial_key": pl.Int64, "o_idx": pl.Int64})
-    longest = int(ok["f_pos"].max()) + 1 if ok.height else 0
-    for position in range(longest):
-        taken = (
-            ok.filter(pl.col("f_pos") == position)
-            .join(assigned, on=["trial_key", "o_idx"], how="anti")
-            .group_by("trial_key")
-            .agg(pl.col("o_idx").min().cast(pl.Int64))
-        )
-        assigned = pl.concat([assigned, taken.select("trial_key", "o_idx")])
-    served = assigned.group_by("trial_key").agg(pl.len().alias("served"))
+    served = fixture_assignment(pairs).group_by("trial_key").agg(pl.len().alias("served"))
     return (
         calls.group_by("trial_key")
         .agg(pl.len().alias("calls"))
@@ -134,8 +110,8 @@ def replay_fixtures(calls: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
 
 
 # --------------------------------------------------------------------------------------------
-# Per-call detail for `evalbatch explain`: which calls the functions above pair, not just how
-# many. Each builds exactly what its counterpart above builds, so the counts agree.
+# Which calls are paired, not just how many: the functions above count what these build, and
+# `evalbatch explain` shows it, so the counts and the detail always agree.
 
 
 def matching_pairs(pairs: pl.DataFrame) -> pl.DataFrame:
@@ -167,9 +143,9 @@ def matching_pairs(pairs: pl.DataFrame) -> pl.DataFrame:
 
 
 def in_order_pairs(trials: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
-    """The walk `in_order_found` takes, one expected position at a time: the earliest matching
-    observed call after the one taken for the previous position, or null when there is none (the
-    walk then goes on from the previous call, as `in_order_found` does).
+    """The in-order walk (`in_order_found` judges it), one expected position at a time: the
+    earliest matching observed call after the one taken for the previous position, or null when
+    there is none (the walk then goes on from the previous call).
 
     `trials` holds (trial_key, expected_count); returns (trial_key, e_pos, o_idx), one row per
     expected position of every trial.
@@ -201,9 +177,10 @@ def in_order_pairs(trials: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
 
 
 def fixture_assignment(pairs: pl.DataFrame) -> pl.DataFrame:
-    """The entries `replay_fixtures` consumes and the calls they serve (§3.3): the same loop over
-    entry positions. `pairs` holds (trial_key, f_pos, o_idx, ok); returns (trial_key, f_pos,
-    o_idx), one row per served call. A call of the trial with no row here is a miss.
+    """The entries fixture replay consumes and the calls they serve (§3.3; `replay_fixtures`
+    counts the rest as misses), one loop over entry positions for all trials at once. `pairs`
+    holds (trial_key, f_pos, o_idx, ok); returns (trial_key, f_pos, o_idx), one row per served
+    call. A call of the trial with no row here is a miss.
     """
     ok = pairs.filter("ok").select("trial_key", "f_pos", "o_idx")
     assigned = pl.DataFrame(schema={"trial_key": pl.Int64, "f_pos": pl.Int64, "o_idx": pl.Int64})
