@@ -309,25 +309,7 @@ def _number_text(value: Decimal | int) -> str:
 
 def display(value: Any) -> str:
     """A parsed JSON value as compact JSON text: keys in their order, numbers by exact value."""
-    if value is None or isinstance(value, bool):
-        return json.dumps(value)
-    if isinstance(value, (int, Decimal)):
-        return _number_text(value)
-    if isinstance(value, float):
-        return _number_text(Decimal(repr(value)))
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list):
-        return "[" + ",".join(display(item) for item in value) + "]"
-    if isinstance(value, dict):
-        return (
-            "{"
-            + ",".join(
-                f"{json.dumps(k, ensure_ascii=False)}:{display(v)}" for k, v in value.items()
-            )
-            + "}"
-        )
-    raise TypeError(f"not a JSON value: {type(value).__name__}")
+    return jsonvalue.compact(value, _number_text, sort_keys=False)
 
 
 def _display_text(text: str | None, exact: str | None = None) -> str | None:

@@ -9,6 +9,7 @@ are JSON-equal exactly when their canonical texts are equal.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Literal
@@ -47,33 +48,44 @@ def _number_text(value: Decimal) -> str:
     return f"{prefix}{stripped}e{exponent}" if exponent else f"{prefix}{stripped}"
 
 
-def canonical(value: Any) -> str:
-    """Canonical text of a parsed value (see module docstring)."""
+def compact(value: Any, number: Callable[[Decimal | int], str], sort_keys: bool) -> str:
+    """A parsed value as compact JSON text, numbers written by `number` (a suite float by the
+    decimal its shortest text shows), object keys sorted or in their order."""
     if value is None:
         return "null"
     if value is True:
         return "true"
     if value is False:
         return "false"
-    if isinstance(value, Decimal):
-        return _number_text(value)
-    if isinstance(value, int):
-        return _number_text(Decimal(value))
+    if isinstance(value, (Decimal, int)):
+        return number(value)
     if isinstance(value, float):
         # a suite number parsed as a double: its shortest text is the decimal the author wrote
-        return _number_text(Decimal(repr(value)))
+        return number(Decimal(repr(value)))
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, list):
-        return "[" + ",".join(canonical(item) for item in value) + "]"
+        return "[" + ",".join(compact(item, number, sort_keys) for item in value) + "]"
     if isinstance(value, dict):
-        items = sorted(value.items())
+        items = sorted(value.items()) if sort_keys else value.items()
         return (
             "{"
-            + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{canonical(v)}" for k, v in items)
+            + ",".join(
+                f"{json.dumps(k, ensure_ascii=False)}:{compact(v, number, sort_keys)}"
+                for k, v in items
+            )
             + "}"
         )
     raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def canonical(value: Any) -> str:
+    """Canonical text of a parsed value (see module docstring)."""
+    return compact(value, _canonical_number, sort_keys=True)
+
+
+def _canonical_number(value: Decimal | int) -> str:
+    return _number_text(value if isinstance(value, Decimal) else Decimal(value))
 
 
 @lru_cache(maxsize=65536)
