@@ -422,6 +422,17 @@ def _names(positions: Sequence[int], prefix: str = "O") -> str:
     return ", ".join(f"{prefix}{p}" for p in positions)
 
 
+def _rows_of(frame: pl.DataFrame, key: int) -> list[dict[str, Any]]:
+    """One trial's rows of a detail table."""
+    return frame.filter(pl.col("trial_key") == key).to_dicts()
+
+
+def _pairing_of(frame: pl.DataFrame, key: int, source: str, target: str) -> dict[Any, Any]:
+    """One trial's pairing from a detail table, as {source: target}."""
+    rows = frame.filter(pl.col("trial_key") == key).select(source, target).iter_rows()
+    return dict(rows)
+
+
 def _trajectory(
     row: dict[str, Any],
     trial: dict[str, Any],
@@ -431,21 +442,11 @@ def _trajectory(
     """The trial's expected and observed calls, the grader's pairing and why it failed."""
     key = trial["trial_key"]
     mode = trial["mode"]
-    expected_rows = detail.expected.filter(pl.col("trial_key") == key).to_dicts()
-    observed_rows = detail.observed.filter(pl.col("trial_key") == key).to_dicts()
-    pairs = detail.pairs.filter(pl.col("trial_key") == key).to_dicts()
-    matching = {
-        e: o
-        for e, o in detail.matching.filter(pl.col("trial_key") == key)
-        .select("e_pos", "o_idx")
-        .iter_rows()
-    }
-    walk = {
-        e: o
-        for e, o in detail.in_order.filter(pl.col("trial_key") == key)
-        .select("e_pos", "o_idx")
-        .iter_rows()
-    }
+    expected_rows = _rows_of(detail.expected, key)
+    observed_rows = _rows_of(detail.observed, key)
+    pairs = _rows_of(detail.pairs, key)
+    matching = _pairing_of(detail.matching, key, "e_pos", "o_idx")
+    walk = _pairing_of(detail.in_order, key, "e_pos", "o_idx")
     forbidden = set(detail.forbidden.filter(pl.col("trial_key") == key)["o_idx"].to_list())
     calls = [
         _Call(
@@ -724,15 +725,10 @@ def _fixtures(
             calls=[],
         )
     key = trial["trial_key"]
-    entries = detail.entries.filter(pl.col("trial_key") == key).to_dicts()
-    calls = detail.calls.filter(pl.col("trial_key") == key).to_dicts()
-    pairs = detail.pairs.filter(pl.col("trial_key") == key).to_dicts()
-    served = {
-        o: f
-        for f, o in detail.served.filter(pl.col("trial_key") == key)
-        .select("f_pos", "o_idx")
-        .iter_rows()
-    }
+    entries = _rows_of(detail.entries, key)
+    calls = _rows_of(detail.calls, key)
+    pairs = _rows_of(detail.pairs, key)
+    served = _pairing_of(detail.served, key, "o_idx", "f_pos")
     served_by_entry = {f: o for o, f in served.items()}
     ok = {(p["f_pos"], p["o_idx"]) for p in pairs if p["ok"]}
     out_calls = []
