@@ -1129,10 +1129,22 @@ def _runs_beside(path: Path) -> tuple[pl.DataFrame | None, str]:
         runs = pl.read_parquet(runs_path)
     except (OSError, pl.exceptions.PolarsError, pa.ArrowException):
         return None, "the runs.parquet beside the tasks table cannot be read"
-    needed = {"run_id", "suite_id", "suite_version", "graded", "default_pass_score"}
-    if not needed <= set(runs.columns) or "on_miss_default" not in runs.columns:
+    if any(runs.schema.get(name) != RUN_SCHEMA[name] for name in _PROVENANCE_COLUMNS):
         return None, "the runs.parquet beside the tasks table records no grading"
     return runs, ""
+
+
+#: the runs.parquet columns a tasks table's grading is read from (E-67), typed as RUN_SCHEMA
+_PROVENANCE_COLUMNS = (
+    "run_id",
+    "suite_id",
+    "suite_version",
+    "graded",
+    "has_suite",
+    "suite_sha256",
+    "default_pass_score",
+    "on_miss_default",
+)
 
 
 def _task_table_side(name: str, path: Path, run_filter: inputs.RunFilter | None) -> _Side:

@@ -296,6 +296,43 @@ def test_a_tasks_table_without_its_runs_table_has_unknown_grading(
     assert grading["source"] == "unknown"
 
 
+@pytest.mark.parametrize(
+    ("damage", "why"),
+    [
+        (lambda runs: runs.write_bytes(b"not parquet"), "cannot be read"),
+        (
+            lambda runs: pl.read_parquet(runs).drop("on_miss_default").write_parquet(runs),
+            "records no grading",
+        ),
+        (
+            lambda runs: (
+                pl.read_parquet(runs)
+                .with_columns(pl.col("graded").cast(pl.String))
+                .write_parquet(runs)
+            ),
+            "records no grading",
+        ),
+        (
+            lambda runs: (
+                pl.read_parquet(runs).filter(pl.col("run_id") != CAND_RUN).write_parquet(runs)
+            ),
+            "no row in the runs.parquet beside it",
+        ),
+    ],
+)
+def test_a_damaged_runs_table_leaves_the_grading_unknown(
+    run: Any, graded: dict[str, Path], tmp_path: Path, damage: Any, why: str
+) -> None:
+    """E-67: a runs.parquet that cannot be read, lacks or mistypes a provenance column, or has
+    no row for the run gives an unknown grading (refused), never an internal error."""
+    side = copy_side(graded["suite"], tmp_path / "damaged")
+    damage(side.with_name("runs.parquet"))
+    code, out, err = run(graded["suite"], side, *PAIR)
+    assert code == 2
+    assert out == ""
+    assert f"candidate {CAND_RUN} graded unknown (" in err and why in err
+
+
 def test_since_cannot_filter_a_tasks_table(run: Any, graded: dict[str, Path]) -> None:
     """E-67: --since/--until on a tasks.parquet side were silently ignored (it has no time);
     they are refused."""
