@@ -30,6 +30,7 @@ from evalbatch.commands.options import suites_option as _suites_option
 from evalbatch.commands.options import threads_option as _threads_option
 from evalbatch.commands.report import report
 from evalbatch.commands.sql import sql_command
+from evalbatch.commands.types import FiniteFloatRange, printable
 from evalbatch.errors import EvalbatchError
 from evalbatch.options import GradeOptions
 
@@ -253,10 +254,22 @@ def validate(suite_paths: tuple[str, ...]) -> None:
 
 
 def _print_comparison(c: regress.Comparison, alpha: float) -> None:
+    """One suite: its verdict, each side's run, grading and mean score, then the difference.
+    Ids come from the data and are escaped (issue 14)."""
     click.echo(
-        f"suite {c.suite_id}@{c.suite_version}: {c.verdict.upper()} ({c.method}, alpha {alpha})"
+        f"suite {printable(c.suite_id)}@{printable(c.suite_version)}: {c.verdict.upper()} "
+        f"({c.method}, alpha {alpha})"
     )
-    click.echo(f"  baseline {c.baseline_run_id} -> candidate {c.candidate_run_id}")
+    click.echo(
+        f"  baseline {printable(c.baseline_run_id)} -> candidate {printable(c.candidate_run_id)}"
+    )
+    for label, side in (("baseline", c.baseline), ("candidate", c.candidate)):
+        if side is not None:
+            mean = "-" if side.mean_score is None else f"{side.mean_score:.4f}"
+            click.echo(
+                f"  {label + ':':<10} mean score {mean} over {side.task_count} task(s), "
+                f"{side.grading.describe()}"
+            )
     line = f"  paired tasks {c.paired_task_count}, score delta {c.score_delta:+.4f}"
     if c.mean_difference is not None:
         line += f", mean paired difference {c.mean_difference:+.4f}"
@@ -267,9 +280,9 @@ def _print_comparison(c: regress.Comparison, alpha: float) -> None:
         line += f", p {c.p_value:.4g}"
     click.echo(line)
     if c.reason:
-        click.echo(f"  no test: {c.reason}")
+        click.echo(f"  no test: {printable(c.reason)}")
     if c.moved:
-        moved = ", ".join(f"{task} {diff:+.3f}" for task, diff in c.moved)
+        moved = ", ".join(f"{printable(task)} {diff:+.3f}" for task, diff in c.moved)
         click.echo(f"  moved most: {moved}")
 
 
@@ -284,19 +297,21 @@ def _print_comparison(c: regress.Comparison, alpha: float) -> None:
 )
 @click.option(
     "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    type=FiniteFloatRange(0, 1, min_open=True, max_open=True),
     default=0.05,
     show_default=True,
     help="Two-sided significance level.",
 )
 @click.option(
     "--margin",
-    type=click.FloatRange(0),
+    type=FiniteFloatRange(0),
     default=0.02,
     show_default=True,
     help="Interval inside ±margin means unchanged (bootstrap, t).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option(
+    "--seed", type=click.IntRange(0), default=0, show_default=True, help="Bootstrap seed."
+)
 @click.option("--resamples", type=click.IntRange(10_000), default=10_000, show_default=True)
 @click.option(
     "--score",
@@ -309,11 +324,17 @@ def _print_comparison(c: regress.Comparison, alpha: float) -> None:
 @click.option("--base-run", default=None, help="The baseline run, when BASE holds several.")
 @click.option("--cand-run", default=None, help="The candidate run, when CAND holds several.")
 @click.option(
+    "--allow-mixed",
+    is_flag=True,
+    help="Compare runs graded differently (suite vs host record, other suite file or grading "
+    "options); refused by default.",
+)
+@click.option(
     "--fail-on",
     type=click.Choice(["regressed", "inconclusive"]),
     default="regressed",
     show_default=True,
-    help="inconclusive: also exit 1 on an inconclusive verdict.",
+    help="inconclusive: also exit 1 on an inconclusive verdict or a suite on one side only.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the comparisons as JSON.")
 @filters.run_filter_options
@@ -330,6 +351,7 @@ def regress_command(
     score_kind: str,
     base_run: str | None,
     cand_run: str | None,
+    allow_mixed: bool,
     fail_on: str,
     as_json: bool,
     run_ids: tuple[str, ...],
@@ -340,7 +362,7 @@ def regress_command(
     """Paired regression verdict of CAND against BASE, per suite (RFC 0244 §F).
 
     Each side is an event log (file, directory or glob; graded with --suites, or from the host
-    record) or a tasks.parquet written by `evalbatch run`.
+    record) or a tasks.parquet written by `evalbatch run` (with the runs.parquet beside it).
 
     \b
     Example:
@@ -348,7 +370,8 @@ def regress_command(
         data/samples/regress/candidate.parquet --suites data/samples/suites
 
     Exit codes: 0 no suite regressed; 1 some suite regressed (or, with --fail-on inconclusive,
-    was inconclusive); 2 unusable input.
+    was inconclusive or on one side only); 2 nothing compared, an unknown run named, sides
+    graded differently (without --allow-mixed), unusable input or a usage error.
     """
     options = regress.RegressOptions(
         method=method,  # type: ignore[arg-type]
@@ -366,18 +389,21 @@ def regress_command(
         base_run=base_run,
         cand_run=cand_run,
         run_filter=filters.build(run_ids, filter_suites, since, until),
+        allow_mixed=allow_mixed,
     )
     if as_json:
-        click.echo(json.dumps([c.report() for c in report.comparisons], indent=2))
+        click.echo(json.dumps(report.report(), indent=2))
     else:
         for comparison in report.comparisons:
             _print_comparison(comparison, alpha)
-        for line in report.unpaired:
-            click.echo(f"not compared (one side only): {line}")
-        if not report.comparisons:
-            click.echo("no suite is present on both sides")
+    for side, suite in report.unpaired:
+        # on stderr, loudly, in both modes: a gate that passed should still say what it skipped
+        click.echo(
+            f"warning: not compared (one side only): {side}: {printable(suite)}",
+            err=True,
+        )
     code = report.exit_code
-    if fail_on == "inconclusive" and any(c.verdict == "inconclusive" for c in report.comparisons):
+    if fail_on == "inconclusive" and not report.shown_safe:
         code = 1
     sys.exit(code)
 

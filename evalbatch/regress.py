@@ -7,11 +7,14 @@ score, D-19), then tasks present on both sides are paired by taskId and the per-
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 import polars as pl
+
+from evalbatch.commands.types import printable
 
 Method = Literal["paired-bootstrap", "paired-t", "sign-test", "mcnemar"]
 Verdict = Literal["improved", "regressed", "unchanged", "inconclusive"]
@@ -28,6 +31,153 @@ class RegressOptions:
     seed: int = 0
     resamples: int = 10_000
     score: Literal["gating", "output"] = "gating"
+
+
+@dataclass(frozen=True)
+class Grading:
+    """How a run's task scores were made (issue 14): against a suite file (which one, by its
+    sha256) or from the host record (D-4), and under which grading options (D-9, D-15). Two runs
+    are compared only when graded alike; an unknown grading is alike to nothing."""
+
+    has_suite: bool | None = None
+    suite_sha256: str | None = None
+    default_pass_score: float | None = None
+    on_miss_default: str | None = None
+    unknown_because: str | None = None  # set when the grading cannot be known
+
+    @classmethod
+    def of_run(cls, row: Mapping[str, Any]) -> Grading:
+        """The grading a runs-table row records (its provenance columns)."""
+        pass_score, on_miss = row.get("default_pass_score"), row.get("on_miss_default")
+        if pass_score is None or on_miss is None:
+            return cls(unknown_because="no grading options recorded for the run")
+        sha256 = row.get("suite_sha256")
+        has_suite = row.get("has_suite")
+        if has_suite is None:  # a run that was not graded: its suite hash still says
+            has_suite = sha256 is not None
+        if has_suite and sha256 is None:
+            return cls(unknown_because="graded with a suite of unrecorded sha256")
+        return cls(bool(has_suite), sha256 if has_suite else None, float(pass_score), on_miss)
+
+    @property
+    def known(self) -> bool:
+        return self.unknown_because is None
+
+    def alike(self, other: Grading) -> bool:
+        return self.known and other.known and self == other
+
+    def describe(self) -> str:
+        """One line for a terminal: source and options, or why they are unknown."""
+        if not self.known:
+            return f"graded unknown ({self.unknown_because})"
+        source = f"suite sha256 {str(self.suite_sha256)[:12]}" if self.has_suite else "host record"
+        return (
+            f"graded from {source}, default pass score {self.default_pass_score:g}, "
+            f"on-miss default {self.on_miss_default}"
+        )
+
+    def report(self) -> dict[str, object]:
+        source = "unknown" if not self.known else "suite" if self.has_suite else "host-record"
+        return {
+            "source": source,
+            "suiteSha256": self.suite_sha256,
+            "defaultPassScore": self.default_pass_score,
+            "onMissDefault": self.on_miss_default,
+            "unknownBecause": self.unknown_because,
+        }
+
+
+@dataclass(frozen=True)
+class SideSummary:
+    """One side of a suite's comparison as the output shows it: the run, how it was graded and
+    its mean scores (the means over all its tasks; `scoreDelta` is the difference of
+    `meanScore`)."""
+
+    run_id: str
+    grading: Grading
+    task_count: int
+    mean_score: float | None
+    mean_gating_score: float | None
+
+    @classmethod
+    def of(cls, rows: pl.DataFrame, run_id: str, grading: Grading) -> SideSummary:
+        """`rows`: the run's task rows (none, or one row with null scores, when not graded)."""
+        scored = rows.filter(pl.col("score").is_not_null())
+        return cls(
+            run_id=run_id,
+            grading=grading,
+            task_count=scored.height,
+            mean_score=_mean(scored["score"]),
+            mean_gating_score=_mean(scored["gating_score"]),
+        )
+
+    def report(self) -> dict[str, object]:
+        return {
+            "runId": self.run_id,
+            "grading": self.grading.report(),
+            "taskCount": self.task_count,
+            "meanScore": self.mean_score,
+            "meanGatingScore": self.mean_gating_score,
+        }
+
+
+def _mean(column: pl.Series) -> float | None:
+    value = column.mean()
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
+#: the columns a tasks table must hold for a comparison, with their types (api.TASK_SCHEMA's)
+TASK_COLUMNS: dict[str, type[pl.DataType]] = {
+    "run_id": pl.String,
+    "suite_id": pl.String,
+    "suite_version": pl.String,
+    "task_id": pl.String,
+    "score": pl.Float64,
+    "gating_score": pl.Float64,
+    "passed": pl.Boolean,
+}
+SCORE_COLUMNS = ("score", "gating_score")
+
+
+def task_table_faults(tasks: pl.DataFrame) -> list[str]:
+    """What makes a tasks table unusable for a comparison, one message per fault (issue 14):
+    a missing or mistyped column, null/NaN/infinite or out-of-0..1 scores, and rows that repeat
+    a (run_id, task_id) pair (they would be paired twice). Messages name columns, counts and ids,
+    never other content."""
+    faults: list[str] = []
+    usable: list[str] = []
+    for name, dtype in TASK_COLUMNS.items():
+        found = tasks.schema.get(name)
+        if found is None:
+            faults.append(f"column {name}: missing")
+        elif found != dtype and not (dtype == pl.Float64 and found.is_float()):
+            faults.append(f"column {name}: type {found}, expected {dtype()}")
+        else:
+            usable.append(name)
+    checks = []
+    for c in usable:
+        checks.append(pl.col(c).is_null().sum().alias(f"{c}:null"))
+        if c in SCORE_COLUMNS:
+            finite = pl.col(c).is_finite()
+            checks += [
+                pl.col(c).is_nan().sum().alias(f"{c}:NaN"),
+                pl.col(c).is_infinite().sum().alias(f"{c}:infinite"),
+                (finite & ((pl.col(c) < 0) | (pl.col(c) > 1))).sum().alias(f"{c}:outside 0..1"),
+            ]
+    if checks:
+        for key, count in tasks.select(checks).row(0, named=True).items():
+            if count:
+                column, fault = key.split(":")
+                faults.append(f"column {column}: {count} row(s) {fault}")
+    if {"run_id", "task_id"} <= set(usable):
+        repeated = tasks.filter(pl.struct("run_id", "task_id").is_duplicated())
+        if repeated.height:
+            first = repeated.row(0, named=True)
+            faults.append(
+                f"columns run_id, task_id: {repeated.height} row(s) repeat a pair "
+                f"(first: run {printable(first['run_id'])}, task {printable(first['task_id'])})"
+            )
+    return faults
 
 
 @dataclass
@@ -48,6 +198,8 @@ class Comparison:
     p_value: float | None = None
     reason: str | None = None  # why the verdict is inconclusive without a test
     moved: list[tuple[str, float]] = field(default_factory=list)  # (taskId, difference)
+    baseline: SideSummary | None = None  # how each side was graded, and its mean scores
+    candidate: SideSummary | None = None
 
     def block(self) -> dict[str, object]:
         """The RFC 0244 `regression` block, in the contract's field order."""
@@ -72,6 +224,8 @@ class Comparison:
             "pValue": self.p_value,
             "reason": self.reason,
             "moved": [{"taskId": t, "difference": d} for t, d in self.moved],
+            "baseline": self.baseline.report() if self.baseline else None,
+            "candidate": self.candidate.report() if self.candidate else None,
         }
 
 

@@ -48,6 +48,34 @@ def task_rows(
     )
 
 
+def write_task_table(
+    path: Path, tasks: pl.DataFrame, suite_id: str = "acme.team.evals.support", **grading: Any
+) -> Path:
+    """`tasks` as a tasks.parquet with the runs.parquet `evalbatch run` writes beside it (its
+    provenance columns say how each run was graded: by default host record, default options)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if "suite_id" not in tasks.columns:
+        tasks = tasks.with_columns(pl.lit(suite_id).alias("suite_id"))
+    tasks.write_parquet(path)
+    runs = tasks.group_by("run_id", maintain_order=True).agg(
+        pl.col("suite_id").first(), pl.col("suite_version").first()
+    )
+    provenance = {
+        "has_suite": False,
+        "suite_sha256": None,
+        "default_pass_score": 1.0,
+        "on_miss_default": "count",
+    } | grading
+    runs.with_columns(
+        pl.lit(True).alias("graded"),
+        pl.lit(provenance["has_suite"]).alias("has_suite"),
+        pl.lit(provenance["suite_sha256"], dtype=pl.String).alias("suite_sha256"),
+        pl.lit(provenance["default_pass_score"], dtype=pl.Float64).alias("default_pass_score"),
+        pl.lit(provenance["on_miss_default"], dtype=pl.String).alias("on_miss_default"),
+    ).write_parquet(path.with_name("runs.parquet"))
+    return path
+
+
 def verdict(base: pl.DataFrame, cand: pl.DataFrame, **options: Any) -> regress.Comparison:
     return regress.compare(
         base,
@@ -294,7 +322,7 @@ def test_cli_json_carries_the_block_and_statistics() -> None:
             "paired-t",
         ],
     )
-    report = json.loads(result.output)
+    report = json.loads(result.output)["comparisons"]  # E-68: an object, not a bare list
     assert report[0]["regression"]["verdict"] == "regressed"
     assert report[0]["regression"]["method"] == "paired-t"
     assert set(report[0]) >= {"meanDifference", "interval", "pValue", "moved"}
@@ -306,14 +334,12 @@ def test_cli_unchanged_exits_0_and_fail_on_inconclusive(tmp_path: Path) -> None:
     runner = CliRunner()
     same = runner.invoke(cli, ["regress", str(BASE), str(BASE), "--suites", str(SUITES)])
     assert same.exit_code == 0, same.output
-    base, cand = tmp_path / "base.parquet", tmp_path / "cand.parquet"
+    base, cand = tmp_path / "base" / "tasks.parquet", tmp_path / "cand" / "tasks.parquet"
     for path, scores, run in (
         (base, [1, 0, 1, 0, 1, 0], "acme/b"),
         (cand, [0, 1, 1, 0, 1, 1], "acme/c"),
     ):
-        task_rows(scores, run=run).with_columns(
-            pl.lit("acme.team.evals.support").alias("suite_id")
-        ).write_parquet(path)
+        write_task_table(path, task_rows(scores, run=run))
     loose = runner.invoke(cli, ["regress", str(base), str(cand)])
     assert loose.exit_code == 0, loose.output
     assert "INCONCLUSIVE" in loose.output
