@@ -154,8 +154,9 @@ def test_regress_filter_on_logs_and_on_task_tables(tmp_path: Path) -> None:
     result = _invoke(
         "regress", base, cand, "--suites", SAMPLE_SUITES, "--since", "2026-11-01T12:00Z"
     )
-    assert result.exit_code == 0, result.output
-    assert "not compared (one side only): cand: acme.support.evals.regression" in result.output
+    # issue 14 (E-65): the baseline side holds no run after the filter: nothing compared, refused
+    assert isinstance(result.exception, api.InputError)
+    assert "holds no eval run matching the run filters" in str(result.exception)
     out = tmp_path / "graded"
     api.write_outputs([base, cand], out, [SAMPLE_SUITES])
     tasks = out / "tasks.parquet"
@@ -172,7 +173,8 @@ def test_regress_filter_on_logs_and_on_task_tables(tmp_path: Path) -> None:
         in result.output
     )
     result = _invoke("regress", tasks, tasks, "--suite", "no.such.suite")
-    assert "no suite is present on both sides" in result.output
+    assert isinstance(result.exception, api.InputError)  # issue 14 (E-65): nothing compared
+    assert "holds no eval run matching the run filters" in str(result.exception)
 
 
 def test_sql_filter() -> None:
