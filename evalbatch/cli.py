@@ -565,7 +565,8 @@ def ingest_command(inputs: tuple[str, ...], out_dir: str, quiet: bool) -> None:
       evalbatch run events/ --suites suites/
 
     Exit codes: 0 everything ingested; 3 something skipped or known to be missing (a bad line,
-    a truncated debug bundle); 2 nothing usable or a usage error.
+    a truncated debug bundle, a damaged gzip file); 2 nothing usable or a usage error; 4 the
+    Parquet files could not be written (a full disk: nothing is added).
     """
     report = ingest.ingest_paths(list(inputs), out_dir)
     shown = report.problems if not quiet else []
