@@ -721,6 +721,7 @@ class RunReport:
     carried_runs: int = 0  # an incremental run's runs kept from the previous outputs
     full_regrade: bool = True  # False when an incremental run graded only new or changed runs
     stale_lock: str | None = None  # the holder of a lock left by a dead run, taken over
+    regrade_reason: str | None = None  # why an incremental run graded everything (content-free)
 
     @property
     def summary_count(self) -> int:
@@ -742,6 +743,43 @@ def _write_error(out_dir: Path, exc: OSError) -> OutputError:
     )
 
 
+def _inside(path: str | Path, root: Path) -> bool:
+    return Path(path).resolve().is_relative_to(root)
+
+
+def _without_outputs(events: Sequence[str | Path], out: Path) -> list[str]:
+    """The event paths, less the files inside the output directory `out` when a directory or
+    glob given reaches into it (E-74): `run`'s own tables are not events, and reading them
+    would make every later run report them as unusable files."""
+    root = out.resolve()
+    paths: list[str] = []
+    for raw in map(str, events):
+        path = Path(raw)
+        if path.is_file() or (path.is_dir() and not root.is_relative_to(path.resolve())):
+            paths.append(raw)
+            continue
+        found = inputs.expand_paths([raw])
+        kept = [name for name in found if not _inside(name, root)]
+        paths += [raw] if len(kept) == len(found) else kept
+    if events and not paths:
+        raise InputError(
+            f"every event file given is inside --out {out}, where evalbatch writes its own "
+            "outputs: give the events' directory or another --out"
+        )
+    return paths
+
+
+def _nothing_to_grade(out: Path, run_filter: inputs.RunFilter | None, grading: _Pass) -> InputError:
+    """E-70: a run that selected no eval run never replaces the outputs, nor exits 0."""
+    filtered = " matches the run filters" if run_filter is not None and not run_filter.empty else ""
+    unreadable = len(grading.file_problems)
+    left_out = f" ({unreadable} event file(s) left out as unusable)" if unreadable else ""
+    return InputError(
+        f"nothing to grade: no eval run (no eval.started) in the events{filtered}{left_out}; "
+        f"nothing written to {out} (--allow-empty writes empty outputs)"
+    )
+
+
 def write_outputs(
     events: Sequence[str | Path],
     out_dir: str | Path,
@@ -759,6 +797,7 @@ def write_outputs(
     ray_address: str | None = None,
     incremental_run: bool = False,
     run_filter: inputs.RunFilter | None = None,
+    allow_empty: bool = False,
 ) -> RunReport:
     """Grade like `grade_paths` and write the outputs (§4) into `out_dir`, batch by batch.
 
@@ -766,30 +805,38 @@ def write_outputs(
     per-task tables stay in memory. The files are identical to `outputs.write(grade_paths(...))`
     and appear only when complete. One run writes to a directory at a time (a lock in it, E-49).
     With `incremental_run`, only runs that are new or changed since the last incremental run
-    into `out_dir` are graded and the others' rows are carried over (E-50); the files are still
-    identical to a full regrade's.
+    into `out_dir` are graded and the others' rows are carried over (E-50), once every previous
+    file is checked against the manifest (E-71); the files are still identical to a full
+    regrade's. Files inside `out_dir` are never read as events (E-74).
 
     Raises:
+        InputError: no eval run was selected (E-70; unless `allow_empty`), or no event file.
         OutputLocked: another live run is writing to `out_dir`.
-        OutputError: the outputs could not be written; the previous ones are left as they were.
+        OutputError: the outputs could not be written (a full disk at any point, E-72); the
+            previous ones are left as they were, and nothing is left behind.
     """
     from evalbatch import outputs
     from evalbatch.lock import OutputLock
 
     out = Path(out_dir)
     options = options or GradeOptions()
+    events = _without_outputs(events, out)
     with OutputLock(out) as lock:
         outputs.clear_stale_work(out)
         choices = load_suites(suite_paths, suite_docs)
         selection: incremental.Selection | None = None
+        regrade_reason: str | None = None
 
         def choose_runs(con: Any, sources: inputs.Sources) -> frozenset[str] | None:
-            nonlocal selection
+            nonlocal selection, regrade_reason
             try:
                 prints = incremental.event_fingerprints(con, sources)
             except duckdb.Error:
-                return None  # a file the fingerprint cannot read: grade everything, as a full run
+                # a file the fingerprint cannot read: grade everything, as a full run
+                regrade_reason = "an event file cannot be read whole to fingerprint its runs"
+                return None
             selection = incremental.select(out, options, prints, choices)
+            regrade_reason = selection.reason
             return selection.dirty
 
         grading = _grading_pass(
@@ -825,6 +872,8 @@ def write_outputs(
             runs, tasks, problem_frame = merged.finish(
                 grading, regress_options or regress.RegressOptions(), carried
             )
+            if runs.height == 0 and not allow_empty:
+                raise _nothing_to_grade(out, run_filter, grading)
             manifest = None
             if incremental_run and selection is not None:
                 manifest = _manifest(selection, merged, runs, choices, options)
@@ -842,6 +891,7 @@ def write_outputs(
         carried_runs=len(carried.runs) if carried is not None else 0,
         full_regrade=carried is None,
         stale_lock=lock.stale.describe() if lock.stale is not None else None,
+        regrade_reason=regrade_reason if carried is None else None,
     )
 
 
@@ -851,9 +901,9 @@ def _manifest(
     runs: pl.DataFrame,
     choices: dict[tuple[str, str], suites.SuiteChoice],
     options: GradeOptions,
-) -> str:
-    """The manifest of what was just written: carried runs keep their entries, graded runs get
-    new ones from what grading saw."""
+) -> incremental.Manifest:
+    """The manifest of what is being written: carried runs keep their entries, graded runs get
+    new ones from what grading saw (the writer adds each file's record once it is complete)."""
     keys = {
         run_id: (suite_id, version)
         for run_id, suite_id, version in runs.select("run_id", "suite_id", "suite_version")
@@ -873,7 +923,7 @@ def _manifest(
             suite=incremental.suite_digest(choices.get(key)) if key is not None else None,
             baseline=merged.declared_baselines.get(run_id),
         )
-    return incremental.Manifest(incremental.settings(options), entries).text()
+    return incremental.Manifest(incremental.settings(options), entries)
 
 
 RUN_SCHEMA = {

@@ -154,6 +154,12 @@ _batch_events_option = click.option(
     help="Grade only runs new or changed since the last --incremental run into OUT (its "
     "manifest.json); carry the rest over. The outputs equal a full regrade's.",
 )
+@click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="When the events and filters select no eval run, write empty outputs (exit 0) "
+    "instead of stopping with exit code 2 and leaving OUT as it was.",
+)
 @filters.run_filter_options
 @click.option("--quiet", is_flag=True, help="Print only where the outputs went.")
 def run(
@@ -169,6 +175,7 @@ def run(
     engine: str,
     ray_address: str | None,
     incremental: bool,
+    allow_empty: bool,
     run_ids: tuple[str, ...],
     filter_suites: tuple[str, ...],
     since: datetime | None,
@@ -182,8 +189,9 @@ def run(
       evalbatch run data/samples/events --suites data/samples/suites --out out/samples
 
     Exit codes: 0 every run graded; 3 some run or file skipped (see problems.parquet);
-    2 unusable input or a usage error; 4 the outputs could not be written (the previous ones
-    are unchanged); 5 another run is writing to OUT.
+    2 unusable input, no eval run selected (OUT is left as it was; see --allow-empty) or a usage
+    error; 4 the outputs could not be written (a full disk, a lock file that is a symbolic link:
+    the previous ones are unchanged); 5 another run is writing to OUT.
     """
     options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)  # type: ignore[arg-type]
     progress = _Progress(enabled=not quiet and sys.stderr.isatty())
@@ -202,6 +210,7 @@ def run(
             ray_address=ray_address,
             incremental_run=incremental,
             run_filter=filters.build(run_ids, filter_suites, since, until),
+            allow_empty=allow_empty,
         )
     finally:
         progress.close()
@@ -213,8 +222,10 @@ def run(
     if incremental:
         graded = report.runs.height - report.carried_runs
         how = "full regrade" if report.full_regrade else "incremental"
+        why = f" ({report.regrade_reason})" if report.regrade_reason else ""
         click.echo(
-            f"{how}: graded {graded} new or changed eval runs, kept {report.carried_runs} unchanged"
+            f"{how}: graded {graded} new or changed eval runs, "
+            f"kept {report.carried_runs} unchanged{why}"
         )
     if not quiet:
         _print_runs(report.runs)
@@ -591,7 +602,8 @@ def ingest_command(inputs: tuple[str, ...], out_dir: str, quiet: bool) -> None:
       evalbatch run events/ --suites suites/
 
     Exit codes: 0 everything ingested; 3 something skipped or known to be missing (a bad line,
-    a truncated debug bundle); 2 nothing usable or a usage error.
+    a truncated debug bundle, a damaged gzip file); 2 nothing usable or a usage error; 4 the
+    Parquet files could not be written (a full disk: nothing is added).
     """
     report = ingest.ingest_paths(list(inputs), out_dir)
     shown = report.problems if not quiet else []

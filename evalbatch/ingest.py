@@ -10,11 +10,15 @@ Nothing is lost (E-32): JSON is parsed strictly (NaN and Infinity are not JSON) 
 keeps the text it was written with, every object keeps its key order and repeated keys, and every
 envelope field that has no canonical column, or whose value does not fit its column's type, is
 kept in the JSON text column `extra`. Output is one directory per run (`runId=<id>/`, the id
-percent-encoded, E-33), each file written aside and linked into place complete (E-34).
+percent-encoded, E-33), each file written aside and linked into place complete (E-34). A write
+that fails (a full disk) is an `OutputError` and leaves nothing behind; a working directory left
+by a killed ingest is removed by the next ingest into the same directory (E-75).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import glob
 import gzip
 import hashlib
@@ -24,6 +28,7 @@ import shutil
 import sys
 import tempfile
 import urllib.parse
+import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalbatch import extract
-from evalbatch.errors import InputError
+from evalbatch.errors import InputError, OutputError
 from evalbatch.problems import severity
 
 #: the canonical columns (CONTRACT §1.1), then `extra`: every other envelope field, as JSON text
@@ -526,6 +531,8 @@ def _read_into(sink: _Sink) -> None:
             _read_ndjson(sink, lines if data is not None else _lines(path))
         else:
             _read_json_document(sink, data if data is not None else _read_bytes(path))
+    except zlib.error:  # a gzip header over a damaged stream: this file only
+        sink.problem(None, "input-unreadable", "cannot be read (damaged gzip data)")
     except (OSError, EOFError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         sink.problem(None, "input-unreadable", f"cannot be read ({reason})")
@@ -641,19 +648,94 @@ def _file_mode() -> int:
     return 0o666 & ~umask
 
 
+#: the private working directories of ingests into an output directory
+WORK_PREFIX = ".ingest-"
+
+
+def _write_error(out_dir: Path, exc: OSError) -> OutputError:
+    reason = exc.strerror or str(exc)
+    return OutputError(
+        f"{out_dir}: the events could not be written: {reason}; nothing was added and the files "
+        "already there are unchanged"
+    )
+
+
+def _lock_dir(path: Path, blocking: bool) -> int | None:
+    """An open descriptor of directory `path` holding an exclusive `flock` on it; None when
+    another process holds it (only when not `blocking`)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def clear_stale_work(out_dir: Path) -> int:
+    """Remove the working directories of ingests that died; returns how many there were.
+
+    A live ingest holds a `flock` on its working directory until it ends (the kernel drops it
+    when the process dies, however it dies), so one whose lock can be taken belongs to no live
+    ingest. Call it holding the lock on `out_dir` itself (`_Writer` does): a directory is made
+    and locked in one step under that lock, so none is seen unlocked while its ingest lives."""
+    cleared = 0
+    for path in out_dir.iterdir():
+        if not path.name.startswith(WORK_PREFIX) or path.is_symlink() or not path.is_dir():
+            continue
+        try:
+            fd = _lock_dir(path, blocking=False)
+        except OSError:
+            continue  # gone meanwhile, or cannot be locked here: left alone
+        if fd is None:
+            continue  # a live ingest's
+        try:
+            shutil.rmtree(path, ignore_errors=True)
+            cleared += 1
+        finally:
+            os.close(fd)
+    return cleared
+
+
 class _Writer:
     """Buffers rows by run and writes them as Parquet parts into a private temporary directory
-    inside the output directory; `commit` links each finished part into place."""
+    inside the output directory; `commit` links each finished part into place. Every `OSError`
+    while writing is an `OutputError`, and `discard` leaves nothing behind."""
 
     def __init__(self, out_dir: Path, flush_rows: int) -> None:
         self.out_dir = out_dir
         self.flush_rows = flush_rows
-        self.tmp = Path(tempfile.mkdtemp(prefix=".ingest-", dir=out_dir))
+        self.tmp, self._held = self._make_work_dir(out_dir)
         self.buffer: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
         self.buffered = 0
         self.parts: dict[str, list[Path]] = defaultdict(list)
         self.files_written = 0
         self.events = 0
+
+    @staticmethod
+    def _make_work_dir(out_dir: Path) -> tuple[Path, int | None]:
+        """Clear dead ingests' working directories and make and lock this one, under a short
+        lock on `out_dir` (E-75). Where directories cannot be locked nothing is cleared."""
+        try:
+            guard = _lock_dir(out_dir, blocking=True)
+        except OSError:
+            guard = None
+        try:
+            held = None
+            if guard is not None:
+                clear_stale_work(out_dir)
+            tmp = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=out_dir))
+            with contextlib.suppress(OSError):
+                held = _lock_dir(tmp, blocking=False)
+            return tmp, held
+        except OSError as exc:
+            raise _write_error(out_dir, exc) from exc
+        finally:
+            if guard is not None:
+                os.close(guard)
 
     def add(self, rows: list[tuple[Any, ...]]) -> None:
         for row in rows:
@@ -664,35 +746,55 @@ class _Writer:
             self.flush()
 
     def flush(self) -> None:
-        for run_id, rows in sorted(self.buffer.items()):
-            rows.sort(key=lambda row: row[1])  # stable: rows of one sequence keep input order
-            table = pa.Table.from_arrays(
-                [pa.array([row[i] for row in rows], f.type) for i, f in enumerate(SCHEMA)],
-                schema=SCHEMA,
-            )
-            # not named *.parquet until committed: a reader never sees a partial file
-            target = self.tmp / f"{self.files_written}.part"
-            self.files_written += 1
-            pq.write_table(table, target)
-            os.chmod(target, _file_mode())
-            self.parts[run_id].append(target)
+        try:
+            for run_id, rows in sorted(self.buffer.items()):
+                rows.sort(key=lambda row: row[1])  # stable: rows of one sequence keep input order
+                table = pa.Table.from_arrays(
+                    [pa.array([row[i] for row in rows], f.type) for i, f in enumerate(SCHEMA)],
+                    schema=SCHEMA,
+                )
+                # not named *.parquet until committed: a reader never sees a partial file
+                target = self.tmp / f"{self.files_written}.part"
+                self.files_written += 1
+                pq.write_table(table, target)
+                os.chmod(target, _file_mode())
+                self.parts[run_id].append(target)
+        except OSError as exc:  # raised past the input readers, which report their own OSErrors
+            raise _write_error(self.out_dir, exc) from exc
         self.buffer.clear()
         self.buffered = 0
 
     def commit(self) -> list[Path]:
+        """Link every part into place; if one cannot be, the ones already linked and the run
+        directories made for them are removed again, so a failed ingest adds nothing."""
         self.flush()
-        existing = [p.name for p in self.out_dir.iterdir() if p.is_dir() and p != self.tmp]
-        names = partition_names(list(self.parts), existing)
         written: list[Path] = []
-        for run_id in sorted(self.parts):
-            directory = self.out_dir / names[run_id]
-            directory.mkdir(exist_ok=True)
-            for part in self.parts[run_id]:
-                written.append(_link_next(part, directory))
+        made: list[Path] = []
+        try:
+            existing = [p.name for p in self.out_dir.iterdir() if p.is_dir() and p != self.tmp]
+            names = partition_names(list(self.parts), existing)
+            for run_id in sorted(self.parts):
+                directory = self.out_dir / names[run_id]
+                if not directory.is_dir():
+                    directory.mkdir()
+                    made.append(directory)
+                for part in self.parts[run_id]:
+                    written.append(_link_next(part, directory))
+        except OSError as exc:
+            for path in written:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            for directory in reversed(made):
+                with contextlib.suppress(OSError):
+                    directory.rmdir()
+            raise _write_error(self.out_dir, exc) from exc
         return written
 
     def discard(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
+        if self._held is not None:
+            os.close(self._held)
+            self._held = None
 
 
 def _link_next(part: Path, directory: Path) -> Path:
@@ -726,10 +828,14 @@ def ingest_paths(
 
     Raises:
         InputError: an input path matches no file.
+        OutputError: the events could not be written (a full disk); nothing was added.
     """
     files = expand_inputs(paths)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _write_error(out, exc) from exc
     report = IngestReport(out_dir=out, files=len(files))
     writer = _Writer(out, flush_rows)
     try:

@@ -5,16 +5,20 @@ holds it until its files are in place, then removes the file. The kernel drops t
 process ends, however it ends (SIGKILL included), so a lock file left by a dead process is never
 in the way: the next run takes it over and says whose it was. The file itself only says who holds
 the lock (pid, host, start time), for the message a second writer gets. `flock` is local to one
-machine: two hosts writing to one network directory are not kept apart.
+machine: two hosts writing to one network directory are not kept apart. The file is opened
+without following a symbolic link (E-73): a link planted at its name is refused, never written
+through.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
 import socket
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,17 +72,32 @@ class OutputLock:
         self._handle: Any = None
         self._made_dir = False
 
-    def _open_locked(self) -> Any:
-        """Open and flock the lock file; None when it was replaced meanwhile (retry)."""
+    def _open(self) -> Any:
+        """Open (or create) the lock file itself: never through a symbolic link (O_NOFOLLOW), and
+        only when it is a regular file, so a link planted at its name cannot make the holder's
+        details overwrite another file."""
         try:
             if not self.path.parent.is_dir():
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._made_dir = True
-            handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise OutputError(
+                    f"{self.path}: the lock file is a symbolic link; refusing to follow it "
+                    "(remove it and rerun)"
+                ) from exc
             raise OutputError(
                 f"{self.path.parent}: cannot write here ({exc.strerror or exc})"
             ) from exc
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OutputError(f"{self.path}: the lock file is not a regular file (remove it)")
+        return open(fd, "r+", encoding="utf-8")  # held until release
+
+    def _open_locked(self) -> Any:
+        """Open and flock the lock file; None when it was replaced meanwhile (retry)."""
+        handle = self._open()
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -92,7 +111,7 @@ class OutputLock:
             handle.close()
             raise OutputError(f"{self.path}: cannot be locked ({exc.strerror})") from exc
         try:
-            same = os.stat(self.path).st_ino == os.fstat(handle.fileno()).st_ino
+            same = os.lstat(self.path).st_ino == os.fstat(handle.fileno()).st_ino
         except FileNotFoundError:
             same = False
         if not same:  # the holder removed the file between our open and our lock
@@ -107,19 +126,25 @@ class OutputLock:
         previous = _read_holder(handle)
         if previous.pid is not None:
             self.stale = previous  # its holder neither removed it nor holds it: it is gone
-        handle.seek(0)
-        handle.truncate()
-        handle.write(
-            json.dumps(
-                {
-                    "pid": os.getpid(),
-                    "host": socket.gethostname(),
-                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                }
-            )
-        )
-        handle.flush()
         self._handle = handle
+        try:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(
+                json.dumps(
+                    {
+                        "pid": os.getpid(),
+                        "host": socket.gethostname(),
+                        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    }
+                )
+            )
+            handle.flush()
+        except OSError as exc:  # a full disk: nothing else could be written either
+            self.release()
+            raise OutputError(
+                f"{self.path.parent}: cannot write here ({exc.strerror or exc})"
+            ) from exc
         return self
 
     def release(self) -> None:
@@ -128,14 +153,13 @@ class OutputLock:
         empty (the run stopped before writing) is removed too."""
         if self._handle is None:
             return
-        try:
+        handle, self._handle = self._handle, None
+        with contextlib.suppress(OSError):
             self.path.unlink(missing_ok=True)
-        except OSError:
-            pass
-        finally:
-            fcntl.flock(self._handle.fileno(), fcntl.LOCK_UN)
-            self._handle.close()
-            self._handle = None
+        with contextlib.suppress(OSError):
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        with contextlib.suppress(OSError):  # closing flushes: a full disk must not stop it
+            handle.close()
         if self._made_dir:
             with contextlib.suppress(OSError):
                 self.path.parent.rmdir()  # only if empty

@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from evalbatch.errors import InputError
+from evalbatch.errors import InputError, OutputError
 
 #: the tables a command may ask for, with the columns it relies on
 TABLE_COLUMNS: dict[str, frozenset[str]] = {
@@ -114,19 +114,37 @@ def _file_mode() -> int:
     return 0o666 & ~umask
 
 
+def _write_error(target: Path, exc: OSError) -> OutputError:
+    reason = exc.strerror or str(exc)
+    return OutputError(f"{target}: could not be written: {reason}; the previous file is unchanged")
+
+
 def write_atomic(path: str | Path, text: str | Iterable[str]) -> Path:
     """Write `text` (or its pieces, as they come) to `path` through a temporary file in the same
     directory, renamed into place when complete: a reader never sees half a file, and a failure,
-    an error raised by the pieces included, leaves the old one."""
+    an error raised by the pieces included, leaves the old one and no temporary file.
+
+    Raises:
+        OutputError: the file could not be written (a full disk, an unwritable directory).
+    """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as exc:
+        raise _write_error(target, exc) from exc
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
             for piece in [text] if isinstance(text, str) else text:
-                stream.write(piece)
+                try:
+                    stream.write(piece)
+                except OSError as exc:
+                    raise _write_error(target, exc) from exc
         os.chmod(temp, _file_mode())
         os.replace(temp, target)
+    except OSError as exc:  # closing (the last flush), chmod or the rename
+        Path(temp).unlink(missing_ok=True)
+        raise _write_error(target, exc) from exc
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise

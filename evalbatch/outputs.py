@@ -2,12 +2,16 @@
 
 Outputs are built in a private directory inside the output directory and each file is renamed
 into place only when complete, so a reader never sees a half-written file and a crash leaves the
-previous outputs whole. Rows are sorted, JSON keys keep the contract's order and Parquet row
+previous outputs whole. A write that fails (a full disk) at any point leaves the previous outputs
+as they were and nothing behind: the working directory is removed, and files already renamed
+into place are put back (E-72). Rows are sorted, JSON keys keep the contract's order and Parquet row
 groups have a fixed size, so the same inputs give byte-identical files however they were batched.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import shutil
@@ -24,6 +28,7 @@ from evalbatch.api import TRIAL_SCHEMA
 
 if TYPE_CHECKING:
     from evalbatch.api import GradeResult
+    from evalbatch.incremental import Manifest
 
 TABLES = ("runs", "tasks", "trials", "problems")
 MANIFEST_NAME = "manifest.json"
@@ -98,6 +103,23 @@ class TableWriter:
             self._flush(final=True)
         self.writer.close()
 
+    def discard(self) -> None:
+        """Close after a failure, whatever state the file is in (never raises: the caller is
+        already handling an error and removes the file)."""
+        self.pending = []
+        with contextlib.suppress(Exception):  # Arrow raises its own types as well as OSError
+            self.writer.close()
+
+
+def _write_table(path: Path, frame: pl.DataFrame, table: str) -> None:
+    writer = TableWriter(path, frame.schema, table)
+    try:
+        writer.write(frame)
+        writer.close()
+    except BaseException:
+        writer.discard()
+        raise
+
 
 def summary_line(run_id: str, summary: dict[str, Any]) -> str:
     """One line of summaries.jsonl: {"runId": ..., "summary": ...}."""
@@ -108,15 +130,31 @@ def summary_line(run_id: str, summary: dict[str, Any]) -> str:
 _PENDING = "\x00"
 
 
+#: errors of `os.link` that mean "no hard links here", not "the disk is full"
+_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK}
+#: the prefix, in the working directory, of a hard link to a file about to be replaced
+_PREVIOUS = "previous."
+
+
 class OutputWriter:
-    """Writes the outputs of a grading pass batch by batch (batches come in run-id order)."""
+    """Writes the outputs of a grading pass batch by batch (batches come in run-id order).
+
+    Any `OSError` (a full disk included) from any method leaves the output directory as it was
+    once `abort` has run; `abort` itself never raises.
+    """
 
     def __init__(self, out_dir: str | Path) -> None:
         self.out = Path(out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         self.work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=self.out))
-        self.summaries = (self.work / "summaries.partial").open("w", encoding="utf-8")
-        self.trials = TableWriter(self.work / "trials.parquet", TRIAL_SCHEMA, "trials")
+        self.summaries: Any = None
+        self.trials: TableWriter | None = None
+        try:
+            self.summaries = (self.work / "summaries.partial").open("w", encoding="utf-8")
+            self.trials = TableWriter(self.work / "trials.parquet", TRIAL_SCHEMA, "trials")
+        except BaseException:
+            self.abort()
+            raise
 
     def add(
         self,
@@ -128,6 +166,7 @@ class OutputWriter:
         """Append a batch; summaries of `pending` runs are completed in `finish` (regression).
         `carried` holds lines of summaries.jsonl kept from the previous outputs (an incremental
         run), merged in runId order with the batch's own."""
+        assert self.trials is not None
         lines = [
             (
                 run_id,
@@ -149,13 +188,18 @@ class OutputWriter:
         runs: pl.DataFrame,
         tasks: pl.DataFrame,
         problems: pl.DataFrame,
-        manifest: str | None = None,
+        manifest: Manifest | None = None,
     ) -> dict[str, Path]:
         """Complete every file and rename each into the output directory.
 
-        The previous `manifest.json` goes first and the new one (an incremental run's) comes last,
-        so a crash in between leaves no manifest and the next incremental run grades everything
-        rather than trusting rows that may have been replaced."""
+        `manifest` (an incremental run's) gets each finished file's size, sha256 and rows, so
+        the next incremental run can check them before carrying a row (E-71). The previous
+        `manifest.json` goes first and the new one comes last, so a crash in between leaves no
+        manifest and the next incremental run grades everything rather than trusting rows that
+        may have been replaced."""
+        from evalbatch.incremental import describe_file
+
+        assert self.trials is not None
         self.summaries.close()
         with (
             (self.work / "summaries.partial").open(encoding="utf-8") as partial,
@@ -166,32 +210,70 @@ class OutputWriter:
                     run_id = json.loads(line[1:])
                     line = summary_line(run_id, pending[run_id])
                 final.write(line)
+        (self.work / "summaries.partial").unlink()
         self.trials.close()
         for name, frame in (("runs", runs), ("tasks", tasks), ("problems", problems)):
-            table = TableWriter(self.work / f"{name}.parquet", frame.schema, name)
-            table.write(frame)
-            table.close()
+            _write_table(self.work / f"{name}.parquet", frame, name)
+        names = ["summaries.jsonl", *(f"{name}.parquet" for name in TABLES)]
         if manifest is not None:
-            (self.work / MANIFEST_NAME).write_text(manifest, encoding="utf-8")
-        (self.out / MANIFEST_NAME).unlink(missing_ok=True)
-        written: dict[str, Path] = {}
-        for name in ("summaries", *TABLES):
-            filename = "summaries.jsonl" if name == "summaries" else f"{name}.parquet"
-            os.chmod(self.work / filename, _file_mode())
-            os.replace(self.work / filename, self.out / filename)
-            written[name] = self.out / filename
-        if manifest is not None:
-            os.chmod(self.work / MANIFEST_NAME, _file_mode())
-            os.replace(self.work / MANIFEST_NAME, self.out / MANIFEST_NAME)
-            written["manifest"] = self.out / MANIFEST_NAME
+            manifest.files = {name: describe_file(self.work / name) for name in names}
+            (self.work / MANIFEST_NAME).write_text(manifest.text(), encoding="utf-8")
+            names.append(MANIFEST_NAME)
+        self._put_in_place(names)
         shutil.rmtree(self.work, ignore_errors=True)
+        written = {name.split(".")[0]: self.out / name for name in names}
         return written
 
+    def _put_in_place(self, names: list[str]) -> None:
+        """Rename each finished file over its previous version, the manifest last (the old one
+        is removed first). Each file about to be replaced is first hard-linked into the working
+        directory, so when a rename fails the ones already done are undone and the directory is
+        as it was (where the file system has no hard links, a failed rename can only stop)."""
+        kept: dict[str, Path] = {}
+        for name in dict.fromkeys([*names, MANIFEST_NAME]):
+            backup = self.work / f"{_PREVIOUS}{name}"
+            try:
+                os.link(self.out / name, backup, follow_symlinks=False)
+            except FileNotFoundError:
+                continue  # nothing there before
+            except OSError as exc:
+                if exc.errno not in _NO_LINKS:
+                    raise  # nothing is replaced yet
+                continue
+            kept[name] = backup
+        mode = _file_mode()
+        done: list[str] = []
+        try:
+            (self.out / MANIFEST_NAME).unlink(missing_ok=True)
+            for name in names:
+                os.chmod(self.work / name, mode)
+                os.replace(self.work / name, self.out / name)
+                done.append(name)
+        except OSError:
+            self._put_back(done, kept)
+            raise
+
+    def _put_back(self, done: list[str], kept: dict[str, Path]) -> None:
+        """Undo the renames `done`, the previous manifest last (best effort: never raises)."""
+        for name in reversed(done):
+            with contextlib.suppress(OSError):
+                if name in kept:
+                    os.replace(kept[name], self.out / name)
+                else:
+                    (self.out / name).unlink()
+        if MANIFEST_NAME in kept:
+            with contextlib.suppress(OSError):
+                os.replace(kept[MANIFEST_NAME], self.out / MANIFEST_NAME)
+
     def abort(self) -> None:
-        """Leave the output directory as it was."""
-        if not self.summaries.closed:
-            self.summaries.close()
-        self.trials.writer.close()
+        """Leave the output directory as it was: close what is open and remove the working
+        directory. Never raises: it runs while another error (often a full disk, which makes
+        closing fail too) is being handled."""
+        if self.summaries is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self.summaries.close()
+        if self.trials is not None:
+            self.trials.discard()
         shutil.rmtree(self.work, ignore_errors=True)
 
 

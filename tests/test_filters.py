@@ -64,7 +64,7 @@ def _sample_rows() -> list[dict[str, Any]]:
             [TRAJECTORY, TRIALS],
         ),
         (["--run-id", "acme/run-t*", "--suite", "acme.support.evals.trajectory"], [TRAJECTORY]),
-        (["--until", "2000-01-01"], []),
+        (["--until", "2000-01-01", "--allow-empty"], []),
     ],
 )
 def test_run_filter_equals_grading_only_the_chosen_runs(

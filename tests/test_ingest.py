@@ -23,6 +23,7 @@ from click.testing import CliRunner
 
 from evalbatch import ingest, inputs
 from evalbatch.cli import cli, main
+from evalbatch.errors import OutputError
 from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES
 
 RUN_A = "acme/run-ingest-0001"
@@ -313,8 +314,9 @@ def test_e33_partition_names_decode_back_to_every_run_id(tmp_path: Path) -> None
 def test_e34_written_atomically_and_appended_never_overwritten(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """E-34: a failure while writing leaves no half-written or temporary file behind; a second
-    ingest into the same directory adds `part-1.parquet` beside `part-0.parquet`."""
+    """E-34, E-75: a failure while writing is an OutputError (exit code 4) and leaves no
+    half-written or temporary file behind; a second ingest into the same directory adds
+    `part-1.parquet` beside `part-0.parquet`."""
     source = _write(tmp_path / "a.ndjson", "\n".join(EVENTS_A + EVENTS_B))
     out = tmp_path / "out"
     calls = {"n": 0}
@@ -327,7 +329,7 @@ def test_e34_written_atomically_and_appended_never_overwritten(
         real(*args, **kwargs)
 
     monkeypatch.setattr(ingest.pq, "write_table", failing)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(OutputError, match="disk full"):
         ingest.ingest_paths([source], out)
     assert list(out.iterdir()) == []  # nothing visible, temporary directory removed
     monkeypatch.setattr(ingest.pq, "write_table", real)
