@@ -646,12 +646,11 @@ def _route_library_messages(debug: bool) -> None:
     side) are for developers, not for a user reading stderr (E-84): they go to the logging
     system, which drops them, or with EVALBATCH_DEBUG=1 prints every one of them."""
     logging.captureWarnings(True)
-    root = logging.getLogger()
     if debug:
         warnings.simplefilter("default")
-        root.addHandler(logging.StreamHandler())
-    else:
-        root.addHandler(logging.NullHandler())
+    root = logging.getLogger()
+    if not root.handlers:  # a program that set up logging itself keeps its own handlers
+        root.addHandler(logging.StreamHandler() if debug else logging.NullHandler())
 
 
 def main() -> None:

@@ -86,7 +86,8 @@ def explain(
     if as_json:
         click.echo(json.dumps(explaining.to_json(explanation), indent=2, ensure_ascii=False))
     else:
-        # ids from the log (run, task, tool names) are shown escaped, line by line
-        lines = explaining.render_text(explanation).split("\n")
-        click.echo("\n".join(printable(line) for line in lines), nl=False)
+        # text from the log is shown escaped: the run id whole (a newline in it stays on its
+        # line), then everything else line by line
+        text = explaining.render_text(explanation).replace(run_id, printable(run_id))
+        click.echo("\n".join(printable(line) for line in text.split("\n")), nl=False)
     sys.exit(EXIT_OK if explanation.graded else EXIT_NOT_GRADED)

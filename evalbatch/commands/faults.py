@@ -34,9 +34,11 @@ class CommandFailed(click.ClickException):
 
 
 def _os_message(exc: OSError) -> str:
-    """An OS fault as what could not be written, the OS's reason and its errno name."""
+    """An OS fault as what could not be written (a rename's target), the OS's reason and its
+    errno name."""
     code = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
-    where = f" {exc.filename}" if exc.filename else ""
+    path = exc.filename2 or exc.filename
+    where = f" {path}" if path else ""
     return f"could not write{where}: {exc.strerror or exc} [{code}]"
 
 
