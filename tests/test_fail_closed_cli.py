@@ -79,6 +79,7 @@ def assert_escaped(text: str) -> None:
         ["run", SAMPLE_EVENTS, "--memory-limit", "-4GB"],
         ["run", SAMPLE_EVENTS, "--memory-limit", "1e400GB"],
         ["run", SAMPLE_EVENTS, "--memory-limit", "0GB"],
+        ["run", SAMPLE_EVENTS, "--memory-limit", "100KB"],
         ["run", SAMPLE_EVENTS, "--default-pass-score", "nan"],
         ["verify", SAMPLE_EVENTS, "--default-pass-score", "nan"],
         ["sql", SAMPLE_EVENTS, "--memory-limit", "150%", "-e", "SELECT 1"],
@@ -96,6 +97,7 @@ def assert_escaped(text: str) -> None:
         "run-memory-negative",
         "run-memory-too-large",
         "run-memory-zero",
+        "run-memory-below-1MB",
         "run-pass-score-nan",
         "verify-pass-score-nan",
         "sql-memory-percent-over-100",
@@ -130,8 +132,13 @@ def test_issue14_bad_option_values_are_usage_errors(
 )
 def test_e82_memory_limit_takes_duckdb_sizes_and_percentages(size: str) -> None:
     """E-82: what DuckDB's memory_limit takes, a number and one unit or a percentage, passes
-    through as written."""
+    through as written, and DuckDB takes it."""
     assert MemoryLimit().convert(f" {size} ", None, None) == size
+    con = duckdb.connect()
+    try:
+        con.execute("SET memory_limit = $limit", {"limit": size})
+    finally:
+        con.close()
 
 
 def test_e82_memory_limit_reaches_duckdb(
@@ -169,7 +176,7 @@ def test_e83_out_of_memory_is_named_not_internal(
         "--out",
         tmp_path / "out",
         "--memory-limit",
-        "100KB",
+        "1MB",
         "--threads",
         "1",
     )
