@@ -1,14 +1,18 @@
 """The `evalbatch` command: thin wrappers over `evalbatch.api`.
 
-Errors meant for users are turned into a one-line message and an exit code here, in one place.
+Errors meant for users are turned into a one-line message and an exit code in one place,
+`evalbatch.commands.faults`, for every command; `main()` adds what only a process can do (library
+warnings kept off stderr, the internal-error line).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import time
+import warnings
 from collections import Counter
 from collections.abc import Collection
 from datetime import datetime
@@ -19,7 +23,7 @@ import click
 import polars as pl
 
 from evalbatch import api, ingest, regress, suites, verify
-from evalbatch.commands import filters, resources
+from evalbatch.commands import faults, filters, resources
 from evalbatch.commands.explain import explain
 from evalbatch.commands.export import export
 from evalbatch.commands.options import default_pass_score_option as _default_pass_score_option
@@ -31,11 +35,10 @@ from evalbatch.commands.options import threads_option as _threads_option
 from evalbatch.commands.report import report
 from evalbatch.commands.sql import sql_command
 from evalbatch.commands.types import FiniteFloatRange, printable
-from evalbatch.errors import EvalbatchError
 from evalbatch.options import GradeOptions
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=faults.Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="evalbatch")
 def cli() -> None:
     """Grade exported OpenWOP eval-run event logs as RFC 0244 defines."""
@@ -79,7 +82,8 @@ RUNS_SHOWN = 50
 
 
 def _print_runs(runs: pl.DataFrame) -> None:
-    """A short per-run table: suite, score, pass, tasks passed, trial statistics."""
+    """A short per-run table: suite, score, pass, tasks passed, trial statistics. Ids come from
+    the log, so they are printed escaped."""
     graded = runs.filter("graded")
     if graded.height == 0:
         click.echo("no eval run was graded")
@@ -91,9 +95,9 @@ def _print_runs(runs: pl.DataFrame) -> None:
     for r in graded.head(RUNS_SHOWN).iter_rows(named=True):
         at_k = f"{r['pass_at_k']:.3f}" if r["pass_at_k"] is not None else "-"
         hat_k = f"{r['pass_hat_k']:.3f}" if r["pass_hat_k"] is not None else "-"
-        suite = f"{r['suite_id']}@{r['suite_version']}"
+        suite = printable(f"{r['suite_id']}@{r['suite_version']}")
         click.echo(
-            f"{r['run_id']:<34} {suite:<34} {r['aggregate_score']:>6.3f} "
+            f"{printable(r['run_id']):<34} {suite:<34} {r['aggregate_score']:>6.3f} "
             f"{_yes_no(r['passed']):>6} {r['passed_count']:>3}/{r['task_count']:<3} "
             f"{at_k:>7} {hat_k:>7}"
         )
@@ -102,13 +106,14 @@ def _print_runs(runs: pl.DataFrame) -> None:
 
 
 def _print_problems(problems: pl.DataFrame, limit: int = 20) -> None:
+    """Problem counts by severity, then the first errors (their messages name runs: escaped)."""
     counts = problems.group_by("severity").len().sort("severity").iter_rows()
     summary = ", ".join(f"{n} {severity}" for severity, n in counts)
     if summary:
         click.echo(f"problems: {summary} (see problems.parquet)")
     errors = problems.filter(problems["severity"] == "error")
     for message in errors["message"].head(limit):
-        click.echo(f"  skipped: {message}", err=True)
+        click.echo(f"  skipped: {printable(message)}", err=True)
     if errors.height > limit:
         click.echo(f"  ... and {errors.height - limit} more", err=True)
 
@@ -237,6 +242,13 @@ def run(
     sys.exit(report.exit_code)
 
 
+def _suite_file(path: Path) -> suites.SuiteFile:
+    """One file as `validate` judges it: read strictly as JSON (`SuiteFileError` when it cannot
+    be), then every fault of the document, a missing `suiteId` or `version` included."""
+    doc = suites._read_json(path)
+    return suites.SuiteFile(path=str(path), doc=doc, faults=tuple(suites.validate_suite(doc)))
+
+
 @cli.command()
 @click.argument("suite_paths", nargs=-1, required=True)
 def validate(suite_paths: tuple[str, ...]) -> None:
@@ -247,21 +259,54 @@ def validate(suite_paths: tuple[str, ...]) -> None:
       evalbatch validate data/samples/suites
 
     Prints each fault with its JSON path. Exit codes: 0 valid (warnings allowed); 1 some suite is
-    invalid; 2 a file cannot be read as a suite.
+    invalid (a fault of the schema or the suite rules, no suiteId or version, two different
+    copies of one suite); 2 a file cannot be read as JSON, or a path holds no suite file (a
+    directory is searched for *.json).
     """
-    files = suites.load_suite_files(list(suite_paths))
-    invalid = 0
-    for suite_file in files:
-        if not suite_file.faults:
-            click.echo(f"{suite_file.path}: ok")
-        for fault in suite_file.faults:
-            click.echo(f"{suite_file.path}: {fault}")
-        invalid += bool(suite_file.errors)
-    for choice in suites.resolve_suites(files).values():
+    checked: list[suites.SuiteFile] = []
+    seen: set[Path] = set()
+    invalid = unusable = 0
+    for given in suite_paths:
+        try:
+            paths = suites._expand(given)
+        except suites.SuiteFileError as exc:
+            click.echo(f"evalbatch: {printable(exc)}", err=True)
+            unusable += 1
+            continue
+        if not paths:
+            click.echo(
+                f"evalbatch: no suite file found in {printable(given)} (no *.json in it)", err=True
+            )
+            unusable += 1
+        for path in paths:
+            if path.resolve() in seen:
+                continue
+            seen.add(path.resolve())
+            try:
+                suite_file = _suite_file(path)
+            except suites.SuiteFileError as exc:
+                click.echo(f"evalbatch: {printable(exc)}", err=True)
+                unusable += 1
+                continue
+            where = printable(suite_file.path)
+            if not suite_file.faults:
+                click.echo(f"{where}: ok")
+            for fault in suite_file.faults:
+                click.echo(f"{where}: {printable(fault)}")
+            invalid += bool(suite_file.errors)
+            checked.append(suite_file)
+    matchable = [
+        f
+        for f in checked
+        if isinstance(f.doc, dict)
+        and isinstance(f.doc.get("suiteId"), str)
+        and isinstance(f.doc.get("version"), str)
+    ]
+    for choice in suites.resolve_suites(matchable).values():
         if choice.problem == "suite-conflict":
-            click.echo(f"{', '.join(choice.paths)}: error: {choice.message}")
+            click.echo(printable(f"{', '.join(choice.paths)}: error: {choice.message}"))
             invalid += 1
-    sys.exit(1 if invalid else 0)
+    sys.exit(api.EXIT_UNUSABLE if unusable else 1 if invalid else 0)
 
 
 def _print_comparison(c: regress.Comparison, alpha: float) -> None:
@@ -429,7 +474,9 @@ def _cell(value: Any) -> str:
 
 
 def _table(header: list[str], rows: list[list[str]], right: Collection[int] = ()) -> None:
-    """Columns padded to their widest cell; columns in `right` are right-aligned."""
+    """Columns padded to their widest cell; columns in `right` are right-aligned. Cells hold ids
+    from the log, so they are printed escaped."""
+    rows = [[printable(cell) for cell in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
 
     def line(cells: list[str]) -> str:
@@ -631,11 +678,29 @@ cli.add_command(report)
 cli.add_command(explain)
 
 
+def _route_library_messages(debug: bool) -> None:
+    """Warnings and log records of the libraries (Polars, numpy, matplotlib, DuckDB's Python
+    side) are for developers, not for a user reading stderr (E-84): they go to the logging
+    system, which drops them, or with EVALBATCH_DEBUG=1 prints every one of them."""
+    logging.captureWarnings(True)
+    if debug:
+        warnings.simplefilter("default")
+    root = logging.getLogger()
+    if not root.handlers:  # a program that set up logging itself keeps its own handlers
+        root.addHandler(logging.StreamHandler() if debug else logging.NullHandler())
+
+
 def main() -> None:
-    """Entry point: run the CLI, turning user-facing errors into a message and exit code 2."""
+    """Entry point: run the CLI; a fault `faults.named` can name is one line and its exit code,
+    anything else one "internal error" line (the traceback with EVALBATCH_DEBUG=1)."""
+    debug = bool(os.environ.get("EVALBATCH_DEBUG"))
+    _route_library_messages(debug)
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except faults.CommandFailed as exc:
+        exc.show()
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
@@ -643,14 +708,15 @@ def main() -> None:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
-    except EvalbatchError as exc:
-        click.echo(f"evalbatch: {exc}", err=True)
-        sys.exit(getattr(exc, "exit_code", api.EXIT_UNUSABLE))
     except Exception as exc:
-        if os.environ.get("EVALBATCH_DEBUG"):
+        failure = faults.named(exc)
+        if failure is not None:
+            failure.show()
+            sys.exit(failure.exit_code)
+        if debug:
             raise
         click.echo(
-            f"evalbatch: internal error: {type(exc).__name__}: {exc} "
+            f"evalbatch: internal error: {type(exc).__name__}: {printable(exc)} "
             "(set EVALBATCH_DEBUG=1 for the traceback)",
             err=True,
         )

@@ -158,11 +158,13 @@ def _add_graded(con: duckdb.DuckDBPyConnection, result: api.GradeResult) -> None
     _store(con, "summaries", summaries, "run_id, CAST(summary AS JSON) AS summary")
 
 
-def _add_views(con: duckdb.DuckDBPyConnection) -> None:
+def _add_views(con: duckdb.DuckDBPyConnection, stored: bool = False) -> None:
+    """The `VIEWS`, as views, or as tables (`stored`) for a connection that will not read files."""
     event_rows = sql.load("event_rows").text
+    kind = "TABLE" if stored else "VIEW"
     for name, (_, _, query) in VIEWS.items():
         con.execute(
-            f'CREATE OR REPLACE TEMP VIEW "{name}" AS ' + query.format(event_rows=event_rows)
+            f'CREATE OR REPLACE TEMP {kind} "{name}" AS ' + query.format(event_rows=event_rows)
         )
     rows = [(t.name, t.kind, t.rule, t.description) for t in tables()]
     con.execute(
@@ -170,6 +172,22 @@ def _add_views(con: duckdb.DuckDBPyConnection) -> None:
         "(name VARCHAR, kind VARCHAR, rule VARCHAR, description VARCHAR)"
     )
     con.executemany("INSERT INTO evalbatch_tables VALUES (?, ?, ?, ?)", rows)
+
+
+def _seal(con: duckdb.DuckDBPyConnection) -> None:
+    """Leave `con` able to query what it holds and nothing else (E-86): the views that read the
+    event files are dropped (their rows are already in tables), then DuckDB's external access is
+    turned off (no file read or written, no ATTACH of a file, no extension installed or loaded)
+    and its configuration locked, so a query cannot turn either back on."""
+    views = con.execute(
+        "SELECT database_name, schema_name, view_name FROM duckdb_views() "
+        "WHERE NOT internal ORDER BY view_name"
+    ).fetchall()
+    for database, schema, name in views:
+        if name not in VIEWS:
+            con.execute(f'DROP VIEW "{database}"."{schema}"."{name}"')
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
 
 
 def connect(
@@ -182,6 +200,7 @@ def connect(
     spill_dir: str | None = None,
     options: GradeOptions | None = None,
     run_filter: inputs.RunFilter | None = None,
+    safe: bool = False,
 ) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection holding the SQL stage's tables over `events` and the graded tables.
 
@@ -198,6 +217,11 @@ def connect(
 
     `threads`, `memory_limit` and `spill_dir` set DuckDB as for `grade_paths`. The connection is
     the caller's to close.
+
+    The connection is all of DuckDB: a query can read any file, write anywhere (`COPY ... TO`),
+    `ATTACH` databases and install extensions. `safe=True` is for wrapping it in a service: the
+    tables above are stored (`event_log` too), then external access is turned off and the
+    configuration locked, so queries read only what the connection holds (E-86).
 
     Raises:
         InputError: no event file can be used at all.
@@ -221,7 +245,9 @@ def connect(
             run_filter.apply(con, sources)
         extract.extract(con, sources)
         _add_graded(con, result)
-        _add_views(con)
+        _add_views(con, stored=safe)
+        if safe:
+            _seal(con)
     except BaseException:
         con.close()
         raise

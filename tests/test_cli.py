@@ -6,7 +6,7 @@ tests start the installed console script as a real subprocess.
 
 Exit codes (CONTRACT §6, `evalbatch run --help`): 0 every run graded; 3 some run or file skipped;
 2 unusable input or a usage error. `validate`: 0 valid, 1 some suite invalid, 2 a file cannot be
-read as a suite (CONTRACT §1.3).
+read as JSON or a path holds no suite (E-85).
 """
 
 from __future__ import annotations
@@ -478,8 +478,8 @@ def test_s1_3_validate_conflicting_copies_exit_1(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["{ not json", json.dumps({"version": "1.0.0"}), json.dumps(["a list"])],
-    ids=["not-json", "no-suiteId", "not-an-object"],
+    ["{ not json", '{"suiteId": "a", "version": "1.0.0",}'],
+    ids=["not-json", "trailing-comma"],
 )
 def test_s1_3_validate_unreadable_suite_exit_2(
     tmp_path: Path,
@@ -487,8 +487,9 @@ def test_s1_3_validate_unreadable_suite_exit_2(
     capsys: pytest.CaptureFixture[str],
     text: str,
 ) -> None:
-    """§1.3 / README: `validate` exits 2 when a file cannot be read as a suite, with a one-line
-    message naming the file and no traceback."""
+    """§1.3 / README: `validate` exits 2 when a file cannot be read as JSON, with a one-line
+    message naming the file and no traceback (a JSON document without suiteId is an invalid
+    suite, exit 1: E-85, tests/test_fail_closed_cli.py)."""
     path = tmp_path / "broken.json"
     path.write_text(text)
     code, out, err = run_main(monkeypatch, capsys, "validate", path)

@@ -32,7 +32,7 @@ from google.protobuf.json_format import MessageToDict, Parse, ParseError
 
 from evalbatch import api, cli, exports, outdir
 from evalbatch.commands.export import export
-from evalbatch.errors import EvalbatchError, InputError
+from evalbatch.errors import InputError
 from tests.conftest import (
     LEAK_MARKERS,
     ROOT,
@@ -537,7 +537,8 @@ def test_eee_invalid_record_is_not_written(
     target = tmp_path / "eee.jsonl"
     args = ["eee", str(samples_out), "--model-id", "a/b", "--org", "a", "--output", str(target)]
     result = CliRunner().invoke(export, args)
-    assert isinstance(result.exception, EvalbatchError)
-    assert "acme/run-fixture-miss-0001" in str(result.exception)
-    assert "source_metadata/evaluator_relationship" in str(result.exception)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("evalbatch: ") and len(result.stderr.splitlines()) == 1
+    assert "acme/run-fixture-miss-0001" in result.stderr
+    assert "source_metadata/evaluator_relationship" in result.stderr
     assert not target.exists()

@@ -336,8 +336,9 @@ def test_sql_missing_file_exits_2(
     assert code == 2
     assert err.startswith("evalbatch: no event file at"), err
     assert len(err.strip().splitlines()) == 1
+    # the command alone (no `main()`) says the same: E-83
     result = CliRunner().invoke(sql_command, [str(tmp_path / "missing.parquet"), "-e", "SELECT 1"])
-    assert isinstance(result.exception, InputError)
+    assert (result.exit_code, result.stderr) == (2, err)
 
 
 def test_sql_reports_left_out_files(tmp_path: Path) -> None:

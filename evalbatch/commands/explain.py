@@ -1,8 +1,8 @@
 """`evalbatch explain EVENTS... --run RUN`: why each trial of one eval run graded as it did.
 
 The explanation comes from `evalbatch.explain`, which grades with the grader's own code, so it
-agrees with `evalbatch run`. Errors meant for users are one line on stderr and exit code 2 here
-(not only through `evalbatch.cli.main`), so the command behaves the same however it is invoked.
+agrees with `evalbatch run`. It is a `faults.Command`: errors meant for users are one line on
+stderr and their exit code however the command is invoked, handled where every command's are.
 """
 
 from __future__ import annotations
@@ -13,20 +13,25 @@ import sys
 import click
 
 from evalbatch import explain as explaining
-from evalbatch.commands import resources
+from evalbatch.commands import faults, resources
 from evalbatch.commands.options import (
     default_pass_score_option,
     on_miss_default_option,
     suites_option,
 )
-from evalbatch.errors import EvalbatchError
+from evalbatch.commands.types import printable
 from evalbatch.options import GradeOptions
 
-#: exit codes: explained; unusable input, unknown run/task/trial or usage error; run not graded
-EXIT_OK, EXIT_UNUSABLE, EXIT_NOT_GRADED = 0, 2, 3
+#: exit codes: explained; run not graded (unusable input, an unknown run, task or trial, or a
+#: usage error is 2, as `faults` reports it)
+EXIT_OK, EXIT_NOT_GRADED = 0, 3
 
 
-@click.command(name="explain", short_help="Expected vs observed calls and the grade, per trial.")
+@click.command(
+    name="explain",
+    cls=faults.Command,
+    short_help="Expected vs observed calls and the grade, per trial.",
+)
 @click.argument("events", nargs=-1, required=True)
 @resources.resource_options
 @suites_option
@@ -70,20 +75,19 @@ def explain(
         default_pass_score=default_pass_score,
         on_miss_default=on_miss_default,  # type: ignore[arg-type]
     )
-    try:
-        explanation = explaining.explain_paths(
-            list(events),
-            list(suite_paths),
-            run_id,
-            task_id=task_id,
-            trial_index=trial_index,
-            options=options,
-        )
-    except EvalbatchError as exc:
-        click.echo(f"evalbatch: {exc}", err=True)
-        sys.exit(getattr(exc, "exit_code", EXIT_UNUSABLE))
+    explanation = explaining.explain_paths(
+        list(events),
+        list(suite_paths),
+        run_id,
+        task_id=task_id,
+        trial_index=trial_index,
+        options=options,
+    )
     if as_json:
         click.echo(json.dumps(explaining.to_json(explanation), indent=2, ensure_ascii=False))
     else:
-        click.echo(explaining.render_text(explanation), nl=False)
+        # text from the log is shown escaped: the run id whole (a newline in it stays on its
+        # line), then everything else line by line
+        text = explaining.render_text(explanation).replace(run_id, printable(run_id))
+        click.echo("\n".join(printable(line) for line in text.split("\n")), nl=False)
     sys.exit(EXIT_OK if explanation.graded else EXIT_NOT_GRADED)

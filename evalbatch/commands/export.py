@@ -1,8 +1,8 @@
 """`evalbatch export otel|eee OUT_DIR`: graded results as OpenTelemetry events or Every Eval Ever
 records, read from an `evalbatch run` output directory.
 
-Unusable input raises the library's errors, which `evalbatch.cli.main` turns into one line and
-exit code 2; the output file appears only when complete.
+Unusable input raises the library's errors, which `faults.Command` turns into one line and exit
+code 2; a file that cannot be written is exit code 4. The output file appears only when complete.
 """
 
 from __future__ import annotations
@@ -14,11 +14,16 @@ from pathlib import Path
 import click
 
 from evalbatch import exports, outdir
-from evalbatch.commands import resources
+from evalbatch.commands import faults, resources
+from evalbatch.commands.types import EpochSeconds, printable
 from evalbatch.errors import InputError
 
 
-@click.group(name="export", short_help="Graded results as OpenTelemetry or Every Eval Ever.")
+@click.group(
+    name="export",
+    cls=faults.Group,
+    short_help="Graded results as OpenTelemetry or Every Eval Ever.",
+)
 def export() -> None:
     """Export the graded results in OUT_DIR to other formats (RFC 0244 "Export")."""
 
@@ -54,7 +59,8 @@ def otel(out_dir: str, event_paths: tuple[str, ...], output: str | None, service
     Example:
       evalbatch export otel out/samples --events data/samples/events
 
-    Exit codes: 0 written; 2 OUT_DIR or the events are unusable.
+    Exit codes: 0 written; 2 OUT_DIR or the events are unusable; 4 the file could not be
+    written.
     """
     out = outdir.load(out_dir, tables=("trials",))
     if not out.summaries:
@@ -81,7 +87,8 @@ def otel(out_dir: str, event_paths: tuple[str, ...], output: str | None, service
             err=True,
         )
     click.echo(
-        f"wrote {tally.records} {exports.EVENT_NAME} records of {tally.documents} runs to {target}"
+        f"wrote {tally.records} {exports.EVENT_NAME} records of {tally.documents} runs "
+        f"to {printable(target)}"
     )
 
 
@@ -122,6 +129,7 @@ def otel(out_dir: str, event_paths: tuple[str, ...], output: str | None, service
 )
 @click.option(
     "--retrieved-at",
+    type=EpochSeconds(),
     default=None,
     help="Record creation time as Unix epoch seconds (default: now); fix it for "
     "reproducible files.",
@@ -151,17 +159,10 @@ def eee(
     Example:
       evalbatch export eee out/samples --model-id acme/support-agent --org acme
 
-    Exit codes: 0 written; 2 OUT_DIR is unusable.
+    Exit codes: 0 written; 2 OUT_DIR is unusable; 4 the file could not be written.
     """
     if retrieved_at is None:
         retrieved_at = repr(time.time())
-    else:
-        try:
-            float(retrieved_at)
-        except ValueError:
-            raise click.BadParameter(
-                "not a number of seconds", param_hint="--retrieved-at"
-            ) from None
     source = exports.EeeSource(
         model_id=model_id,
         organization=organization,
@@ -179,4 +180,4 @@ def eee(
     target = Path(output) if output else out.path / "eee.jsonl"
     outdir.write_atomic(target, exports.eee_jsonl(records))
     results = sum(len(r["evaluation_results"]) for r in records)
-    click.echo(f"wrote {len(records)} records ({results} results) to {target}")
+    click.echo(f"wrote {len(records)} records ({results} results) to {printable(target)}")

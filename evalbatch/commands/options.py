@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from evalbatch.commands.types import MAX_THREADS, FiniteFloatRange, MemoryLimit
+
 suites_option = click.option(
     "--suites",
     "suite_paths",
@@ -14,7 +16,7 @@ suites_option = click.option(
 )
 default_pass_score_option = click.option(
     "--default-pass-score",
-    type=click.FloatRange(0, 1),
+    type=FiniteFloatRange(0, 1),
     default=1.0,
     show_default=True,
     help="Suite bar when thresholds.passScore is absent (D-15).",
@@ -27,10 +29,16 @@ on_miss_default_option = click.option(
     help="What an absent fixtures.onMiss means (D-9).",
 )
 threads_option = click.option(
-    "--threads", type=click.IntRange(1), default=None, help="DuckDB threads (default: all cores)."
+    "--threads",
+    type=click.IntRange(1, MAX_THREADS),
+    default=None,
+    help="DuckDB threads (default: all cores).",
 )
 memory_limit_option = click.option(
-    "--memory-limit", default=None, help="DuckDB memory limit, e.g. 4GB."
+    "--memory-limit",
+    type=MemoryLimit(),
+    default=None,
+    help="DuckDB memory limit: 4GB, 500MiB, 1.5GB, or 80% of the machine's memory.",
 )
 spill_dir_option = click.option(
     "--temp-dir",

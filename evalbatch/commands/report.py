@@ -1,16 +1,22 @@
 """`evalbatch report OUT_DIR`: one self-contained HTML page of charts of an `evalbatch run` output
 directory.
 
-Unusable input raises the library's errors, which `evalbatch.cli.main` turns into one line and
-exit code 2; the page appears only when complete.
+Unusable input raises the library's errors, which `faults.Command` turns into one line and exit
+code 2; a page that cannot be written (a full disk, an unwritable directory) is exit code 4. The
+page appears only when complete.
 """
 
 from __future__ import annotations
 
 import click
 
+from evalbatch.commands import faults
+from evalbatch.commands.types import printable
 
-@click.command(name="report", short_help="A self-contained HTML report with charts.")
+
+@click.command(
+    name="report", cls=faults.Command, short_help="A self-contained HTML report with charts."
+)
 @click.argument("out_dir", type=click.Path())
 @click.option(
     "--output",
@@ -28,9 +34,9 @@ def report(out_dir: str, output: str | None, title: str | None) -> None:
     Example:
       evalbatch report out/samples
 
-    Exit codes: 0 written; 2 OUT_DIR is unusable.
+    Exit codes: 0 written; 2 OUT_DIR is unusable; 4 the page could not be written.
     """
     from evalbatch import report as reporting  # matplotlib loads only when a report is made
 
     path, page = reporting.write_report(out_dir, output, title)
-    click.echo(f"wrote a report of {len(page.charts)} charts to {path}")
+    click.echo(f"wrote a report of {len(page.charts)} charts to {printable(path)}")

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from evalbatch import extract
+from evalbatch.commands.types import MAX_THREADS, MemoryLimit
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -29,7 +30,7 @@ def resource_options(command: F) -> F:
     options = [
         click.option(
             "--threads",
-            type=click.IntRange(1),
+            type=click.IntRange(1, MAX_THREADS),
             default=None,
             expose_value=False,
             callback=_set("threads"),
@@ -37,10 +38,11 @@ def resource_options(command: F) -> F:
         ),
         click.option(
             "--memory-limit",
+            type=MemoryLimit(),
             default=None,
             expose_value=False,
             callback=_set("memory_limit"),
-            help="DuckDB memory limit, e.g. 4GB.",
+            help="DuckDB memory limit: 4GB, 500MiB, 1.5GB, or 80% of the machine's memory.",
         ),
         click.option(
             "--temp-dir",

@@ -1,8 +1,9 @@
 """`evalbatch sql`: one query over the SQL stage and the graded tables, printed or written.
 
 The connection is `evalbatch.connect`'s, so the query sees what a notebook sees. Bad SQL and
-unusable input raise the library's errors, which `evalbatch.cli.main` turns into one line and
-exit code 2; the output file, when there is one, appears only when complete.
+unusable input raise the library's errors, which `faults.Command` turns into one line and exit
+code 2; an output file that cannot be written is exit code 4 (`OutputError`). The output file,
+when there is one, appears only when complete, and nothing is left beside it when it fails.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import csv
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -24,7 +26,7 @@ import click
 import duckdb
 
 from evalbatch import notebook
-from evalbatch.commands import filters
+from evalbatch.commands import faults, filters
 from evalbatch.commands.options import (
     default_pass_score_option,
     memory_limit_option,
@@ -33,6 +35,8 @@ from evalbatch.commands.options import (
     suites_option,
     threads_option,
 )
+from evalbatch.commands.types import printable
+from evalbatch.errors import OutputError
 from evalbatch.options import GradeOptions
 
 FORMATS = ("table", "csv", "json", "parquet")
@@ -117,8 +121,9 @@ def _rows(relation: duckdb.DuckDBPyRelation) -> Iterator[tuple[Any, ...]]:
 
 def _write_table(relation: duckdb.DuckDBPyRelation, out: IO[str], max_rows: int) -> None:
     """Columns padded to their widest cell, numbers right-aligned, NULL spelled out; at most
-    `max_rows` rows (0: all), then how many were left out."""
-    header = list(relation.columns)
+    `max_rows` rows (0: all), then how many were left out. It is for reading: control characters
+    in names and cells are shown escaped (`\\n`, `\\x1b`)."""
+    header = [printable(name) for name in relation.columns]
     right = {i for i, t in enumerate(relation.types) if t.id in NUMERIC_TYPES}
     shown: list[list[str]] = []
     total = 0
@@ -128,8 +133,7 @@ def _write_table(relation: duckdb.DuckDBPyRelation, out: IO[str], max_rows: int)
             continue
         cells = []
         for value in row:
-            cell = "NULL" if value is None else _text(value)
-            cell = cell.replace("\n", "\\n")
+            cell = printable("NULL" if value is None else _text(value))
             if len(cell) > CELL_WIDTH:
                 cell = cell[: CELL_WIDTH - 1] + "…"
             cells.append(cell)
@@ -182,17 +186,37 @@ def _file_mode() -> int:
     return 0o666 & ~umask
 
 
+#: the errno DuckDB reports with a failed write
+_DUCKDB_ERRNO = re.compile(r'"errno"\s*:\s*"(\d+)"')
+
+
+def _unwritable(target: str | Path, exc: OSError | duckdb.Error) -> OutputError:
+    """A failed write as an `OutputError` naming the file and the OS's reason."""
+    if isinstance(exc, OSError):
+        reason = exc.strerror or str(exc)
+    else:
+        found = _DUCKDB_ERRNO.search(str(exc))
+        reason = os.strerror(int(found.group(1))) if found else str(exc).split("\n", 1)[0]
+    return OutputError(f"{target}: could not be written ({reason}); nothing written")
+
+
 @contextmanager
 def _aside(output: str) -> Iterator[Path]:
-    """A scratch path beside `output`, renamed onto it only when the block completes."""
+    """A scratch path beside `output`, renamed onto it only when the block completes; an OS
+    fault (a full disk, an unwritable directory) is an `OutputError`, the scratch file removed."""
     target = Path(output)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, scratch = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    os.close(handle)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, scratch = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        os.close(handle)
+    except OSError as exc:
+        raise _unwritable(target, exc) from None
     try:
         yield Path(scratch)
         os.chmod(scratch, _file_mode())
         os.replace(scratch, target)
+    except OSError as exc:
+        raise _unwritable(target, exc) from None
     finally:
         Path(scratch).unlink(missing_ok=True)
 
@@ -201,7 +225,13 @@ def _emit(relation: duckdb.DuckDBPyRelation, fmt: str, output: str | None, max_r
     if fmt == "parquet":
         assert output is not None
         with _aside(output) as scratch:
-            relation.write_parquet(str(scratch))
+            try:
+                relation.write_parquet(str(scratch))
+            except duckdb.IOException as exc:
+                # DuckDB writes the file itself: its write failures name the scratch file
+                if scratch.name not in str(exc):
+                    raise
+                raise _unwritable(output, exc) from None
         return
     writers: dict[str, Callable[[IO[str]], None]] = {
         "table": lambda out: _write_table(relation, out, max_rows),
@@ -221,10 +251,10 @@ def _warn_left_out(con: duckdb.DuckDBPyConnection) -> None:
         "SELECT message FROM problems WHERE run_id IS NULL AND severity = 'error' ORDER BY message"
     ).fetchall()
     for (message,) in rows:
-        click.echo(f"evalbatch: left out: {message}", err=True)
+        click.echo(f"evalbatch: left out: {printable(message)}", err=True)
 
 
-@click.command(name="sql")
+@click.command(name="sql", cls=faults.Command)
 @click.argument("events", nargs=-1, required=True)
 @suites_option
 @click.option(
@@ -256,6 +286,12 @@ def _warn_left_out(con: duckdb.DuckDBPyConnection) -> None:
     show_default=True,
     help="table: rows shown (0: all).",
 )
+@click.option(
+    "--safe",
+    is_flag=True,
+    help="Let the query read only the tables above: no file read or written, no ATTACH, no "
+    "extension (for running queries on behalf of others).",
+)
 @default_pass_score_option
 @on_miss_default_option
 @threads_option
@@ -269,6 +305,7 @@ def sql_command(
     fmt: str,
     output: str | None,
     max_rows: int,
+    safe: bool,
     default_pass_score: float,
     on_miss_default: str,
     threads: int | None,
@@ -294,10 +331,18 @@ def sql_command(
       evalbatch sql data/samples/events --suites data/samples/suites \\
         -e "SELECT task_id, count(*) FILTER (passed) AS passed FROM trials GROUP BY 1"
 
-    Exit codes: 0 the query ran; 2 unusable input, a query that fails, or a usage error.
+    The query is all of DuckDB: it can read any file, write anywhere (COPY ... TO), ATTACH
+    databases and install extensions. --safe turns that off once the tables are built.
+
+    Exit codes: 0 the query ran; 2 unusable input, a query that fails, or a usage error; 4 the
+    output file could not be written.
     """
     if fmt == "parquet" and output is None:
         raise click.UsageError("--format parquet writes a file: give --output FILE")
+    if fmt == "parquet" and safe:
+        raise click.UsageError(
+            "--format parquet is written by DuckDB, which --safe keeps from files"
+        )
     options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)  # type: ignore[arg-type]
     con = notebook.connect(
         list(events),
@@ -307,6 +352,7 @@ def sql_command(
         memory_limit=memory_limit,
         spill_dir=spill_dir,
         run_filter=filters.build(run_ids, filter_suites, since, until),
+        safe=safe,
     )
     try:
         _warn_left_out(con)

@@ -1,0 +1,87 @@
+"""How a command stops on a fault: one line on stderr and an exit code, the same whether it is
+started as `evalbatch` (`evalbatch.cli.main`) or invoked on its own (click's test runner, a
+notebook calling a command).
+
+Every command of the `evalbatch` group is a `Command`, whose `invoke` turns the faults it can name
+into a `CommandFailed` (a click exception, so click shows it and exits with its code). `main()`
+asks `named` about anything that still escapes; what it cannot name is an internal error (E-83).
+"""
+
+from __future__ import annotations
+
+import errno
+from typing import IO, Any
+
+import click
+import duckdb
+
+from evalbatch.commands.types import printable
+from evalbatch.errors import EvalbatchError, OutputError
+
+#: the exit code of an error without its own (unusable input, a usage error)
+EXIT_UNUSABLE = 2
+
+
+class CommandFailed(click.ClickException):
+    """A fault a user can act on: `evalbatch: <message>` on stderr, then `exit_code`."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"evalbatch: {printable(self.message)}", err=True)
+
+
+def _os_message(exc: OSError) -> str:
+    """An OS fault as what could not be written (a rename's target), the OS's reason and its
+    errno name."""
+    code = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+    path = exc.filename2 or exc.filename
+    where = f" {path}" if path else ""
+    return f"could not write{where}: {exc.strerror or exc} [{code}]"
+
+
+def named(exc: BaseException) -> CommandFailed | None:
+    """`exc` as the one line a user sees and its exit code, or None when it is not a fault the
+    program can name (a bug: `main()` reports it as an internal error).
+
+    - the library's errors (`EvalbatchError`) keep their message and exit code;
+    - an `OSError` is an output fault, exit code 4: reading paths turn their own OS errors into
+      input errors where they read, so an OS error that reaches a command came from writing
+      (a full disk, a read-only file system, a directory it may not write);
+    - running out of memory (DuckDB's limit or the process's) names the options that help.
+    """
+    if isinstance(exc, EvalbatchError):
+        return CommandFailed(str(exc), getattr(exc, "exit_code", EXIT_UNUSABLE))
+    if isinstance(exc, OSError):
+        return named(OutputError(_os_message(exc)))
+    if isinstance(exc, duckdb.OutOfMemoryException | MemoryError):
+        reason = " ".join(str(exc).split("\n\n", 1)[0].split()) or type(exc).__name__
+        return CommandFailed(
+            f"out of memory ({reason}): raise --memory-limit, lower --threads or "
+            "--batch-events, or give --temp-dir a disk to spill to",
+            EXIT_UNUSABLE,
+        )
+    return None
+
+
+class Command(click.Command):
+    """A command whose faults are shown as one line with their exit code (see `named`)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
+                raise  # the reader went away (`| head`): click exits quietly
+            failure = named(exc)
+            if failure is None:
+                raise
+            raise failure from exc
+
+
+class Group(click.Group):
+    """A group whose commands are `Command`s."""
+
+    command_class = Command
