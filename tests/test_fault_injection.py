@@ -51,8 +51,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, Phase, given, note, settings
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import note as hypothesis_note
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 
 from evalbatch.cli import main
 from tests.conftest import (
@@ -189,6 +191,15 @@ def cli_guarded(*args: str | Path) -> Ran:
     except subprocess.TimeoutExpired:
         return Ran(argv, None, "", f"(still running after {HANG_GUARD_SECONDS} s: a hang)")
     return Ran(argv, done.returncode, done.stdout, done.stderr)
+
+
+def note(text: str) -> None:
+    """Hypothesis' note inside a test; stderr when a check is called on its own (a reproducer:
+    `python -c "from tests.test_fault_injection import check_event_fault as c; c(...)"`)."""
+    try:
+        hypothesis_note(text)
+    except InvalidArgument:
+        print(text, file=sys.stderr)
 
 
 def assert_contained(ran: Ran, allowed: set[int] | None = None) -> None:
@@ -471,14 +482,19 @@ def check_event_fault(kind: str, value: Any, where: int, runner: Any = cli) -> N
         victim_graded = VICTIM in graded
         if not victim_graded:
             # nothing is lost silently: an ungraded run or its file has an error problem
-            assert errors.filter(pl.col("run_id").ne_missing(GOOD)).height, found
+            lost = errors.filter(pl.col("run_id").ne_missing(GOOD)).height == 0
+            assert not lost, ("the run is not graded and no error problem says why", found)
         if must_report(kind, value):
             assert found.filter(pl.col("run_id").ne_missing(GOOD)).height, (
                 f"{kind} {value!r} is not reported",
                 found,
             )
         if kind == "sequence-float" and not float(value).is_integer():
-            assert "sequence-invalid" in errors["code"].to_list(), found  # E-3
+            codes = errors["code"].to_list()
+            assert "sequence-invalid" in codes, (
+                "a fractional sequence is not sequence-invalid",
+                codes,
+            )
 
         verified = runner("verify", events, "--suites", suites)
         note(repr(verified))
