@@ -20,7 +20,11 @@ import datetime as dt
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from evalbatch.api import GradeResult, grade_events
 from evalbatch.options import GradeOptions
@@ -430,3 +434,48 @@ def codes_of(result: GradeResult, run_id: str | None = RUN) -> list[str]:
 
 def severity_of(result: GradeResult, code: str, run_id: str | None = RUN) -> set[str]:
     return {r["severity"] for r in problems_of(result, run_id) if r["code"] == code}
+
+
+# --------------------------------------------------------------------------------------------------
+# Raw event files for fault injection (tests/test_fault_injection.py, issue 14)
+# --------------------------------------------------------------------------------------------------
+
+#: the Arrow type of each event column unless a test says otherwise
+RAW_COLUMN_TYPES: dict[str, pa.DataType] = {
+    "runId": pa.string(),
+    "sequence": pa.int64(),
+    "type": pa.string(),
+    "payload": pa.string(),
+    "timestamp": pa.string(),
+}
+
+
+def write_raw_events(
+    path: Path,
+    rows: Sequence[Mapping[str, Any]],
+    types: Mapping[str, pa.DataType] | None = None,
+) -> Path:
+    """Write event rows with each column's Arrow type chosen, so a file can hold what a well-formed
+    writer never would: `binary` run ids or payloads with invalid UTF-8 (the cell is `bytes`), a
+    `float64` or `uint64` sequence, a null `type`. Payloads that are not text or bytes are written
+    as JSON text; datetimes as ISO text. Columns are those of the first row, in its order."""
+    types = {**RAW_COLUMN_TYPES, **(types or {})}
+    names = list(rows[0]) if rows else list(RAW_COLUMN_TYPES)
+    columns: dict[str, pa.Array] = {}
+    for name in names:
+        kind = types.get(name, pa.string())
+        values = [_raw_cell(row.get(name), kind) for row in rows]
+        columns[name] = pa.array(values, kind)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(columns), path)
+    return path
+
+
+def _raw_cell(value: Any, kind: pa.DataType) -> Any:
+    if isinstance(value, dt.datetime):
+        value = value.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if isinstance(value, dict | list):
+        value = json.dumps(value)
+    if pa.types.is_binary(kind) and isinstance(value, str):
+        return value.encode("utf-8")
+    return value

@@ -555,3 +555,156 @@ def break_json(text: str, edit: str) -> str:
         "python-literal": lambda: with_member('"x-fuzz": True'),
     }
     return edits[edit]()
+
+
+# --------------------------------------------------------------------------------------------------
+# Fault injection (tests/test_fault_injection.py, issue 14): hostile values, files and options
+# --------------------------------------------------------------------------------------------------
+
+#: hostile numbers written as JSON text, verbatim: JSON's grammar has no range, so `1e400` is JSON
+#: (a float parser reads it as infinity) and a 30-digit integer is JSON too
+HUGE_NUMBER_TEXTS: tuple[str, ...] = (
+    "1e20",
+    "1e300",
+    "1e400",
+    "-1e400",
+    "1e-400",
+    "123456789012345678901234567890",
+    "18446744073709551616",
+    "-0.5",
+)
+
+#: per fault kind, the values a test may plant (issue 14 "One bad value stops everything")
+EVENT_FAULT_VALUES: dict[str, tuple[Any, ...]] = {
+    "sequence-int64": (2**63 - 1, -(2**63), -1),
+    "sequence-uint64": (2**63, 2**64 - 1),
+    "sequence-float": (2.5, 0.5, float("nan"), float("inf"), -float("inf"), 1e300),
+    "cost-usage": HUGE_NUMBER_TEXTS,
+    "cost-scored": HUGE_NUMBER_TEXTS,
+    "latency": (*HUGE_NUMBER_TEXTS, "-5"),
+    "score": ("1e400", "-1e400", "1.0000000000000002", "NaN", "Infinity", "true"),
+    "type-null": (None,),
+    "type-unknown": ("x.unknown", "", "eval.scored ", "EVAL.SCORED"),
+    "runid-utf8": (b"acme/run-\xff\xfe", b"acme/run-\xc3", b"\x80"),
+    "payload-utf8": (b"\xff", b"\xc3(", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80"),
+    "payload-not-json": NOT_JSON_EDITS,
+    "file-truncated": (0.1, 0.5, 0.9, 0.99),
+    "file-damaged": (0.2, 0.4, 0.6, 0.8),
+    "columns-missing": ("runId", "sequence", "type", "payload"),
+    "columns-renamed": ("run_id", "seq", "data", "run", "body", "Sequence"),
+    "trial-count": (10**6, 10**9, 2**63 - 1, 1e300),
+}
+
+
+@st.composite
+def event_faults(draw: st.DrawFn, kind: str) -> tuple[str, Any, int]:
+    """(kind, a hostile value for it, a draw that places it: which event of the run, or where
+    in the file the damage starts)."""
+    value = draw(st.sampled_from(EVENT_FAULT_VALUES[kind]))
+    return kind, value, draw(st.integers(0, 10_000))
+
+
+#: values a suite field is replaced with: wrong types, out of range, huge, empty, NaN-like text
+SUITE_FIELD_VALUES: tuple[Any, ...] = (
+    None,
+    True,
+    -1,
+    0,
+    1.5,
+    2**63,
+    10**30,
+    1e300,
+    "",
+    "1",
+    "NaN",
+    [],
+    {},
+    [None],
+    {"x": 1},
+)
+
+
+def _json_paths(doc: Any, here: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every member and item path of a JSON document (the root excluded)."""
+    paths: list[tuple[Any, ...]] = []
+    if isinstance(doc, dict):
+        items: Any = doc.items()
+    elif isinstance(doc, list):
+        items = enumerate(doc)
+    else:
+        return paths
+    for key, value in items:
+        paths.append((*here, key))
+        paths.extend(_json_paths(value, (*here, key)))
+    return paths
+
+
+@st.composite
+def suite_faults(draw: st.DrawFn, suite: dict[str, Any]) -> tuple[str, str]:
+    """(a label, the text of `suite` with one fault): a field replaced with a hostile value or
+    removed, `suiteId` or `version` removed, or the text made not JSON."""
+    how = draw(st.sampled_from(("replace", "remove", "identity", "not-json")))
+    doc = copy.deepcopy(suite)
+    if how == "identity":
+        key = draw(st.sampled_from(("suiteId", "version")))
+        del doc[key]
+        return f"no {key}", json.dumps(doc)
+    if how == "not-json":
+        edit = draw(st.sampled_from(NOT_JSON_EDITS))
+        return f"not-json:{edit}", break_json(json.dumps(doc), edit)
+    path = draw(st.sampled_from(_json_paths(doc)))
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    if how == "remove":
+        del parent[path[-1]]
+        return f"remove {path}", json.dumps(doc)
+    value = draw(st.sampled_from(SUITE_FIELD_VALUES))
+    parent[path[-1]] = copy.deepcopy(value)
+    return f"replace {path} = {value!r}", json.dumps(doc)
+
+
+#: the files `evalbatch run --incremental` leaves in --out, and the ways a file there is damaged
+OUTPUT_DIR_FILES = (
+    "summaries.jsonl",
+    "runs.parquet",
+    "tasks.parquet",
+    "trials.parquet",
+    "problems.parquet",
+    "manifest.json",
+)
+OUTPUT_DAMAGE = ("truncate", "corrupt", "delete", "empty", "drop-row", "duplicate-row")
+
+
+@st.composite
+def output_damage(draw: st.DrawFn) -> tuple[str, str, int]:
+    """(file, how, a draw placing the damage) for a previous output directory."""
+    return (
+        draw(st.sampled_from(OUTPUT_DIR_FILES)),
+        draw(st.sampled_from(OUTPUT_DAMAGE)),
+        draw(st.integers(0, 10_000)),
+    )
+
+
+#: how a tasks.parquet side of `regress` is hand-edited (issue 14 "A hand-edited side is trusted")
+TASK_SIDE_FAULTS: dict[str, tuple[Any, ...]] = {
+    "zero-rows": (None,),
+    "gating-score": (float("nan"), None, float("inf"), -float("inf"), 1000.0, -1.0, 1.5),
+    "all-gating-scores": (float("nan"), None, float("inf"), 1000.0),
+    "duplicate-row": (None,),
+    "gating-score-as-text": ("0.5", "NaN", "high"),
+    "column-dropped": ("gating_score", "task_id", "run_id", "suite_id"),
+}
+
+
+@st.composite
+def task_side_faults(draw: st.DrawFn) -> tuple[str, Any, int]:
+    """(fault, value, a draw choosing the row) for a tasks.parquet regress side."""
+    fault = draw(st.sampled_from(sorted(TASK_SIDE_FAULTS)))
+    return fault, draw(st.sampled_from(TASK_SIDE_FAULTS[fault])), draw(st.integers(0, 10_000))
+
+
+#: option values that are never meaningful: click types must refuse them (issue 14 item 3)
+BAD_FLOATS = ("nan", "NaN", "inf", "-inf", "1e400", "x")
+BAD_COUNTS = ("0", "-1", "nan", "1.5", "x")
+BAD_SIZES = ("lots", "-1GB", "nan", "4XB", "1e400GB", "GB")
