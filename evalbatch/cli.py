@@ -548,6 +548,12 @@ def _print_verify(report: verify.VerifyReport) -> None:
             right={1, 2},
         )
         click.echo("")
+    for skipped in report.skipped_files:
+        click.echo(
+            f"  skipped file: {printable(skipped.path)} [{skipped.code}]: its runs were not "
+            "verified",
+            err=True,
+        )
     counts = Counter(r.verdict for r in report.runs)
     described = ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items()))
     click.echo(
@@ -602,7 +608,8 @@ def verify_command(
       evalbatch verify data/samples/events --suites data/samples/suites
 
     Exit codes: 0 every run agrees; 1 some host value disagrees; 3 some run could not be
-    recomputed (and none disagrees); 2 unusable input or no eval run.
+    recomputed or some event file was skipped (and none disagrees); 2 unusable input or no eval
+    run.
     """
     options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)  # type: ignore[arg-type]
     report = verify.verify_paths(

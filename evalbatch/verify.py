@@ -143,6 +143,8 @@ class VerifyReport:
     findings: list[Finding]
     compared: dict[str, int]
     disagreed: dict[str, int]
+    #: event files left out (unreadable, columns missing): their runs were not verified (E-31)
+    skipped_files: list[inputs.FileProblem] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -150,7 +152,7 @@ class VerifyReport:
             return "nothing-to-verify"
         if any(r.verdict == "disagrees" for r in self.runs):
             return "disagrees"
-        if any(r.verdict == "not-verified" for r in self.runs):
+        if self.skipped_files or any(r.verdict == "not-verified" for r in self.runs):
             return "not-verified"
         return "agrees"
 
@@ -171,6 +173,7 @@ class VerifyReport:
             "verdict": self.verdict,
             "tolerance": {"relative": TOLERANCE},
             "runs": [run.to_json() for run in self.runs],
+            "skippedFiles": [{"path": f.path, "code": f.code} for f in self.skipped_files],
             "findings": [finding.to_json() for finding in self.findings],
             "fields": {
                 name: {"compared": self.compared[name], "disagree": self.disagreed.get(name, 0)}
@@ -296,6 +299,7 @@ class _Graded:
     outcomes: dict[str, RunOutcome]
     trials: pl.DataFrame
     fatal: dict[str, list[str]]  # run -> error problem codes
+    skipped_files: list[inputs.FileProblem] = field(default_factory=list)
 
 
 def _grade(
@@ -317,6 +321,7 @@ def _grade(
         outcomes={run: o for part in parts for run, o in part.outcomes.items()},
         trials=pl.concat([part.trials for part in parts], how="diagonal_relaxed"),
         fatal=fatal,
+        skipped_files=list(parts[0].file_problems) if parts else [],
     )
 
 
@@ -1251,7 +1256,7 @@ def verify_paths(
         findings += check.findings
         compared.update(check.compared)
     disagreed = Counter(f.field for f in findings)
-    return VerifyReport(runs, findings, dict(compared), dict(disagreed))
+    return VerifyReport(runs, findings, dict(compared), dict(disagreed), graded.skipped_files)
 
 
 def verify_events(

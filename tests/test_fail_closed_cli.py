@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,9 +20,10 @@ from typing import Any
 import duckdb
 import polars as pl
 import pytest
+from click.testing import CliRunner
 
 import evalbatch
-from evalbatch.cli import main
+from evalbatch.cli import cli, main
 from evalbatch.commands import sql as sql_command
 from evalbatch.commands.types import MemoryLimit
 from tests.conftest import (
@@ -614,3 +616,23 @@ def test_e86_sql_safe_refuses_parquet_output(
     assert code == 2
     assert "--format parquet is written by DuckDB, which --safe keeps from files" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_e31_verify_with_a_skipped_file_is_not_all_agree(tmp_path: Path) -> None:
+    """Issue 14, E-31: an event file verify could not read holds runs nobody checked, so the
+    verdict cannot be "every run agrees" (exit 0): it is not-verified, exit 3, naming the file."""
+    events = tmp_path / "events"
+    shutil.copytree(SAMPLE_EVENTS, events)
+    (events / "damaged.parquet").write_bytes(b"PAR1 not a parquet file PAR1")
+    agreeing = ["--suites", str(SAMPLE_SUITES), "--run-id", "acme/run-fixture-miss-0001"]
+    result = CliRunner().invoke(cli, ["verify", str(SAMPLE_EVENTS), *agreeing])
+    assert result.exit_code == 0, result.output  # the run agrees when every file is read
+    result = CliRunner().invoke(cli, ["verify", str(events), *agreeing])
+    assert result.exit_code == 3, result.output
+    assert "skipped file:" in result.stderr and "damaged.parquet" in result.stderr
+    assert "verdict: not-verified" in result.stdout
+    as_json = CliRunner().invoke(cli, ["verify", str(events), *agreeing, "--json"])
+    assert as_json.exit_code == 3
+    document = json.loads(as_json.stdout)
+    assert document["verdict"] == "not-verified"
+    assert [f["path"].endswith("damaged.parquet") for f in document["skippedFiles"]] == [True]
