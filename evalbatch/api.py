@@ -1252,6 +1252,15 @@ def _side(
         return _task_table_side(name, Path(paths[0]), run_filter)
     result = grade_paths(paths, suite_paths, options=options, run_filter=run_filter)
     errors = result.problems.filter(pl.col("severity") == "error")
+    unread = errors.filter(pl.col("run_id").is_null())
+    if unread.height:
+        # a file that could not be read may hold this side's run of any suite: comparing the
+        # rest would let a lost run pass as "one side only" (issue 14)
+        listed = "".join(f"\n  {printable(message)}" for message in unread["message"])
+        raise InputError(
+            f"{_Side(name, label, pl.DataFrame(), {}, {}).describe()}: {unread.height} event "
+            f"file problem(s); nothing was compared:{listed}"
+        )
     not_graded = {
         run: "; ".join(errors.filter(pl.col("run_id") == run)["code"].unique().sort().to_list())
         for run in result.skipped

@@ -525,3 +525,23 @@ def test_printed_run_and_suite_ids_are_escaped(
     assert code == 2
     assert "\x1b" not in err and "\x07" not in err
     assert "baseline: acme.\\x1b]0;title\\x07suite" in err
+
+
+@pytest.mark.parametrize("damaged_side", ["base", "cand"])
+def test_an_unreadable_event_file_on_a_side_refuses_the_comparison(
+    run: Any, tmp_path: Path, damaged_side: str
+) -> None:
+    """Issue 14 / E-65: a file of a side that cannot be read may hold that side's run of any
+    suite; comparing the rest let the lost run pass as a suite "on one side only" (exit 0). Now
+    the comparison is refused (exit 2), naming the file and the problem code, one line each."""
+    side = tmp_path / damaged_side
+    side.mkdir()
+    shutil.copy(BASE if damaged_side == "base" else CAND, side / "events.parquet")
+    (side / "lost.parquet").write_bytes(b"PAR1 not parquet PAR1")
+    base, cand = (side, CAND) if damaged_side == "base" else (BASE, side)
+    code, out, err = run(base, cand, "--suites", SAMPLE_SUITES)
+    assert code == 2, err
+    assert out == ""
+    lines = err.splitlines()
+    assert "nothing was compared" in lines[0]
+    assert any("lost.parquet" in line and "[file-unreadable]" in line for line in lines[1:])

@@ -30,7 +30,11 @@ class CommandFailed(click.ClickException):
         self.exit_code = exit_code
 
     def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"evalbatch: {printable(self.message)}", err=True)
+        """The message's own lines (a list of faults) each escaped: an id can break no line."""
+        lines = self.message.split("\n")
+        click.echo(
+            "\n".join(["evalbatch: " + printable(lines[0]), *map(printable, lines[1:])]), err=True
+        )
 
 
 def _os_message(exc: OSError) -> str:
