@@ -412,6 +412,12 @@ def _grade_batch(
             fatal_runs.add(run_id)
             continue
         doc = choice.doc if choice is not None else None
+        if doc is None and (run["trial_count"] or 0) > problems.MAX_TRIALS:
+            # E-78: trials beyond the limit are not counted, and a count cut to it would grade
+            # another run than the host's: fail closed
+            problem_rows.append((run_id, run["start_seq"], "trial-count-limit", ""))
+            fatal_runs.add(run_id)
+            continue
         if doc is None:
             problem_rows.append((run_id, run["start_seq"], "suite-missing", ""))
         else:

@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from evalbatch import inputs, jsonvalue, sql
+from evalbatch import inputs, jsonvalue, problems, sql
 
 #: the queries that build the trial tables from `events`, in dependency order
 PIPELINE = (
@@ -85,6 +85,14 @@ def apply_resources(
         con.execute("SET temp_directory = $dir", {"dir": str(spill_dir)})
 
 
+#: the value ranges of `problems` (E-76..E-78) as SQL macros, so the queries in sql/ name the one
+#: constant instead of repeating its number
+_LIMIT_MACROS = "\n".join(
+    f"CREATE OR REPLACE TEMP MACRO {name.lower()}() AS {getattr(problems, name)};"
+    for name in ("MAX_SEQUENCE", "MAX_COST_USD", "MAX_LATENCY_MS", "MAX_TOKENS", "MAX_TRIALS")
+)
+
+
 def connect(
     threads: int | None = None, memory_limit: str | None = None, spill_dir: str | None = None
 ) -> duckdb.DuckDBPyConnection:
@@ -96,6 +104,7 @@ def connect(
     con.execute("SET TimeZone = 'UTC'")
     apply_resources(con, threads, memory_limit, spill_dir)
     con.execute(sql.load("macros").text)
+    con.execute(_LIMIT_MACROS)
     return con
 
 
@@ -191,12 +200,7 @@ def extract(
     """
     if not isinstance(sources, inputs.Sources):
         sources = inputs.scan(con, sources)
-    try:
-        conflicts = _build(con, sources, runs)
-    except duckdb.Error:
-        if not inputs.find_unreadable(con, sources):
-            raise
-        conflicts = _build(con, sources, runs)
+    conflicts = inputs.leaving_out_damaged(con, sources, lambda: _build(con, sources, runs))
 
     event_problems = sql.relation(con, "event_problems").pl()
     if conflicts:

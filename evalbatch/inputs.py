@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import glob
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 import pyarrow as pa
 
 from evalbatch.errors import InputError
+from evalbatch.problems import MAX_SEQUENCE
+
+_T = TypeVar("_T")
 
 #: canonical column -> accepted spellings, in order of preference
 COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
@@ -115,12 +119,9 @@ def scan(con: duckdb.DuckDBPyConnection, paths: list[str]) -> Sources:
         except KeyError as exc:
             sources.problems.append(FileProblem(path, "columns-missing", f"{path}: {exc.args[0]}"))
             continue
-        except duckdb.Error as exc:
-            reason = str(exc).splitlines()[0]
+        except duckdb.Error:
             sources.problems.append(
-                FileProblem(
-                    path, "file-unreadable", f"{path}: not a readable Parquet file ({reason})"
-                )
+                FileProblem(path, "file-unreadable", f"{path}: {_footer_reason(path)}")
             )
             continue
         groups[plan].append(path)
@@ -128,11 +129,41 @@ def scan(con: duckdb.DuckDBPyConnection, paths: list[str]) -> Sources:
     return sources
 
 
-def find_unreadable(con: duckdb.DuckDBPyConnection, sources: Sources) -> list[FileProblem]:
-    """Read every file in full and report those whose data cannot be decoded.
+def _footer_reason(path: str) -> str:
+    """Why a file's footer cannot be read, without DuckDB's text (it can quote file bytes)."""
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or type(exc).__name__})"
+    return "not a readable Parquet file (not Parquet, or its footer is truncated or damaged)"
 
-    The column check reads only a file's footer; a file damaged inside its data pages fails only
-    when the events are read, so after such a failure each file is read once more on its own.
+
+def _damaged_columns(
+    con: duckdb.DuckDBPyConnection, path: str, plan: tuple[tuple[str, str], ...]
+) -> str:
+    """Which of a damaged file's columns fail to decode, named by the role grading gives them
+    (runId, sequence, type, payload, timestamp; any other column is "another column"), so the
+    message carries no name or value taken from the file."""
+    roles = {spec.split(":", 1)[0]: canonical for canonical, spec in plan if canonical != "hive"}
+    relation = con.read_parquet(path, hive_partitioning=dict(plan)["hive"] != "")
+    damaged: list[str] = []
+    for column in relation.columns:
+        try:
+            relation.aggregate(f"min(hash({_ident(column)}))").fetchall()
+        except duckdb.Error:
+            role = roles.get(column)
+            damaged.append(f"its {role} column" if role else "another column")
+    return ", ".join(dict.fromkeys(damaged)) or "its data pages"
+
+
+def find_unreadable(con: duckdb.DuckDBPyConnection, sources: Sources) -> list[FileProblem]:
+    """Read every file in full and report those whose data cannot be decoded (E-22).
+
+    The column check reads only a file's footer; a file damaged inside its data pages (cut
+    pages, invalid UTF-8 in a string column) fails only when its rows are read, so after such a
+    failure each file is read once more on its own. The message names the file and the damaged
+    columns' roles, never DuckDB's text, which quotes the offending value (§H).
     """
     bad: list[FileProblem] = []
     for plan, paths in sources.groups.items():
@@ -142,10 +173,14 @@ def find_unreadable(con: duckdb.DuckDBPyConnection, sources: Sources) -> list[Fi
                 con.read_parquet(path, hive_partitioning=hive).aggregate(
                     "min(hash(COLUMNS(*)))"
                 ).fetchall()
-            except duckdb.Error as exc:
-                reason = str(exc).splitlines()[0]
+            except duckdb.Error:
+                where = _damaged_columns(con, path, plan)
                 bad.append(
-                    FileProblem(path, "file-unreadable", f"{path}: damaged Parquet data ({reason})")
+                    FileProblem(
+                        path,
+                        "file-unreadable",
+                        f"{path}: damaged Parquet data (invalid values or pages in {where})",
+                    )
                 )
     if bad:
         broken = {problem.path for problem in bad}
@@ -156,6 +191,20 @@ def find_unreadable(con: duckdb.DuckDBPyConnection, sources: Sources) -> list[Fi
         }
         sources.problems.extend(bad)
     return bad
+
+
+def leaving_out_damaged(
+    con: duckdb.DuckDBPyConnection, sources: Sources, read: Callable[[], _T]
+) -> _T:
+    """`read()` over the sources; when DuckDB fails, leave out the files whose data cannot be
+    decoded (E-22) and read again, so a damaged file costs only its own runs (§6). A failure no
+    damaged file explains is raised."""
+    try:
+        return read()
+    except duckdb.Error:
+        if not find_unreadable(con, sources):
+            raise
+        return read()
 
 
 #: a batch of whole runs: the run ids from `low` (inclusive) to `high` (exclusive); None is open
@@ -192,8 +241,31 @@ def _payload_expr(column: str, type_name: str) -> str:
         # E-7: a struct is the union of all events' fields; a merge patch onto {} drops nulls.
         return f"json_merge_patch('{{}}', to_json({col}))"
     if upper == "BLOB":
-        return f"decode({col})"
+        # bytes that are not UTF-8 are no JSON text: the empty text, which no parser accepts
+        # (payload-invalid on a type grading reads), never a failure of the whole read
+        return f"coalesce(try(decode({col})), CASE WHEN {col} IS NOT NULL THEN '' END)"
     return f"CAST({col} AS VARCHAR)"
+
+
+#: column types whose values are integers as stored (no fraction to check)
+_INTEGER_TYPES = frozenset(
+    {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT"}
+    | {"UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"}
+)
+
+
+def _sequence_expr(column: str, type_name: str) -> str:
+    """The row's sequence, or NULL when it is not an integer 0..MAX_SEQUENCE (E-3, E-76).
+
+    DuckDB's casts round (`3.5` becomes 4), so a value of any other column type must also equal
+    its double: a fractional sequence is invalid, never another event's number.
+    """
+    col = _ident(column)
+    value = f"TRY_CAST({col} AS BIGINT)"
+    in_range = f"{value} BETWEEN 0 AND {MAX_SEQUENCE}"
+    if type_name.upper() not in _INTEGER_TYPES:
+        in_range += f" AND {value} = TRY_CAST({col} AS DOUBLE)"
+    return f"CASE WHEN {in_range} THEN {value} END"
 
 
 def _timestamp_expr(column: str, type_name: str) -> str:
@@ -225,13 +297,19 @@ def plan_batches(
     Batches are ranges of run ids, so each batch's outputs follow the previous one's in sorted
     order and can be written as they come; only the run-id column is read here.
     """
-    register(con, sources, runs=None)
-    counts = con.execute(
-        "SELECT run_id, count(*) FROM source_runs GROUP BY run_id ORDER BY run_id"
-    ).fetchall()
-    (without,) = con.execute(
-        "SELECT count(*) FROM (" + _runs_union(sources, with_nulls=True) + ") WHERE run_id IS NULL"
-    ).fetchall()
+
+    def count_runs() -> tuple[list[tuple[str, int]], int]:
+        register(con, sources, runs=None)
+        counts = con.execute(
+            "SELECT run_id, count(*) FROM source_runs GROUP BY run_id ORDER BY run_id"
+        ).fetchall()
+        (without,) = con.execute(
+            "SELECT count(*) FROM (" + _runs_union(sources, with_nulls=True) + ") "
+            "WHERE run_id IS NULL"
+        ).fetchall()
+        return counts, int(without[0])
+
+    counts, without = leaving_out_damaged(con, sources, count_runs)
     if batches:
         batch_events = -(-sum(count for _, count in counts) // batches)
     batch_events = max(1, batch_events or 1)
@@ -247,7 +325,7 @@ def plan_batches(
         size += count
     ranges.append((low, None))
     events.append(size)
-    return BatchPlan(ranges, events, len(counts), int(without[0]))
+    return BatchPlan(ranges, events, len(counts), without)
 
 
 def _runs_union(sources: Sources, with_nulls: bool = False) -> str:
@@ -295,8 +373,8 @@ def register(
         )
         selects.append(
             f"SELECT CAST({_ident(run_col)} AS VARCHAR) AS run_id, "
-            f"TRY_CAST({_ident(seq_col)} AS BIGINT) AS sequence, "
-            f"TRY_CAST({_ident(seq_col)} AS BIGINT) IS NOT NULL AS sequence_ok, "
+            f"{_sequence_expr(seq_col, columns['sequence'][1])} AS sequence, "
+            f"{_sequence_expr(seq_col, columns['sequence'][1])} IS NOT NULL AS sequence_ok, "
             f"CAST({_ident(type_col)} AS VARCHAR) AS type, "
             f"{_payload_expr(payload_col, payload_type)} AS payload, "
             f"{ts} AS ts FROM {view}" + _range_filter(run_col, runs, sources.only_runs is not None)
@@ -324,7 +402,6 @@ class RunFilter:
         for the suite and time bounds); every later scan of the sources reads only them."""
         if self.empty:
             return
-        register(con, sources, None)
         where: list[str] = []
         params: list[Any] = []
         if self.run_ids:
@@ -348,7 +425,12 @@ class RunFilter:
                 "run_id IN (SELECT run_id FROM source_events WHERE " + " AND ".join(started) + ")"
             )
         query = "SELECT DISTINCT run_id FROM source_runs WHERE " + " AND ".join(where)
-        chosen = frozenset(run_id for (run_id,) in con.execute(query, params).fetchall())
+
+        def choose() -> frozenset[str]:
+            register(con, sources, None)
+            return frozenset(run_id for (run_id,) in con.execute(query, params).fetchall())
+
+        chosen = leaving_out_damaged(con, sources, choose)
         if sources.only_runs is not None:
             chosen &= sources.only_runs
         sources.only_runs = chosen

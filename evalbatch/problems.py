@@ -9,13 +9,35 @@ from typing import Literal
 
 Severity = Literal["error", "warning", "info"]
 
+# The ranges a value must lie in to be used (docs/decisions.md E-76..E-79). They are checked where
+# the value enters (the SQL stage reads them as macros of the same names), so no sum, difference or
+# pass@k table built from accepted values can overflow or run for hours.
+
+#: E-76: a sequence is an integer 0..2^53-1 (OpenWOP: "integer >= 0"; JSON's exact integers)
+MAX_SEQUENCE = 2**53 - 1
+#: E-77: a cost (provider.usage.costEstimateUsd, eval.scored.costUsd) is a number 0..1e9 USD
+MAX_COST_USD = 1_000_000_000
+#: E-77: eval.scored.latencyMs is a number 0..2^53 ms (about 285,000 years)
+MAX_LATENCY_MS = 2**53
+#: E-77: a provider.usage token count is an integer 0..1e10, so sums over a run never overflow
+MAX_TOKENS = 10_000_000_000
+#: E-78: trials per task (a suite's trials.count, eval.started.trialCount) are at most 10,000
+MAX_TRIALS = 10_000
+
 #: code -> (severity, what it means). Messages add the run, the event's sequence and the rule.
 CODES: dict[str, tuple[Severity, str]] = {
     # input files and rows
     "file-unreadable": ("error", "a file is not Parquet, is truncated, or cannot be read"),
     "columns-missing": ("error", "a file lacks a required column (runId, sequence, type, payload)"),
     "row-invalid": ("warning", "a row has no runId and cannot be placed in any run"),
-    "sequence-invalid": ("error", "a row's sequence is null or not an integer"),
+    "sequence-invalid": (
+        "error",
+        "a row's sequence is null, not an integer, or outside 0..2^53-1 (E-3, E-76)",
+    ),
+    "type-missing": (
+        "error",
+        "a row's type is null: it may be an event grading reads, so the run is not graded (E-80)",
+    ),
     "event-conflict": ("error", "two rows share (runId, sequence) with different content (D-3)"),
     "payload-invalid": ("error", "a payload graded by the job is not JSON (D-3)"),
     "payload-ignored": ("warning", "a payload of a type grading does not read is not JSON (D-3)"),
@@ -41,6 +63,10 @@ CODES: dict[str, tuple[Severity, str]] = {
     # trials
     "trial-index-invalid": ("warning", "trialIndex is not an integral number >= 0 (D-5)"),
     "trial-count-invalid": ("warning", "eval.started.trialCount is not an integral number >= 1"),
+    "trial-count-limit": (
+        "error",
+        f"eval.started.trialCount exceeds the limit of {MAX_TRIALS} trials per task (E-78)",
+    ),
     "trial-duplicate": (
         "warning",
         "a repeated (taskId, trialIndex); the later one is left out (D-5)",
@@ -60,10 +86,14 @@ CODES: dict[str, tuple[Severity, str]] = {
     # host record and usage
     "score-invalid": ("warning", "eval.scored.score missing, not a number or outside 0..1 (D-11)"),
     "passed-invalid": ("warning", "eval.scored.passed missing or not a boolean (D-11)"),
-    "usage-tokens-invalid": ("warning", "provider.usage token count not an integral number >= 0"),
+    "usage-tokens-invalid": (
+        "warning",
+        f"provider.usage token count not an integral number 0..{MAX_TOKENS} (§2.2, E-77)",
+    ),
     "cost-invalid": (
         "warning",
-        "a cost that is null, not a number, or negative carries no cost (D-14)",
+        f"a cost that is null, not a number, negative or above {MAX_COST_USD} USD carries no cost"
+        " (D-14, E-77)",
     ),
     "non-usd-cost": ("warning", "a provider.usage cost in another currency is left out (D-14)"),
     # regression (§5)

@@ -25,7 +25,14 @@ from fractions import Fraction
 from typing import Any
 
 from evalbatch.options import GradeOptions
-from evalbatch.problems import severity
+from evalbatch.problems import (
+    MAX_COST_USD,
+    MAX_LATENCY_MS,
+    MAX_SEQUENCE,
+    MAX_TOKENS,
+    MAX_TRIALS,
+    severity,
+)
 
 __all__ = [
     "ReferenceResult",
@@ -152,6 +159,26 @@ def _is_integral(value: Any) -> bool:
     if isinstance(value, Decimal):
         return value.is_finite() and value == value.to_integral_value()
     return value.denominator == 1
+
+
+def _within(value: Any, limit: int) -> bool:
+    """A JSON number from 0 to `limit`, the limit compared on the double value (E-20, E-77)."""
+    if not (_is_number(value) and value >= 0):
+        return False
+    try:
+        return value <= limit or float(value) <= limit
+    except OverflowError:  # an integer too large for a double
+        return False
+
+
+def _sequence(value: Any) -> int | None:
+    """A row's sequence: an integer 0..MAX_SEQUENCE (`3.0` in a double column counts), else None
+    (E-3, E-76)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not value.is_integer():
+        return None
+    return int(value) if 0 <= value <= MAX_SEQUENCE else None
 
 
 def _exact(value: int | Decimal | Fraction) -> Fraction:
@@ -596,8 +623,8 @@ class _RunGrader:
         """De-duplicate, parse and order the run's rows; record envelope problems."""
         by_sequence: dict[int, list[_Event]] = defaultdict(list)
         for row in self.rows:
-            sequence = row.get("sequence")
-            if not isinstance(sequence, int) or isinstance(sequence, bool):
+            sequence = _sequence(row.get("sequence"))
+            if sequence is None:
                 self.problem("sequence-invalid")
                 continue
             payload = row.get("payload")
@@ -620,6 +647,9 @@ class _RunGrader:
                 self.problem("event-conflict", sequence)
                 continue
             event = _earliest(copies)
+            if event.type is None:
+                # E-80: a row without a type may be any event, a forbidden call too: fail closed
+                self.problem("type-missing", sequence)
             if event.value is NOT_JSON:
                 if event.type in GRADED_TYPES:
                     self.problem("payload-invalid", sequence)
@@ -671,6 +701,16 @@ class _RunGrader:
                 return
             suite = self.suites.get(key)
         if suite is None:
+            trial_count = first_start.fields.get("trialCount")
+            # read as a double (E-10): past 2^53 every double is integral
+            if (
+                _is_number(trial_count)
+                and trial_count > MAX_TRIALS
+                and (_is_integral(trial_count) or float(trial_count) >= 2**53)
+            ):
+                # E-78: no run is graded with a trial count cut to the limit
+                self.problem("trial-count-limit", first_start.sequence)
+                return
             self.problem("suite-missing", first_start.sequence)
 
         end = completed.sequence if completed is not None else math.inf
@@ -773,7 +813,7 @@ class _RunGrader:
             valid = True
             for name in ("inputTokens", "outputTokens"):
                 value = usage.fields.get(name)
-                if _is_integral(value) and value >= 0:
+                if _is_integral(value) and _within(value, MAX_TOKENS):
                     if name == "inputTokens":
                         input_tokens += int(value)
                     else:
@@ -855,7 +895,7 @@ class _RunGrader:
         # Latency (§3.5, E-17).
         latency: Fraction | None = None
         host_latency = scored.get("latencyMs")
-        if _is_number(host_latency) and host_latency >= 0:
+        if _within(host_latency, MAX_LATENCY_MS):
             latency = _exact(host_latency)
         elif trial.start is not None:
             finish = trial.end if trial.end is not None else trial.scored
@@ -894,7 +934,7 @@ class _RunGrader:
         if "costEstimateUsd" not in fields:
             return Fraction(0)
         cost = fields["costEstimateUsd"]
-        if not (_is_number(cost) and cost >= 0):
+        if not _within(cost, MAX_COST_USD):
             self.problem("cost-invalid", usage.sequence)
             return Fraction(0)
         currency = fields.get("currency")
@@ -907,9 +947,9 @@ class _RunGrader:
 
     @staticmethod
     def _host_cost_value(scored: Mapping[str, Any]) -> Fraction | None:
-        """A valid eval.scored.costUsd (a number >= 0), or None."""
+        """A valid eval.scored.costUsd (a number 0..MAX_COST_USD), or None."""
         value = scored.get("costUsd")
-        if _is_number(value) and value >= 0:
+        if _within(value, MAX_COST_USD):
             return _exact(value)
         return None
 
@@ -970,9 +1010,7 @@ class _RunGrader:
 
         # The run's cost source (D-14, E-16).
         usage_source = any(
-            e.type == USAGE
-            and _is_number(e.fields.get("costEstimateUsd"))
-            and e.fields["costEstimateUsd"] >= 0
+            e.type == USAGE and _within(e.fields.get("costEstimateUsd"), MAX_COST_USD)
             for e in events
         )
         host_source = False

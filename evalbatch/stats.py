@@ -31,6 +31,29 @@ def pass_hat_k(n: int, c: int, k: int) -> Fraction:
     return Fraction(math.comb(c, k), math.comb(n, k))
 
 
+def pass_by_k(n: int, c: int) -> tuple[list[float], list[float]]:
+    """pass@k and pass^k for every k from 1 to n (E-52), each the float nearest the exact value.
+
+    C(n-c, k)/C(n, k) and C(c, k)/C(n, k) are running products of (n-c-i)/(n-i) and (c-i)/(n-i),
+    kept as unreduced integer numerators and denominators: one small multiplication per k instead
+    of three binomials, and Python's integer division rounds the exact ratio correctly, so every
+    value equals `float(pass_at_k(n, c, k))` and `float(pass_hat_k(n, c, k))` (E-78).
+
+    >>> pass_by_k(3, 2)
+    ([0.6666666666666666, 1.0, 1.0], [0.6666666666666666, 0.3333333333333333, 0.0])
+    """
+    at_k: list[float] = []
+    hat_k: list[float] = []
+    miss_num = hit_num = den = 1
+    for k in range(1, n + 1):
+        den *= n - k + 1
+        miss_num *= max(n - c - k + 1, 0)
+        hit_num *= max(c - k + 1, 0)
+        at_k.append(0.0 if c == 0 else (den - miss_num) / den)
+        hat_k.append(hit_num / den)
+    return at_k, hat_k
+
+
 def clustered_stderr(task_means: list[float]) -> float:
     """Sample standard deviation of the per-task mean scores over √taskCount (§B `scoreStderr`).
 

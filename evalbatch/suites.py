@@ -29,6 +29,7 @@ from jsonschema import Draft202012Validator, ValidationError
 
 from evalbatch import jsonvalue
 from evalbatch.errors import SuiteError
+from evalbatch.problems import MAX_TRIALS
 
 __all__ = [
     "Fault",
@@ -338,6 +339,11 @@ def _suite_rule_items(doc: Any) -> Iterator[_Item]:
     trials = doc.get("trials")
     if isinstance(trials, dict):
         count, k = trials.get("count"), trials.get("k")
+        if _is_int(count) and count > MAX_TRIALS:
+            yield _Item(
+                ("trials", "count"),
+                f"must be <= {MAX_TRIALS}, the limit of trials per task (E-78)",
+            )
         if _is_int(count) and count >= 1 and _is_int(k) and k > count:
             yield _Item(
                 ("trials", "k"),

@@ -1,6 +1,7 @@
 -- name: event_problems
--- Problems found on single events of eval runs (§6, D-3, §2.1): payloads that are not JSON,
--- sequence gaps (E-5), a restarted or unfinished eval, eval.scored after eval.completed.
+-- Problems found on single events of eval runs (§6, D-3, §2.1): unusable sequences (E-3, E-76)
+-- and null types (E-80), payloads that are not JSON, sequence gaps (E-5), a restarted or
+-- unfinished eval, eval.scored after eval.completed, an invalid trialCount (E-10).
 -- One row per occurrence: (run_id, sequence, code).
 WITH gapped_runs AS (
     SELECT run_id FROM events WHERE sequence_ok
@@ -8,6 +9,9 @@ WITH gapped_runs AS (
 )
 SELECT run_id, sequence, 'sequence-invalid' AS code
 FROM events WHERE NOT sequence_ok
+UNION ALL
+SELECT run_id, sequence, 'type-missing'
+FROM events WHERE type IS NULL
 UNION ALL
 SELECT run_id, sequence, CASE WHEN graded_type THEN 'payload-invalid' ELSE 'payload-ignored' END
 FROM events WHERE NOT payload_json

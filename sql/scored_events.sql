@@ -1,7 +1,8 @@
 -- name: scored_events
 -- One row per eval.scored (§2.2): taskId, trialIndex (a non-negative integral JSON number, 1.0
 -- counts, 1.0000000000000001 does not: D-5), and the host's own record: score in [0, 1], passed,
--- latencyMs, costUsd as an exact decimal (D-11: only a JSON number is a number). Read from `events`.
+-- latencyMs, costUsd as an exact decimal (D-11: only a JSON number is a number; latency and cost
+-- above their limits are not used, E-77). Read from `events`.
 WITH numbers AS (
     SELECT
         run_id,
@@ -31,10 +32,10 @@ SELECT
     END AS trial_index,
     CASE WHEN score_number BETWEEN 0 AND 1 THEN score_number END AS host_score,
     CASE WHEN f[4] IN ('true', 'false') THEN f[4] = 'true' END AS host_passed,
-    CASE WHEN latency_number >= 0 THEN latency_number END AS host_latency_ms,
+    CASE WHEN latency_number BETWEEN 0 AND max_latency_ms() THEN latency_number END AS host_latency_ms,
     f[6] IS NOT NULL AS host_cost_present,
     CASE
-        WHEN cost_number >= 0
+        WHEN cost_number BETWEEN 0 AND max_cost_usd()
         THEN coalesce(
             TRY_CAST(CAST(f[6] AS VARCHAR) AS DECIMAL(38, 18)), cost_number::DECIMAL(38, 18)
         )

@@ -61,7 +61,8 @@ SELECT
     b.model_class,
     CASE
         WHEN b.start_seq IS NOT NULL
-        THEN (epoch_us(coalesce(e.end_ts, s.ts)) - epoch_us(b.start_ts)) / 1000.0
+        -- in HUGEINT: two timestamps 290,000 years apart overflow BIGINT microseconds (E-81)
+        THEN (epoch_us(coalesce(e.end_ts, s.ts))::HUGEINT - epoch_us(b.start_ts)) / 1000.0
     END AS bracket_span_ms
 FROM span_scored AS s
 LEFT JOIN bracket_start AS b ON b.run_id = s.run_id AND b.segment_no = s.segment_no

@@ -1,7 +1,8 @@
 -- name: usage_events
--- One row per provider.usage (§2.2, D-14): token counts (null unless a non-negative integral JSON
--- number: D-11), the cost's state (absent | ok | invalid) and exact decimal value, whether the
--- currency is USD (absent means USD) and whether it was a cache hit. Read from `events`.
+-- One row per provider.usage (§2.2, D-14): token counts (null unless an integral JSON number
+-- 0..max_tokens(): D-11, E-77), the cost's state (absent | ok | invalid: not a number in 0..max_cost_usd(),
+-- E-77) and exact decimal value, whether the currency is USD (absent means USD) and whether it
+-- was a cache hit. Read from `events`.
 WITH numbers AS (
     SELECT
         run_id,
@@ -17,20 +18,20 @@ SELECT
     run_id,
     sequence,
     CASE
-        WHEN input_number >= 0 AND input_number = floor(input_number) AND input_number < 9e18
+        WHEN input_number BETWEEN 0 AND max_tokens() AND input_number = floor(input_number)
         THEN input_number::BIGINT
     END AS input_tokens,
     CASE
-        WHEN output_number >= 0 AND output_number = floor(output_number) AND output_number < 9e18
+        WHEN output_number BETWEEN 0 AND max_tokens() AND output_number = floor(output_number)
         THEN output_number::BIGINT
     END AS output_tokens,
     CASE
         WHEN f[3] IS NULL THEN 'absent'
-        WHEN cost_number >= 0 THEN 'ok'
+        WHEN cost_number BETWEEN 0 AND max_cost_usd() THEN 'ok'
         ELSE 'invalid'
     END AS cost_state,
     CASE
-        WHEN cost_number >= 0
+        WHEN cost_number BETWEEN 0 AND max_cost_usd()
         THEN coalesce(
             TRY_CAST(CAST(f[3] AS VARCHAR) AS DECIMAL(38, 18)), cost_number::DECIMAL(38, 18)
         )
