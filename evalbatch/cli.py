@@ -722,9 +722,10 @@ def main() -> None:
             sys.exit(failure.exit_code)
         if debug:
             raise
+        # the exception's text may quote the data (a parser's message does): its type only (§H)
         click.echo(
-            f"evalbatch: internal error: {type(exc).__name__}: {printable(exc)} "
-            "(set EVALBATCH_DEBUG=1 for the traceback)",
+            f"evalbatch: internal error: {type(exc).__name__} "
+            "(set EVALBATCH_DEBUG=1 for the traceback and the message)",
             err=True,
         )
         sys.exit(api.EXIT_UNUSABLE)

@@ -636,3 +636,19 @@ def test_e31_verify_with_a_skipped_file_is_not_all_agree(tmp_path: Path) -> None
     document = json.loads(as_json.stdout)
     assert document["verdict"] == "not-verified"
     assert [f["path"].endswith("damaged.parquet") for f in document["skippedFiles"]] == [True]
+
+
+def test_h_an_unnamed_fault_prints_its_type_not_its_text(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """RFC 0244 §H, issue 14: an exception's text may quote the data it choked on (a parser's
+    message quotes the payload), so the last-resort line names the exception's type only."""
+
+    def broken(paths: object) -> None:
+        raise RuntimeError('could not parse {"tool": "crm:lookup-order-SECRET"}')
+
+    monkeypatch.setattr("evalbatch.suites.validate_suite", broken)
+    code, out, err = run_main(monkeypatch, capsys, "validate", SAMPLE_SUITES)
+    assert code == 2
+    assert "internal error: RuntimeError" in err
+    assert "SECRET" not in out + err and "crm:" not in out + err
