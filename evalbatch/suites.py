@@ -449,13 +449,21 @@ def _read_json(path: Path) -> Any:
         raise SuiteFileError(where, f"is not JSON ({exc})") from exc
 
 
+def _has_ids(doc: dict[str, Any]) -> bool:
+    """Whether a suite names the (suiteId, version) runs claim it by: two non-empty strings. An
+    empty one is no name (a file holding it would be passed over while its runs fall back to the
+    host record: §1.3 stops the command instead)."""
+    return all(isinstance(doc.get(key), str) and doc[key] for key in ("suiteId", "version"))
+
+
 def _load_one(path: Path) -> SuiteFile:
     doc = _read_json(path)
     if not isinstance(doc, dict):
         raise SuiteFileError(str(path), "is not a JSON object, so it has no suiteId and version")
-    if not isinstance(doc.get("suiteId"), str) or not isinstance(doc.get("version"), str):
+    if not _has_ids(doc):
         raise SuiteFileError(
-            str(path), "has no string suiteId and version: it cannot be matched to any run"
+            str(path),
+            "has no non-empty string suiteId and version: it cannot be matched to any run",
         )
     return SuiteFile(
         path=str(path),
@@ -511,8 +519,8 @@ def resolve_suites(files: Sequence[SuiteFile]) -> dict[tuple[str, str], SuiteCho
     groups: dict[tuple[str, str], list[SuiteFile]] = {}
     for suite_file in files:
         suite_id, version = suite_file.doc.get("suiteId"), suite_file.doc.get("version")
-        if not isinstance(suite_id, str) or not isinstance(version, str):
-            raise SuiteFileError(suite_file.path, "has no string suiteId and version")
+        if not _has_ids(suite_file.doc):
+            raise SuiteFileError(suite_file.path, "has no non-empty string suiteId and version")
         groups.setdefault((suite_id, version), []).append(suite_file)
 
     choices: dict[tuple[str, str], SuiteChoice] = {}

@@ -807,14 +807,23 @@ def test_s1_3_identical_suite_copies_are_one_suite(
         json.dumps({"version": "1.0.0", "modes": ["golden"], "tasks": []}),
         json.dumps({"suiteId": 7, "version": "1.0.0"}),
         json.dumps([make_suite()]),
+        json.dumps({**make_suite(), "version": ""}),
+        json.dumps({**make_suite(), "suiteId": ""}),
     ],
-    ids=["not-json", "no-suiteId", "suiteId-not-string", "not-an-object"],
+    ids=[
+        "not-json",
+        "no-suiteId",
+        "suiteId-not-string",
+        "not-an-object",
+        "version-empty",  # issue 14: was passed over, its runs graded from the host record
+        "suiteId-empty",
+    ],
 )
 def test_s1_3_unmatchable_suite_file_stops_before_grading(
     tmp_path: Path, suite_dir: Path, good_file: Path, text: str
 ) -> None:
-    """§1.3: a suite file that is not JSON, or has no string suiteId and version, stops the
-    command before grading (SuiteError; exit code 2 in the CLI), naming the file."""
+    """§1.3: a suite file that is not JSON, or has no non-empty string suiteId and version,
+    stops the command before grading (SuiteError; exit code 2 in the CLI), naming the file."""
     broken = suite_dir / "broken.json"
     broken.write_text(text, encoding="utf-8")
     with pytest.raises(SuiteError) as err:
