@@ -32,6 +32,8 @@ COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
     "payload": ("payload", "data"),
 }
 OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {"timestamp": ("timestamp",)}
+#: columns whose values are ids and names: a string column (a payload may be bytes of JSON text)
+TEXT_COLUMNS = frozenset({"runId", "type"})
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,13 @@ def _column_plan(con: duckdb.DuckDBPyConnection, path: str) -> tuple[tuple[str, 
             if canonical in COLUMN_ALIASES:
                 missing.append(canonical)
             continue
+        if canonical in TEXT_COLUMNS and columns[chosen].upper() == "BLOB":
+            # bytes read as text would be escaped (`\xFF`): a run graded under an id that is
+            # not the log's, or a type never matched (issue 14)
+            raise KeyError(
+                f"column {chosen} ({canonical}) holds bytes (BLOB), not text: write it as a "
+                "UTF-8 string column"
+            )
         plan.append((canonical, f"{chosen}:{columns[chosen]}"))
     if missing:
         have = ", ".join(sorted(columns)) or "none"

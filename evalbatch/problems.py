@@ -28,7 +28,11 @@ MAX_TRIALS = 10_000
 CODES: dict[str, tuple[Severity, str]] = {
     # input files and rows
     "file-unreadable": ("error", "a file is not Parquet, is truncated, or cannot be read"),
-    "columns-missing": ("error", "a file lacks a required column (runId, sequence, type, payload)"),
+    "columns-missing": (
+        "error",
+        "a file lacks a required column (runId, sequence, type, payload) or holds runId or type "
+        "as bytes",
+    ),
     "row-invalid": ("warning", "a row has no runId and cannot be placed in any run"),
     "sequence-invalid": (
         "error",
