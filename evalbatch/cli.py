@@ -426,8 +426,9 @@ def regress_command(
         data/samples/regress/candidate.parquet --suites data/samples/suites
 
     Exit codes: 0 no suite regressed; 1 some suite regressed (or, with --fail-on inconclusive,
-    was inconclusive or on one side only); 2 nothing compared, an unknown run named, sides
-    graded differently (without --allow-mixed), unusable input or a usage error.
+    was inconclusive or on one side only); 2 nothing compared (a run of a pair not graded
+    included), an unknown run named, sides graded differently (without --allow-mixed), unusable
+    input or a usage error.
     """
     options = regress.RegressOptions(
         method=method,  # type: ignore[arg-type]
@@ -458,8 +459,15 @@ def regress_command(
             f"warning: not compared (one side only): {side}: {printable(suite)}",
             err=True,
         )
+    for comparison in report.comparisons:
+        if comparison.run_not_graded:
+            click.echo(
+                f"evalbatch: suite {printable(comparison.suite_id)}: nothing was compared: "
+                f"{printable(comparison.reason)} (see the problems of `evalbatch run`)",
+                err=True,
+            )
     code = report.exit_code
-    if fail_on == "inconclusive" and not report.shown_safe:
+    if code == 0 and fail_on == "inconclusive" and not report.shown_safe:
         code = 1
     sys.exit(code)
 

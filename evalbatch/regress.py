@@ -197,6 +197,8 @@ class Comparison:
     interval: tuple[float, float] | None = None
     p_value: float | None = None
     reason: str | None = None  # why the verdict is inconclusive without a test
+    #: a run of the pair could not be graded: nothing was compared (an unusable input, issue 14)
+    run_not_graded: bool = False
     moved: list[tuple[str, float]] = field(default_factory=list)  # (taskId, difference)
     baseline: SideSummary | None = None  # how each side was graded, and its mean scores
     candidate: SideSummary | None = None

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from evalbatch import api, regress
@@ -545,3 +547,22 @@ def test_an_unreadable_event_file_on_a_side_refuses_the_comparison(
     lines = err.splitlines()
     assert "nothing was compared" in lines[0]
     assert any("lost.parquet" in line and "[file-unreadable]" in line for line in lines[1:])
+
+
+def test_a_pair_whose_run_was_not_graded_is_exit_2(run: Any, tmp_path: Path) -> None:
+    """Issue 14 / §5: a candidate run that could not be graded (here two events with one
+    sequence and different content, §6) leaves its suite `inconclusive` with nothing paired; the
+    gate exited 0 on that. Nothing was compared for that suite: exit 2, the reason on stderr,
+    the comparison still shown."""
+    table = pq.read_table(CAND)
+    rows = table.to_pylist()
+    clash = dict(next(r for r in rows if r["type"] == "eval.scored"))
+    clash["payload"] = clash["payload"].replace('"score"', '"scoreX"', 1)
+    broken = tmp_path / "candidate.parquet"
+    pq.write_table(pa.Table.from_pylist([*rows, clash], schema=table.schema), broken)
+    code, out, err = run(BASE, broken, "--suites", SAMPLE_SUITES, "--json")
+    assert code == 2, err
+    comparison = json.loads(out)["comparisons"][0]
+    assert comparison["regression"]["verdict"] == "inconclusive"
+    assert comparison["regression"]["pairedTaskCount"] == 0
+    assert "nothing was compared" in err and "not graded" in err
