@@ -485,7 +485,7 @@ def _table(header: list[str], rows: list[list[str]], right: Collection[int] = ()
     """Columns padded to their widest cell; columns in `right` are right-aligned. Cells hold ids
     from the log, so they are printed escaped."""
     rows = [[printable(cell) for cell in row] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
 
     def line(cells: list[str]) -> str:
         parts = [

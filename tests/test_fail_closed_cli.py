@@ -652,3 +652,18 @@ def test_h_an_unnamed_fault_prints_its_type_not_its_text(
     assert code == 2
     assert "internal error: RuntimeError" in err
     assert "SECRET" not in out + err and "crm:" not in out + err
+
+
+def test_issue14_verify_with_no_run_recomputed_prints_its_tables(tmp_path: Path) -> None:
+    """Issue 14: when no run could be recomputed (its suite invalid, here `trials.count` past
+    the limit, E-78), no host field was compared; the empty tally table ended verify in an
+    internal error. It prints the run as not-verified, exit 3."""
+    suite = json.loads((SAMPLE_SUITES / "trials.json").read_text())
+    suite["trials"]["count"] = 1_000_000
+    write_json(tmp_path / "suites" / "trials.json", suite)
+    result = CliRunner().invoke(
+        cli, ["verify", str(SAMPLE_EVENTS / "trials.parquet"), "--suites", str(tmp_path / "suites")]
+    )
+    assert result.exit_code == 3, result.output
+    assert "not recomputed: suite-invalid" in result.stdout
+    assert "verdict: not-verified" in result.stdout
