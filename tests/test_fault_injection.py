@@ -480,17 +480,17 @@ def check_event_fault(kind: str, value: Any, where: int, runner: Any = cli) -> N
         errors = found.filter(pl.col("severity") == "error")
         assert ran.code == (3 if errors.height else 0), (ran, errors)
         victim_graded = VICTIM in graded
-        # E-1, D-1: an eval.started renamed to a type no one knows leaves a log that is no eval
-        # run (no summary, no problem), exactly as a log that never started an eval
+        # E-1, D-1, E-80: an eval.started renamed to a type no one knows, or whose type is null,
+        # leaves a log that is no eval run (no summary, no problem), as one that never started
         not_an_eval_run = (
-            kind == "type-unknown"
+            kind in ("type-unknown", "type-null")
             and _pick(run_rows(VICTIM, variant_of(kind)), where)["type"] == "eval.started"
         )
         if not victim_graded and not not_an_eval_run:
             # nothing is lost silently: an ungraded run or its file has an error problem
             lost = errors.filter(pl.col("run_id").ne_missing(GOOD)).height == 0
             assert not lost, ("the run is not graded and no error problem says why", found)
-        if must_report(kind, value):
+        if must_report(kind, value) and not not_an_eval_run:
             assert found.filter(pl.col("run_id").ne_missing(GOOD)).height, (
                 f"{kind} {value!r} is not reported",
                 found,
