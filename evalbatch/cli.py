@@ -236,8 +236,8 @@ def run(
         _print_runs(report.runs)
         _print_problems(report.problems)
     click.echo(
-        f"wrote {report.summary_count} summaries to {written['summaries']} "
-        f"and tables to {Path(out_dir)}/"
+        f"wrote {report.summary_count} summaries to {printable(written['summaries'])} "
+        f"and tables to {printable(Path(out_dir))}/"
     )
     sys.exit(report.exit_code)
 
