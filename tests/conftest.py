@@ -352,3 +352,19 @@ def suite_dir(tmp_path: Path) -> Path:
     directory = tmp_path / "suites"
     write_json(directory / "basic.json", make_suite())
     return directory
+
+
+def run_main(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str | Path
+) -> tuple[int, str, str]:
+    """Call the console-script entry point in process: (exit code, stdout, stderr)."""
+    from evalbatch.cli import main
+
+    monkeypatch.setattr("sys.argv", ["evalbatch", *map(str, args)])
+    code: Any = 0
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code
+    captured = capsys.readouterr()
+    return (0 if code is None else int(code)), captured.out, captured.err

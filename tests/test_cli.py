@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner, Result
 
-from evalbatch.cli import cli, main
+from evalbatch.cli import cli
 from tests.conftest import (
     EVALBATCH_BIN,
     OUTPUT_FILES,
@@ -34,6 +33,7 @@ from tests.conftest import (
     TOOL,
     assert_content_free,
     make_suite,
+    run_main,
     standard_run,
     summaries_of,
     write_events,
@@ -46,20 +46,6 @@ SAMPLE_RUNS = ["acme/run-fixture-miss-0001", "acme/run-trajectory-0001", "acme/r
 
 def invoke(*args: str | Path) -> Result:
     return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def run_main(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str | Path
-) -> tuple[int, str, str]:
-    """Call the console-script entry point in process: (exit code, stdout, stderr)."""
-    monkeypatch.setattr(sys, "argv", ["evalbatch", *map(str, args)])
-    code: Any = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = exc.code
-    captured = capsys.readouterr()
-    return (0 if code is None else int(code)), captured.out, captured.err
 
 
 @dataclass

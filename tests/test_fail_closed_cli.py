@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 import evalbatch
-from evalbatch.cli import cli, main
+from evalbatch.cli import cli
 from evalbatch.commands import sql as sql_command
 from evalbatch.commands.types import MemoryLimit
 from tests.conftest import (
@@ -32,6 +32,7 @@ from tests.conftest import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
     make_suite,
+    run_main,
     standard_run,
     write_events,
     write_json,
@@ -41,20 +42,6 @@ from tests.conftest import (
 HOSTILE_RUN = "acme/\x1b]0;owned\x07run-\x1b[31mred\nline\x00nul"
 #: what must never reach a terminal raw
 RAW = ("\x1b", "\x07", "\x00", "red\nline")
-
-
-def run_main(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str | Path
-) -> tuple[int, str, str]:
-    """Call the console-script entry point in process: (exit code, stdout, stderr)."""
-    monkeypatch.setattr(sys, "argv", ["evalbatch", *map(str, args)])
-    code: Any = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = exc.code
-    captured = capsys.readouterr()
-    return (0 if code is None else int(code)), captured.out, captured.err
 
 
 def assert_named(out: str, err: str) -> None:

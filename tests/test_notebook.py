@@ -14,7 +14,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sys
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -29,11 +28,11 @@ from polars.testing import assert_frame_equal
 import evalbatch
 from evalbatch import notebook
 from evalbatch.api import GradeResult, grade_paths
-from evalbatch.cli import cli, main
+from evalbatch.cli import cli
 from evalbatch.commands.sql import sql_command
 from evalbatch.errors import InputError
 from evalbatch.options import GradeOptions
-from tests.conftest import ROOT, SAMPLE_EVENTS, SAMPLE_SUITES
+from tests.conftest import ROOT, SAMPLE_EVENTS, SAMPLE_SUITES, run_main
 
 NOTEBOOK = ROOT / "examples" / "analyst.ipynb"
 SAMPLE_RUNS = ["acme/run-fixture-miss-0001", "acme/run-trajectory-0001", "acme/run-trials-k2-0001"]
@@ -271,19 +270,12 @@ def test_sql_sees_what_a_notebook_sees() -> None:
     assert result.stdout == "n\n7\n"
 
 
-def run_main(
+def run_sql(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str | Path
 ) -> tuple[int, str, str]:
     """The console script's entry point with `sql` registered: (exit code, stdout, stderr)."""
     monkeypatch.setitem(cli.commands, "sql", sql_command)
-    monkeypatch.setattr(sys, "argv", ["evalbatch", "sql", *map(str, args)])
-    code: Any = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = exc.code
-    captured = capsys.readouterr()
-    return int(code or 0), captured.out, captured.err
+    return run_main(monkeypatch, capsys, "sql", *args)
 
 
 @pytest.mark.parametrize(
@@ -307,7 +299,7 @@ def test_sql_errors_are_one_line_and_exit_2(
 ) -> None:
     """§6: bad SQL (a parse, catalog or run-time error) and usage errors end in one line on
     stderr and exit code 2, never a traceback."""
-    code, out, err = run_main(monkeypatch, capsys, SAMPLE_EVENTS, "--suites", SAMPLE_SUITES, *args)
+    code, out, err = run_sql(monkeypatch, capsys, SAMPLE_EVENTS, "--suites", SAMPLE_SUITES, *args)
     assert code == 2
     assert err.startswith(message), err
     assert len(err.strip().splitlines()) == 1, err
@@ -319,7 +311,7 @@ def test_sql_parquet_needs_output(
 ) -> None:
     """Issue 6: parquet is written to a file only; asking for it on stdout is a usage error
     (exit 2), caught before any grading."""
-    code, out, err = run_main(
+    code, out, err = run_sql(
         monkeypatch, capsys, "no-such-dir", "-e", "SELECT 1", "--format", "parquet"
     )
     assert code == 2
@@ -332,7 +324,7 @@ def test_sql_missing_file_exits_2(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """§6: an events path that matches no file is unusable input: one line, exit 2."""
-    code, _, err = run_main(monkeypatch, capsys, tmp_path / "missing.parquet", "-e", "SELECT 1")
+    code, _, err = run_sql(monkeypatch, capsys, tmp_path / "missing.parquet", "-e", "SELECT 1")
     assert code == 2
     assert err.startswith("evalbatch: no event file at"), err
     assert len(err.strip().splitlines()) == 1
