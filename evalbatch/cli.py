@@ -349,7 +349,12 @@ def _print_comparison(c: regress.Comparison, alpha: float) -> None:
     "--suites", "suite_paths", multiple=True, type=click.Path(), help="Suite file or directory."
 )
 @click.option(
-    "--method", type=click.Choice(regress.METHODS), default="paired-bootstrap", show_default=True
+    "--method",
+    type=click.Choice(regress.METHODS),
+    default="paired-bootstrap",
+    show_default=True,
+    help="The paired test: bootstrap percentile interval, Student t, exact sign test, or exact "
+    "McNemar on task passes (§5).",
 )
 @click.option(
     "--alpha",
@@ -368,7 +373,13 @@ def _print_comparison(c: regress.Comparison, alpha: float) -> None:
 @click.option(
     "--seed", type=click.IntRange(0), default=0, show_default=True, help="Bootstrap seed."
 )
-@click.option("--resamples", type=click.IntRange(10_000), default=10_000, show_default=True)
+@click.option(
+    "--resamples",
+    type=click.IntRange(10_000),
+    default=10_000,
+    show_default=True,
+    help="Bootstrap resamples of the tasks (at least 10,000, §5).",
+)
 @click.option(
     "--score",
     "score_kind",

@@ -113,12 +113,14 @@ def otel(out_dir: str, event_paths: tuple[str, ...], output: str | None, service
     type=click.Choice(exports.EEE_DEPLOYMENT_TYPES),
     default="unknown",
     show_default=True,
+    help="How the evaluated model is deployed (the record's model deployment type).",
 )
 @click.option(
     "--model-availability",
     type=click.Choice(exports.EEE_AVAILABILITY),
     default="unknown",
     show_default=True,
+    help="Whether the evaluated model's weights are open (the record's model availability).",
 )
 @click.option(
     "--relationship",
