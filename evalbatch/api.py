@@ -1096,10 +1096,10 @@ class RegressionReport:
 
     @property
     def exit_code(self) -> int:
-        """2 when a run of some pair could not be graded (that suite compared nothing: its
-        input is unusable, §5), else 1 when some suite regressed, else 0 (`fail_on` widens this
-        in the CLI)."""
-        if any(c.run_not_graded for c in self.comparisons):
+        """2 when some suite compared nothing (a run of its pair not graded, other suite
+        versions, no task in common: its input is unusable, §5), else 1 when some suite
+        regressed, else 0 (`fail_on` widens this in the CLI)."""
+        if any(c.nothing_compared for c in self.comparisons):
             return EXIT_UNUSABLE
         return 1 if any(c.verdict == "regressed" for c in self.comparisons) else 0
 
@@ -1435,7 +1435,7 @@ def _compare_suite(
             method=options.method,
             alpha=options.alpha,
             reason=f"a run was not graded ({why})",
-            run_not_graded=True,
+            nothing_compared=True,
         )
     else:
         comparison = regress.compare(

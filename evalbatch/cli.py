@@ -471,10 +471,10 @@ def regress_command(
             err=True,
         )
     for comparison in report.comparisons:
-        if comparison.run_not_graded:
+        if comparison.nothing_compared:
             click.echo(
                 f"evalbatch: suite {printable(comparison.suite_id)}: nothing was compared: "
-                f"{printable(comparison.reason)} (see the problems of `evalbatch run`)",
+                f"{printable(comparison.reason)}",
                 err=True,
             )
     code = report.exit_code

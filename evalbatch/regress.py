@@ -197,8 +197,9 @@ class Comparison:
     interval: tuple[float, float] | None = None
     p_value: float | None = None
     reason: str | None = None  # why the verdict is inconclusive without a test
-    #: a run of the pair could not be graded: nothing was compared (an unusable input, issue 14)
-    run_not_graded: bool = False
+    #: no task could be compared (a run of the pair not graded, other suite versions, no task in
+    #: common): the input is unusable for this suite, never a pass (issue 14, E-65)
+    nothing_compared: bool = False
     moved: list[tuple[str, float]] = field(default_factory=list)  # (taskId, difference)
     baseline: SideSummary | None = None  # how each side was graded, and its mean scores
     candidate: SideSummary | None = None
@@ -317,8 +318,10 @@ def compare(
     base_version, cand_version = str(base["suite_version"][0]), str(cand["suite_version"][0])
     if base_version != cand_version:
         result.reason = f"suite versions differ: baseline {base_version}, candidate {cand_version}"
+        result.nothing_compared = True
         return result
     if paired.height < 2:
+        result.nothing_compared = paired.height == 0
         result.reason = f"{paired.height} paired task(s); at least 2 are needed"
         return result
 

@@ -566,3 +566,36 @@ def test_a_pair_whose_run_was_not_graded_is_exit_2(run: Any, tmp_path: Path) -> 
     assert comparison["regression"]["verdict"] == "inconclusive"
     assert comparison["regression"]["pairedTaskCount"] == 0
     assert "nothing was compared" in err and "not graded" in err
+
+
+@pytest.mark.parametrize(
+    ("cand_ids", "cand_version", "code", "reason"),
+    [
+        (["t-0", "t-1", "t-2"], "2.0.0", 2, "suite versions differ"),
+        (["u-0", "u-1", "u-2"], "1.0.0", 2, "0 paired task(s)"),
+        (["t-0", "u-1", "u-2"], "1.0.0", 0, "1 paired task(s)"),  # compared, too few: no test
+    ],
+    ids=["other-version", "no-task-in-common", "one-task-in-common"],
+)
+def test_a_suite_that_compared_no_task_is_exit_2(
+    run: Any,
+    tmp_path: Path,
+    cand_ids: list[str],
+    cand_version: str,
+    code: int,
+    reason: str,
+) -> None:
+    """Issue 14 / E-65 / §5: a suite whose pair shares no task, or whose suite versions differ,
+    is `inconclusive` with nothing compared; the gate exited 0. That is exit 2 now; a pair that
+    shares one task compared something and stays inconclusive with the default exit 0."""
+    base = write_task_table(tmp_path / "base" / "tasks.parquet", task_rows([1, 1, 0], run="b"))
+    cand = write_task_table(
+        tmp_path / "cand" / "tasks.parquet",
+        task_rows([1, 0, 0], ids=cand_ids, version=cand_version, run="c"),
+    )
+    got, out, err = run(base, cand, "--json")
+    assert got == code, err
+    comparison = json.loads(out)["comparisons"][0]
+    assert comparison["regression"]["verdict"] == "inconclusive"
+    assert reason in comparison["reason"]
+    assert ("nothing was compared" in err) == (code == 2)
