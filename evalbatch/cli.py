@@ -295,13 +295,7 @@ def validate(suite_paths: tuple[str, ...]) -> None:
                 click.echo(f"{where}: {printable(fault)}")
             invalid += bool(suite_file.errors)
             checked.append(suite_file)
-    matchable = [
-        f
-        for f in checked
-        if isinstance(f.doc, dict)
-        and isinstance(f.doc.get("suiteId"), str)
-        and isinstance(f.doc.get("version"), str)
-    ]
+    matchable = [f for f in checked if isinstance(f.doc, dict) and suites.has_ids(f.doc)]
     for choice in suites.resolve_suites(matchable).values():
         if choice.problem == "suite-conflict":
             click.echo(printable(f"{', '.join(choice.paths)}: error: {choice.message}"))

@@ -449,7 +449,7 @@ def _read_json(path: Path) -> Any:
         raise SuiteFileError(where, f"is not JSON ({exc})") from exc
 
 
-def _has_ids(doc: dict[str, Any]) -> bool:
+def has_ids(doc: dict[str, Any]) -> bool:
     """Whether a suite names the (suiteId, version) runs claim it by: two non-empty strings. An
     empty one is no name (a file holding it would be passed over while its runs fall back to the
     host record: §1.3 stops the command instead)."""
@@ -460,7 +460,7 @@ def _load_one(path: Path) -> SuiteFile:
     doc = _read_json(path)
     if not isinstance(doc, dict):
         raise SuiteFileError(str(path), "is not a JSON object, so it has no suiteId and version")
-    if not _has_ids(doc):
+    if not has_ids(doc):
         raise SuiteFileError(
             str(path),
             "has no non-empty string suiteId and version: it cannot be matched to any run",
@@ -519,7 +519,7 @@ def resolve_suites(files: Sequence[SuiteFile]) -> dict[tuple[str, str], SuiteCho
     groups: dict[tuple[str, str], list[SuiteFile]] = {}
     for suite_file in files:
         suite_id, version = suite_file.doc.get("suiteId"), suite_file.doc.get("version")
-        if not _has_ids(suite_file.doc):
+        if not has_ids(suite_file.doc):
             raise SuiteFileError(suite_file.path, "has no non-empty string suiteId and version")
         groups.setdefault((suite_id, version), []).append(suite_file)
 

@@ -281,8 +281,22 @@ def test_issue14_file_names_printed_escaped(
 
 @pytest.mark.parametrize(
     "doc",
-    [{"version": "1.0.0"}, {"suiteId": "acme.x"}, {"suiteId": 7, "version": "1.0.0"}, ["a"]],
-    ids=["no-suiteId", "no-version", "suiteId-not-a-string", "not-an-object"],
+    [
+        {"version": "1.0.0"},
+        {"suiteId": "acme.x"},
+        {"suiteId": 7, "version": "1.0.0"},
+        ["a"],
+        {"suiteId": "", "version": "1.0.0"},
+        {"suiteId": "acme.x.evals.y", "version": ""},
+    ],
+    ids=[
+        "no-suiteId",
+        "no-version",
+        "suiteId-not-a-string",
+        "not-an-object",
+        "suiteId-empty",
+        "version-empty",
+    ],
 )
 def test_e85_validate_unmatchable_suite_is_invalid_exit_1(
     tmp_path: Path,
