@@ -837,6 +837,8 @@ def write_outputs(
             nonlocal selection, regrade_reason
             try:
                 prints = incremental.event_fingerprints(con, sources)
+            except inputs.NOT_THE_DATA:
+                raise
             except duckdb.Error:
                 # a file the fingerprint cannot read: grade everything, as a full run
                 regrade_reason = "an event file cannot be read whole to fingerprint its runs"

@@ -202,6 +202,10 @@ def find_unreadable(con: duckdb.DuckDBPyConnection, sources: Sources) -> list[Fi
     return bad
 
 
+#: DuckDB errors that are not about the data read: stopping on purpose, running out of memory
+NOT_THE_DATA = (duckdb.InterruptException, duckdb.OutOfMemoryException)
+
+
 def leaving_out_damaged(
     con: duckdb.DuckDBPyConnection, sources: Sources, read: Callable[[], _T]
 ) -> _T:
@@ -210,6 +214,8 @@ def leaving_out_damaged(
     damaged file explains is raised."""
     try:
         return read()
+    except NOT_THE_DATA:
+        raise  # a cancelled pass or a full memory says nothing about the files: no re-read
     except duckdb.Error:
         if not find_unreadable(con, sources):
             raise

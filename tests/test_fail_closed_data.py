@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -591,3 +592,23 @@ def test_e79_run_id_or_type_as_bytes_is_a_file_problem(tmp_path: Path, column: s
     lost = result.problems.filter(pl.col("code") == "columns-missing")
     assert lost.height == 1 and "b.parquet" in lost["message"][0]
     assert result.exit_code == 3
+
+
+@pytest.mark.parametrize("error", ["InterruptException", "OutOfMemoryException"])
+def test_e79_a_stopped_or_full_pass_does_not_reread_every_file(
+    monkeypatch: pytest.MonkeyPatch, error: str
+) -> None:
+    """E-79: a failed read makes every file be read once more to find the damaged ones. A pass
+    that was interrupted (another batch failed to write) or ran out of memory says nothing
+    about the files: it is raised at once, without that second full read."""
+    from evalbatch import inputs
+
+    def stopped() -> None:
+        raise getattr(duckdb, error)("stopped")
+
+    def reread(*args: object) -> list[object]:
+        raise AssertionError("every file read again")
+
+    monkeypatch.setattr(inputs, "find_unreadable", reread)
+    with pytest.raises(getattr(duckdb, error)):
+        inputs.leaving_out_damaged(duckdb.connect(), inputs.Sources(), stopped)
