@@ -32,12 +32,12 @@ from evalbatch import (
     sql,
     suites,
 )
-from evalbatch.commands.types import printable
-from evalbatch.errors import InputError, OutputError
+from evalbatch.errors import InputError, OutputError, write_failed
 from evalbatch.grade import grade_trials
 from evalbatch.options import GradeOptions
 from evalbatch.spec import SuiteTables, suite_key
 from evalbatch.summarize import RunPlan, build_outcomes
+from evalbatch.text import printable
 from evalbatch.version import package_version
 
 ProblemRow = tuple[str | None, int | None, str, str]  # (run_id, sequence, code, detail)
@@ -741,12 +741,8 @@ class RunReport:
 
 
 def _write_error(out_dir: Path, exc: OSError) -> OutputError:
-    reason = exc.strerror or str(exc)
     where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
-    return OutputError(
-        f"{out_dir}: the outputs could not be written: {reason}{where}; "
-        "the previous outputs are unchanged"
-    )
+    return write_failed(f"{out_dir}{where}", exc, "the previous outputs are unchanged")
 
 
 def _inside(path: str | Path, root: Path) -> bool:

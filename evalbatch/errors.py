@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import errno
+import os
+from pathlib import Path
+
 
 class EvalbatchError(Exception):
     """Base of every error meant for a user: the message says what is wrong and what to do."""
@@ -30,3 +34,20 @@ class OutputLocked(EvalbatchError):
     """Another live process is writing to the output directory."""
 
     exit_code = 5
+
+
+def os_reason(exc: BaseException) -> str:
+    """An OS fault as the OS names it (`No space left on device [ENOSPC]`), never the exception's
+    own text, which may quote what was being written; the exception's type when it is no
+    OSError."""
+    if isinstance(exc, OSError) and exc.errno:
+        return f"{os.strerror(exc.errno)} [{errno.errorcode.get(exc.errno, exc.errno)}]"
+    if isinstance(exc, OSError) and exc.args:
+        return str(exc.args[0])  # an OS-level message raised without an errno (a file system's)
+    return type(exc).__name__
+
+
+def write_failed(target: str | Path, exc: BaseException, consequence: str) -> OutputError:
+    """The one message of a write that failed: what, the OS's reason, and what it left
+    (E-72: a failed write changes nothing)."""
+    return OutputError(f"{target}: could not be written: {os_reason(exc)}; {consequence}")

@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalbatch import extract
-from evalbatch.errors import InputError, OutputError
+from evalbatch.errors import InputError, OutputError, write_failed
 from evalbatch.problems import severity
 
 #: the canonical columns (CONTRACT §1.1), then `extra`: every other envelope field, as JSON text
@@ -653,11 +653,7 @@ WORK_PREFIX = ".ingest-"
 
 
 def _write_error(out_dir: Path, exc: OSError) -> OutputError:
-    reason = exc.strerror or str(exc)
-    return OutputError(
-        f"{out_dir}: the events could not be written: {reason}; nothing was added and the files "
-        "already there are unchanged"
-    )
+    return write_failed(out_dir, exc, "nothing was added and the files already there are unchanged")
 
 
 def _lock_dir(path: Path, blocking: bool) -> int | None:

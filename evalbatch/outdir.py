@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from evalbatch.errors import InputError, OutputError
+from evalbatch.errors import InputError, OutputError, write_failed
 
 #: the tables a command may ask for, with the columns it relies on
 TABLE_COLUMNS: dict[str, frozenset[str]] = {
@@ -115,8 +115,7 @@ def _file_mode() -> int:
 
 
 def _write_error(target: Path, exc: OSError) -> OutputError:
-    reason = exc.strerror or str(exc)
-    return OutputError(f"{target}: could not be written: {reason}; the previous file is unchanged")
+    return write_failed(target, exc, "the previous file is unchanged")
 
 
 def write_atomic(path: str | Path, text: str | Iterable[str]) -> Path:

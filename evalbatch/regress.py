@@ -14,7 +14,7 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
-from evalbatch.commands.types import printable
+from evalbatch.text import printable
 
 Method = Literal["paired-bootstrap", "paired-t", "sign-test", "mcnemar"]
 Verdict = Literal["improved", "regressed", "unchanged", "inconclusive"]

@@ -376,7 +376,7 @@ def test_issue14_e72_full_disk_at_every_write_point_is_exit_4_and_changes_nothin
         "--quiet",
     )
     assert code == 4, stderr
-    assert "the outputs could not be written: No space left on device" in stderr
+    assert "could not be written: No space left on device [ENOSPC]" in stderr
     assert "internal error" not in stderr and len(stderr.strip().splitlines()) == 1
     assert _directory(out) == before
 

@@ -16,7 +16,7 @@ import click
 import duckdb
 
 from evalbatch.commands.types import printable
-from evalbatch.errors import EvalbatchError, OutputError
+from evalbatch.errors import EvalbatchError, OutputError, os_reason
 
 #: the exit code of an error without its own (unusable input, a usage error)
 EXIT_UNUSABLE = 2
@@ -38,12 +38,11 @@ class CommandFailed(click.ClickException):
 
 
 def _os_message(exc: OSError) -> str:
-    """An OS fault as what could not be written (a rename's target), the OS's reason and its
-    errno name."""
-    code = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+    """An OS fault as the path it met (a rename's target) and the OS's reason, never the
+    exception's text."""
     path = exc.filename2 or exc.filename
     where = f" {path}" if path else ""
-    return f"could not write{where}: {exc.strerror or exc} [{code}]"
+    return f"could not read or write{where}: {os_reason(exc)}"
 
 
 def named(exc: BaseException) -> CommandFailed | None:

@@ -36,7 +36,7 @@ from evalbatch.commands.options import (
     threads_option,
 )
 from evalbatch.commands.types import printable
-from evalbatch.errors import OutputError
+from evalbatch.errors import OutputError, write_failed
 from evalbatch.options import GradeOptions
 
 FORMATS = ("table", "csv", "json", "parquet")
@@ -191,13 +191,11 @@ _DUCKDB_ERRNO = re.compile(r'"errno"\s*:\s*"(\d+)"')
 
 
 def _unwritable(target: str | Path, exc: OSError | duckdb.Error) -> OutputError:
-    """A failed write as an `OutputError` naming the file and the OS's reason."""
-    if isinstance(exc, OSError):
-        reason = exc.strerror or str(exc)
-    else:
-        found = _DUCKDB_ERRNO.search(str(exc))
-        reason = os.strerror(int(found.group(1))) if found else str(exc).split("\n", 1)[0]
-    return OutputError(f"{target}: could not be written ({reason}); nothing written")
+    """A failed write as an `OutputError` naming the file and the OS's reason (DuckDB's errors
+    carry the errno in their text, which is otherwise not shown)."""
+    if isinstance(exc, duckdb.Error) and (found := _DUCKDB_ERRNO.search(str(exc))):
+        exc = OSError(int(found.group(1)), "")
+    return write_failed(target, exc, "nothing written")
 
 
 @contextmanager

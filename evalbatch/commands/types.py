@@ -9,6 +9,10 @@ from typing import Any
 
 import click
 
+from evalbatch.text import printable
+
+__all__ = ["FiniteFloatRange", "MemoryLimit", "printable"]
+
 
 class FiniteFloatRange(click.FloatRange):
     """A `click.FloatRange` that also refuses NaN (every comparison with NaN is false, so a plain
@@ -21,17 +25,6 @@ class FiniteFloatRange(click.FloatRange):
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return number
-
-
-def printable(text: object) -> str:
-    """`text` safe to print on a terminal: control characters (escape codes, newlines, NUL) and
-    other unprintable ones are shown escaped (`\\x1b`, `\\n`), the rest as is."""
-    value = str(text)
-    if value.isprintable():
-        return value
-    return "".join(
-        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in value
-    )
 
 
 #: the most DuckDB threads a command asks for: far past any machine's cores, well short of the
