@@ -82,7 +82,7 @@ class TableWriter:
     def write(self, frame: pl.DataFrame) -> None:
         if frame.height == 0:
             return
-        table = frame.select(list(self.schema)).cast(dict(self.schema)).to_arrow()
+        table = frame.select(list(self.schema)).cast(self.schema).to_arrow()
         self.pending.append(table.cast(self.arrow_schema))
         self.pending_rows += frame.height
         if self.pending_rows >= ROW_GROUP_ROWS:
