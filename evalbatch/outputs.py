@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -161,7 +162,7 @@ class OutputWriter:
         summaries: list[tuple[str, dict[str, Any]]],
         trials: pl.DataFrame,
         pending: set[str] | frozenset[str] = frozenset(),
-        carried: list[tuple[str, str]] = (),  # type: ignore[assignment]
+        carried: Sequence[tuple[str, str]] = (),
     ) -> None:
         """Append a batch; summaries of `pending` runs are completed in `finish` (regression).
         `carried` holds lines of summaries.jsonl kept from the previous outputs (an incremental
