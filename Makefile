@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 help:
 	@echo "make run      set up .venv and grade data/samples into out/samples"
 	@echo "make test     set up .venv and run the whole test suite"
-	@echo "make lint     ruff check"
+	@echo "make lint     ruff check + mypy (config in pyproject.toml)"
 	@echo "make fmt      ruff format + fix"
 	@echo "make samples  regenerate data/samples (deterministic)"
 	@echo "make bench    time floor / evalbatch run / reference side by side (EVENTS=2M)"
@@ -38,6 +38,7 @@ test: $(STAMP) browser
 
 lint: $(STAMP)
 	$(BIN)/ruff check evalbatch tests data/samples bench
+	$(BIN)/mypy
 
 fmt: $(STAMP)
 	$(BIN)/ruff format evalbatch tests data/samples bench

@@ -42,19 +42,18 @@ from evalbatch.version import package_version
 
 ProblemRow = tuple[str | None, int | None, str, str]  # (run_id, sequence, code, detail)
 
-PROBLEM_SCHEMA = {
-    "run_id": pl.String,
-    "sequence": pl.Int64,
-    "code": pl.String,
-    "severity": pl.String,
-    "message": pl.String,
-}
+PROBLEM_SCHEMA = pl.Schema(
+    {
+        "run_id": pl.String,
+        "sequence": pl.Int64,
+        "code": pl.String,
+        "severity": pl.String,
+        "message": pl.String,
+    }
+)
 
 #: events per batch of whole runs: below this everything is graded in one pass
 DEFAULT_BATCH_EVENTS = 1_000_000
-
-#: marks the end of the batch ranges
-_NO_BATCH = object()
 
 #: exit codes of `evalbatch run` (CONTRACT §6 and the issue): all graded, unusable input, skips
 EXIT_OK, EXIT_UNUSABLE, EXIT_SKIPPED = 0, 2, 3
@@ -137,7 +136,7 @@ def _trial_problems(trials: pl.DataFrame, target_agents: dict[str, str]) -> list
     frame = trials.join(targets, on="run_id", how="left")
     counted = pl.col("counted")
     host_kind = pl.col("kind") != "trajectory"
-    rules: list[tuple[pl.Expr, str | pl.Expr, str, str]] = [
+    rules: list[tuple[pl.Expr, str, str, str]] = [  # (condition, sequence column, code, detail)
         (pl.col("trial_index_invalid"), "scored_seq", "trial-index-invalid", ""),
         (~counted, "scored_seq", "", ""),  # code: the left-out reason
         (counted & ~pl.col("has_bracket"), "scored_seq", "bracket-missing", ""),
@@ -318,15 +317,15 @@ def _local_pass(
         ranges = iter(plan.ranges)
         pending = None
         try:
-            first = next(ranges, _NO_BATCH)
-            if first is not _NO_BATCH:
+            first = next(ranges, None)  # a range is a tuple, never None
+            if first is not None:
                 pending = pool.submit(_extract_shard, con, sources, first)
             while pending is not None:
                 extracted = pending.result()
-                following = next(ranges, _NO_BATCH)
+                following = next(ranges, None)
                 pending = (
                     None
-                    if following is _NO_BATCH
+                    if following is None
                     else pool.submit(_extract_shard, con, sources, following)
                 )
                 part = _grade_extracted(extracted, choices, options)
@@ -930,49 +929,53 @@ def _manifest(
     return incremental.Manifest(incremental.settings(options), entries)
 
 
-RUN_SCHEMA = {
-    "run_id": pl.String,
-    "suite_id": pl.String,
-    "suite_version": pl.String,
-    "graded": pl.Boolean,
-    "has_suite": pl.Boolean,
-    "aggregate_score": pl.Float64,
-    "passed": pl.Boolean,
-    "task_count": pl.Int64,
-    "passed_count": pl.Int64,
-    "total_cost_usd": pl.Float64,
-    "evaluated_model_class": pl.String,
-    "k": pl.Int64,
-    "pass_at_k": pl.Float64,
-    "pass_hat_k": pl.Float64,
-    "score_stderr": pl.Float64,
-    "evalbatch_version": pl.String,
-    "suite_sha256": pl.String,
-    "default_pass_score": pl.Float64,
-    "on_miss_default": pl.String,
-    "events_fingerprint": pl.String,
-}
-TASK_SCHEMA = {
-    "run_id": pl.String,
-    "suite_id": pl.String,
-    "suite_version": pl.String,
-    "task_pos": pl.Int64,
-    "task_id": pl.String,
-    "score": pl.Float64,
-    "gating_score": pl.Float64,
-    "passed": pl.Boolean,
-    "n": pl.Int64,
-    "observed_trials": pl.Int64,
-    "passed_count": pl.Int64,
-    "pass_at_k": pl.Float64,
-    "pass_hat_k": pl.Float64,
-    "pass_at_k_by_k": pl.String,
-    "pass_hat_k_by_k": pl.String,
-    "cost_usd": pl.Float64,
-    "latency_ms": pl.Int64,
-    "trajectory_matched": pl.Boolean,
-    "fixture_miss_count": pl.Int64,
-}
+RUN_SCHEMA = pl.Schema(
+    {
+        "run_id": pl.String,
+        "suite_id": pl.String,
+        "suite_version": pl.String,
+        "graded": pl.Boolean,
+        "has_suite": pl.Boolean,
+        "aggregate_score": pl.Float64,
+        "passed": pl.Boolean,
+        "task_count": pl.Int64,
+        "passed_count": pl.Int64,
+        "total_cost_usd": pl.Float64,
+        "evaluated_model_class": pl.String,
+        "k": pl.Int64,
+        "pass_at_k": pl.Float64,
+        "pass_hat_k": pl.Float64,
+        "score_stderr": pl.Float64,
+        "evalbatch_version": pl.String,
+        "suite_sha256": pl.String,
+        "default_pass_score": pl.Float64,
+        "on_miss_default": pl.String,
+        "events_fingerprint": pl.String,
+    }
+)
+TASK_SCHEMA = pl.Schema(
+    {
+        "run_id": pl.String,
+        "suite_id": pl.String,
+        "suite_version": pl.String,
+        "task_pos": pl.Int64,
+        "task_id": pl.String,
+        "score": pl.Float64,
+        "gating_score": pl.Float64,
+        "passed": pl.Boolean,
+        "n": pl.Int64,
+        "observed_trials": pl.Int64,
+        "passed_count": pl.Int64,
+        "pass_at_k": pl.Float64,
+        "pass_hat_k": pl.Float64,
+        "pass_at_k_by_k": pl.String,
+        "pass_hat_k_by_k": pl.String,
+        "cost_usd": pl.Float64,
+        "latency_ms": pl.Int64,
+        "trajectory_matched": pl.Boolean,
+        "fixture_miss_count": pl.Int64,
+    }
+)
 
 
 def _run_row(run_id: str, summary: dict[str, Any], plan: RunPlan) -> dict[str, Any]:
@@ -996,33 +999,35 @@ def _run_row(run_id: str, summary: dict[str, Any], plan: RunPlan) -> dict[str, A
     }
 
 
-TRIAL_SCHEMA = {
-    "run_id": pl.String,
-    "task_id": pl.String,
-    "trial_index": pl.Int64,
-    "sequence": pl.Int64,
-    "counted": pl.Boolean,
-    "left_out": pl.String,
-    "kind": pl.String,
-    "score": pl.Float64,
-    "gating_score": pl.Float64,
-    "passed": pl.Boolean,
-    "trajectory_matched": pl.Boolean,
-    "trajectory_reason": pl.String,
-    "observed_count": pl.Int64,
-    "matched_count": pl.Int64,
-    "forbidden_count": pl.Int64,
-    "fixture_misses": pl.Int64,
-    "failed_closed": pl.Boolean,
-    "has_bracket": pl.Boolean,
-    "bracket_closed": pl.Boolean,
-    "latency_ms": pl.Float64,
-    "tool_call_count": pl.Int64,
-    "model_call_count": pl.Int64,
-    "input_tokens": pl.Int64,
-    "output_tokens": pl.Int64,
-    "usage_cost_usd": pl.Float64,
-}
+TRIAL_SCHEMA = pl.Schema(
+    {
+        "run_id": pl.String,
+        "task_id": pl.String,
+        "trial_index": pl.Int64,
+        "sequence": pl.Int64,
+        "counted": pl.Boolean,
+        "left_out": pl.String,
+        "kind": pl.String,
+        "score": pl.Float64,
+        "gating_score": pl.Float64,
+        "passed": pl.Boolean,
+        "trajectory_matched": pl.Boolean,
+        "trajectory_reason": pl.String,
+        "observed_count": pl.Int64,
+        "matched_count": pl.Int64,
+        "forbidden_count": pl.Int64,
+        "fixture_misses": pl.Int64,
+        "failed_closed": pl.Boolean,
+        "has_bracket": pl.Boolean,
+        "bracket_closed": pl.Boolean,
+        "latency_ms": pl.Float64,
+        "tool_call_count": pl.Int64,
+        "model_call_count": pl.Int64,
+        "input_tokens": pl.Int64,
+        "output_tokens": pl.Int64,
+        "usage_cost_usd": pl.Float64,
+    }
+)
 
 
 def _trial_table(trials: pl.DataFrame) -> pl.DataFrame:

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Collection
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 import polars as pl
@@ -35,7 +35,7 @@ from evalbatch.commands.options import threads_option as _threads_option
 from evalbatch.commands.report import report
 from evalbatch.commands.sql import sql_command
 from evalbatch.commands.types import FiniteFloatRange, printable
-from evalbatch.options import GradeOptions
+from evalbatch.options import GradeOptions, OnMissDefault
 
 
 @click.group(cls=faults.Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -172,12 +172,12 @@ def run(
     suite_paths: tuple[str, ...],
     out_dir: str,
     default_pass_score: float,
-    on_miss_default: str,
+    on_miss_default: OnMissDefault,
     threads: int | None,
     batch_events: int,
     memory_limit: str | None,
     spill_dir: str | None,
-    engine: str,
+    engine: Literal["local", "ray"],
     ray_address: str | None,
     incremental: bool,
     allow_empty: bool,
@@ -198,7 +198,7 @@ def run(
     error; 4 the outputs could not be written (a full disk, a lock file that is a symbolic link:
     the previous ones are unchanged); 5 another run is writing to OUT.
     """
-    options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)  # type: ignore[arg-type]
+    options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)
     progress = _Progress(enabled=not quiet and sys.stderr.isatty())
     try:
         report = api.write_outputs(
@@ -211,7 +211,7 @@ def run(
             memory_limit=memory_limit,
             spill_dir=spill_dir,
             on_batch=progress.update,
-            engine=engine,  # type: ignore[arg-type]
+            engine=engine,
             ray_address=ray_address,
             incremental_run=incremental,
             run_filter=filters.build(run_ids, filter_suites, since, until),
@@ -295,7 +295,9 @@ def validate(suite_paths: tuple[str, ...]) -> None:
                 click.echo(f"{where}: {printable(fault)}")
             invalid += bool(suite_file.errors)
             checked.append(suite_file)
-    matchable = [f for f in checked if isinstance(f.doc, dict) and suites.has_ids(f.doc)]
+    matchable = [
+        f for f in checked if isinstance(f.doc, dict) and suites.suite_ids(f.doc) is not None
+    ]
     for choice in suites.resolve_suites(matchable).values():
         if choice.problem == "suite-conflict":
             click.echo(printable(f"{', '.join(choice.paths)}: error: {choice.message}"))
@@ -404,12 +406,12 @@ def regress_command(
     base: str,
     cand: str,
     suite_paths: tuple[str, ...],
-    method: str,
+    method: regress.Method,
     alpha: float,
     margin: float,
     seed: int,
     resamples: int,
-    score_kind: str,
+    score_kind: Literal["gating", "output"],
     base_run: str | None,
     cand_run: str | None,
     allow_mixed: bool,
@@ -436,12 +438,12 @@ def regress_command(
     input or a usage error.
     """
     options = regress.RegressOptions(
-        method=method,  # type: ignore[arg-type]
+        method=method,
         alpha=alpha,
         margin=margin,
         seed=seed,
         resamples=resamples,
-        score=score_kind,  # type: ignore[arg-type]
+        score=score_kind,
     )
     report = api.regress_paths(
         [base],
@@ -599,7 +601,7 @@ def verify_command(
     suite_paths: tuple[str, ...],
     summary_paths: tuple[str, ...],
     default_pass_score: float,
-    on_miss_default: str,
+    on_miss_default: OnMissDefault,
     threads: int | None,
     batch_events: int,
     memory_limit: str | None,
@@ -624,7 +626,7 @@ def verify_command(
     recomputed or some event file was skipped (and none disagrees); 2 unusable input or no eval
     run.
     """
-    options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)  # type: ignore[arg-type]
+    options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)
     report = verify.verify_paths(
         list(events),
         list(suite_paths),

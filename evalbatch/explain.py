@@ -65,7 +65,7 @@ import polars as pl
 from evalbatch import api, extract, grade, inputs, jsonvalue, problems, sql
 from evalbatch.errors import InputError
 from evalbatch.options import GradeOptions
-from evalbatch.spec import SuiteTables, suite_key
+from evalbatch.spec import SuiteTables
 
 EXPLAIN_VERSION = 1
 
@@ -176,7 +176,7 @@ class FixtureCall:
     call_pos: int
     sequence: int
     tool: str
-    inputs: str
+    inputs: str | None  # JSON text, as ObservedCall.inputs
     entry_pos: int | None  # the entry that served it; None: a miss
     miss: Finding | None
 
@@ -951,9 +951,8 @@ def explain_paths(
             problems=[p for p in run_problems if p.severity != "error"],
             notes=notes,
         )
-    tables = SuiteTables.build(
-        {suite_key(plan.suite_id, plan.suite_version): plan.doc} if plan.doc is not None else {}
-    )
+    key = plan.suite_key
+    tables = SuiteTables.build({key: plan.doc} if key is not None and plan.doc is not None else {})
     trials = batch.trials.filter(pl.col("run_id") == run_id)
     return _explain_run(
         run_id,
@@ -1358,7 +1357,8 @@ def _fixture_lines(fix: Fixtures) -> list[str]:
     rows = [["call", "event", "tool", "inputs", "served by"]]
     for call in fix.calls:
         served = f"F{call.entry_pos}" if call.entry_pos is not None else "MISS"
-        rows.append([str(call.call_pos), str(call.sequence), call.tool, _cut(call.inputs), served])
+        inputs = _cut(call.inputs or "null")
+        rows.append([str(call.call_pos), str(call.sequence), call.tool, inputs, served])
     if len(rows) > 1:
         lines += _table(rows, {0, 1}, "      ")
     unused = [f"F{e.pos}" for e in fix.entries if e.served_call_pos is None]

@@ -89,7 +89,7 @@ class _Number(str):
     __slots__ = ()
 
 
-class _Object(list):  # type: ignore[type-arg]
+class _Object(list[tuple[str, Any]]):
     """A JSON object as its (key, value) pairs: key order and repeated keys survive."""
 
     __slots__ = ()

@@ -18,6 +18,12 @@ _UNSEEN = object()
 _UNPARSED = object()  # inputs too deeply nested to parse
 
 
+def _max(column: pl.Series) -> int | None:
+    """The largest value of a position or count column; None when it holds none."""
+    value = column.max()
+    return int(value) if isinstance(value, (int, float)) else None
+
+
 def with_args_match(pairs: pl.DataFrame) -> pl.DataFrame:
     """Add `ok`: the tool names already agree; do the arguments match under `args_mode` (D-7, D-8)?
 
@@ -154,7 +160,7 @@ def in_order_pairs(trials: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
         pl.lit(-1, dtype=pl.Int64).alias("last")
     )
     ok = pairs.filter("ok").select("trial_key", "e_pos", "o_idx")
-    longest = int(trials["expected_count"].max() or 0)
+    longest = _max(trials["expected_count"]) or 0
     steps = [pl.DataFrame(schema={"trial_key": pl.Int64, "e_pos": pl.Int64, "o_idx": pl.Int64})]
     for position in range(longest):
         nxt = (
@@ -184,7 +190,8 @@ def fixture_assignment(pairs: pl.DataFrame) -> pl.DataFrame:
     """
     ok = pairs.filter("ok").select("trial_key", "f_pos", "o_idx")
     assigned = pl.DataFrame(schema={"trial_key": pl.Int64, "f_pos": pl.Int64, "o_idx": pl.Int64})
-    longest = int(ok["f_pos"].max()) + 1 if ok.height else 0
+    last = _max(ok["f_pos"])
+    longest = 0 if last is None else last + 1
     for position in range(longest):
         taken = (
             ok.filter(pl.col("f_pos") == position)

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +83,7 @@ class TableWriter:
     def write(self, frame: pl.DataFrame) -> None:
         if frame.height == 0:
             return
-        table = frame.select(list(self.schema)).cast(dict(self.schema)).to_arrow()
+        table = frame.select(list(self.schema)).cast(self.schema).to_arrow()
         self.pending.append(table.cast(self.arrow_schema))
         self.pending_rows += frame.height
         if self.pending_rows >= ROW_GROUP_ROWS:
@@ -161,7 +162,7 @@ class OutputWriter:
         summaries: list[tuple[str, dict[str, Any]]],
         trials: pl.DataFrame,
         pending: set[str] | frozenset[str] = frozenset(),
-        carried: list[tuple[str, str]] = (),  # type: ignore[assignment]
+        carried: Sequence[tuple[str, str]] = (),
     ) -> None:
         """Append a batch; summaries of `pending` runs are completed in `finish` (regression).
         `carried` holds lines of summaries.jsonl kept from the previous outputs (an incremental

@@ -7,13 +7,14 @@ exact decimals; pass@k and pass^k come from a small table of exact rationals.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
 
 from evalbatch import stats
 from evalbatch.options import GradeOptions
-from evalbatch.spec import SuiteTables, suite_key
+from evalbatch.spec import SuiteTables
 from evalbatch.summarize import MODEL_CLASSES, RunPlan
 
 RUN_INFO_SCHEMA = {
@@ -42,7 +43,7 @@ def run_info(plans: dict[str, RunPlan], options: GradeOptions) -> pl.DataFrame:
         doc = plan.doc
         if doc is not None:
             trials = doc.get("trials")
-            cap = int(trials["count"]) if trials else 1
+            cap: int | None = int(trials["count"]) if trials else 1
             k = int(trials.get("k", cap)) if trials else cap
             rule = trials.get("passRule", "all") if trials else "all"
             pass_score = doc.get("thresholds", {}).get("passScore", options.default_pass_score)
@@ -56,7 +57,7 @@ def run_info(plans: dict[str, RunPlan], options: GradeOptions) -> pl.DataFrame:
         rows.append(
             {
                 "run_id": run_id,
-                "suite_key": None if doc is None else suite_key(plan.suite_id, plan.suite_version),
+                "suite_key": plan.suite_key,
                 "cap": cap,
                 "k": k,
                 "pass_rule": rule,
@@ -125,7 +126,7 @@ def _divide(numerator: pl.Expr, denominator: pl.Expr) -> pl.Expr:
     reciprocal, which can round differently (2.09 / 3 would come out one ulp low), and whether a
     column is constant depends on which runs share a batch."""
 
-    def divide(s: list[pl.Series]) -> pl.Series:
+    def divide(s: Sequence[pl.Series]) -> pl.Series:
         with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 is NaN, read as null
             quotient = np.divide(s[0].cast(pl.Float64).to_numpy(), s[1].cast(pl.Float64).to_numpy())
         return pl.Series(quotient, nan_to_null=True)

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeGuard
 
 from evalbatch.options import GradeOptions
 from evalbatch.problems import (
@@ -145,12 +145,12 @@ def _normalize(value: Any) -> Any:
     return value
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | Decimal | Fraction]:
     """A JSON number: never a boolean (D-7, D-11)."""
     return isinstance(value, (int, Decimal, Fraction)) and not isinstance(value, bool)
 
 
-def _is_integral(value: Any) -> bool:
+def _is_integral(value: Any) -> TypeGuard[int | Decimal | Fraction]:
     """An integral JSON number (`1.0` counts, D-5)."""
     if not _is_number(value):
         return False
@@ -161,7 +161,7 @@ def _is_integral(value: Any) -> bool:
     return value.denominator == 1
 
 
-def _within(value: Any, limit: int) -> bool:
+def _within(value: Any, limit: int) -> TypeGuard[int | Decimal | Fraction]:
     """A JSON number from 0 to `limit`, the limit compared on the double value (E-20, E-77)."""
     if not (_is_number(value) and value >= 0):
         return False
@@ -351,8 +351,8 @@ def timestamp_ms(value: Any) -> Fraction | None:
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(dt.UTC).replace(tzinfo=None)
-        seconds = calendar.timegm(value.timetuple())
-        return (Fraction(seconds) + Fraction(value.microsecond, 10**6)) * 1000
+        whole_seconds = calendar.timegm(value.timetuple())
+        return (Fraction(whole_seconds) + Fraction(value.microsecond, 10**6)) * 1000
     if not isinstance(value, str):
         return None
     found = _TIMESTAMP.match(value.strip())
@@ -559,12 +559,12 @@ def _pass_hat_k(n: int, c: int, k: int) -> Fraction:
 
 def _at_least(value: Fraction, bar: Fraction) -> bool:
     """value >= bar, with D-17's tie tolerance."""
-    return value >= bar or abs(value - bar) <= TIE_TOLERANCE * max(1, abs(bar))
+    return value >= bar or abs(value - bar) <= TIE_TOLERANCE * max(Fraction(1), abs(bar))
 
 
 def _at_most(value: Fraction, bar: Fraction) -> bool:
     """value <= bar, with D-17's tie tolerance."""
-    return value <= bar or abs(value - bar) <= TIE_TOLERANCE * max(1, abs(bar))
+    return value <= bar or abs(value - bar) <= TIE_TOLERANCE * max(Fraction(1), abs(bar))
 
 
 def _mean(values: Sequence[Fraction]) -> Fraction:
@@ -849,16 +849,17 @@ class _RunGrader:
         misses = 0
         fail_closed = False
         fixtures = task.get("fixtures") if task is not None else None
-        responses = fixtures.get("toolResponses") if isinstance(fixtures, dict) else None
+        fixtures = fixtures if isinstance(fixtures, dict) else {}
+        responses = fixtures.get("toolResponses")
         if isinstance(responses, list) and not live_shadow:
             consumed = [False] * len(responses)
             for call in calls:
-                name, inputs = _tool_name(call.fields), _tool_inputs(call.fields)
+                call_name, call_inputs = _tool_name(call.fields), _tool_inputs(call.fields)
                 for i, entry in enumerate(responses):
                     if (
                         not consumed[i]
                         and isinstance(entry, dict)
-                        and call_matches(entry, name, inputs)
+                        and call_matches(entry, call_name, call_inputs)
                     ):
                         consumed[i] = True
                         break
@@ -971,14 +972,14 @@ class _RunGrader:
 
         if suite is not None:
             tasks = [t for t in suite.get("tasks", []) if isinstance(t, dict)]
-            task_ids = [t.get("taskId") for t in tasks]
+            # suite JSON: a string once the suite is validated, anything in a hand-built suite
+            task_ids: list[Any] = [t.get("taskId") for t in tasks]
             trials_block = suite.get("trials") if isinstance(suite.get("trials"), dict) else None
             count = int((trials_block or {}).get("count", 1))
             k = int((trials_block or {}).get("k", count))
             pass_rule = (trials_block or {}).get("passRule", "all")
-            thresholds = (
-                suite.get("thresholds") if isinstance(suite.get("thresholds"), dict) else {}
-            )
+            thresholds_block = suite.get("thresholds")
+            thresholds = thresholds_block if isinstance(thresholds_block, dict) else {}
             kept, _ = self._counted_trials(segments, set(task_ids), count)
             target_agent = suite.get("targetAgentId")
         else:
@@ -1040,7 +1041,8 @@ class _RunGrader:
         passed_count = 0
         for task in tasks:
             task_id = task.get("taskId")
-            grades = sorted(by_task.get(task_id, []), key=lambda g: g.index)
+            graded = by_task.get(task_id, []) if isinstance(task_id, str) else []
+            grades = sorted(graded, key=lambda g: g.index)
             if suite is not None:
                 n = count
             else:

@@ -122,8 +122,9 @@ class SideSummary:
 
 
 def _mean(column: pl.Series) -> float | None:
+    """The column's mean; None when it holds no number."""
     value = column.mean()
-    return None if value is None else float(value)  # type: ignore[arg-type]
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 #: the columns a tasks table must hold for a comparison, with their types (api.TASK_SCHEMA's)
@@ -303,7 +304,7 @@ def compare(
     """
     column = "gating_score" if options.score == "gating" else "score"
     paired = base.join(cand, on="task_id", how="inner", suffix="_cand").sort("task_id")
-    delta = float(cand["score"].mean() or 0.0) - float(base["score"].mean() or 0.0)
+    delta = (_mean(cand["score"]) or 0.0) - (_mean(base["score"]) or 0.0)
     result = Comparison(
         suite_id=suite_id,
         suite_version=str(cand["suite_version"][0]),

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -30,8 +30,13 @@ try:
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
+
+    HAVE_MATPLOTLIB = True
 except ImportError:  # pragma: no cover - matplotlib is a dependency; this is for broken installs
-    matplotlib = None  # type: ignore[assignment]
+    HAVE_MATPLOTLIB = False
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 # Okabe–Ito colours: distinguishable with the common colour-vision deficiencies
 BLUE, ORANGE, SKY, GREEN = "#0072B2", "#E69F00", "#56B4E9", "#009E73"
@@ -43,7 +48,7 @@ SERIES = (BLUE, ORANGE, GREEN, VERMILION, PURPLE, SKY, YELLOW, GREY)
 MAX_TASK_RUNS = 12
 MAX_RUNS = 30
 
-RC = {
+RC: dict[RcKeyType, Any] = {
     "svg.hashsalt": "evalbatch",
     "svg.fonttype": "path",
     "font.size": 9.5,
@@ -838,7 +843,7 @@ def build_report(out: RunOutputs, title: str | None = None) -> Report:
         InputError: no graded run.
         EvalbatchError: matplotlib is not installed.
     """
-    if matplotlib is None:
+    if not HAVE_MATPLOTLIB:
         raise EvalbatchError("the report needs matplotlib: pip install matplotlib")
     if not out.summaries:
         raise InputError(f"{out.path}: no graded run in summaries.jsonl; nothing to report")

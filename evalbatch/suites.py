@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files as _package_files
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 import jsonschema
 import jsonschema_rs
@@ -260,7 +260,7 @@ def _schema_check(name: str, doc: Any) -> list[_Item]:
     return items
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int | float]:
     """An integral JSON number (`2.0` counts, as JSON Schema's `integer` says); not a boolean."""
     if isinstance(value, bool):
         return False
@@ -449,18 +449,21 @@ def _read_json(path: Path) -> Any:
         raise SuiteFileError(where, f"is not JSON ({exc})") from exc
 
 
-def has_ids(doc: dict[str, Any]) -> bool:
-    """Whether a suite names the (suiteId, version) runs claim it by: two non-empty strings. An
-    empty one is no name (a file holding it would be passed over while its runs fall back to the
-    host record: §1.3 stops the command instead)."""
-    return all(isinstance(doc.get(key), str) and doc[key] for key in ("suiteId", "version"))
+def suite_ids(doc: dict[str, Any]) -> tuple[str, str] | None:
+    """The (suiteId, version) runs claim a suite by, when both are non-empty strings; else None.
+    An empty one is no name (a file holding it would be passed over while its runs fall back to
+    the host record: §1.3 stops the command instead)."""
+    suite_id, version = doc.get("suiteId"), doc.get("version")
+    if isinstance(suite_id, str) and suite_id and isinstance(version, str) and version:
+        return suite_id, version
+    return None
 
 
 def _load_one(path: Path) -> SuiteFile:
     doc = _read_json(path)
     if not isinstance(doc, dict):
         raise SuiteFileError(str(path), "is not a JSON object, so it has no suiteId and version")
-    if not has_ids(doc):
+    if suite_ids(doc) is None:
         raise SuiteFileError(
             str(path),
             "has no non-empty string suiteId and version: it cannot be matched to any run",
@@ -518,10 +521,10 @@ def resolve_suites(files: Sequence[SuiteFile]) -> dict[tuple[str, str], SuiteCho
     """
     groups: dict[tuple[str, str], list[SuiteFile]] = {}
     for suite_file in files:
-        suite_id, version = suite_file.doc.get("suiteId"), suite_file.doc.get("version")
-        if not has_ids(suite_file.doc):
+        ids = suite_ids(suite_file.doc)
+        if ids is None:
             raise SuiteFileError(suite_file.path, "has no non-empty string suiteId and version")
-        groups.setdefault((suite_id, version), []).append(suite_file)
+        groups.setdefault(ids, []).append(suite_file)
 
     choices: dict[tuple[str, str], SuiteChoice] = {}
     for key in sorted(groups):

@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 
 from evalbatch import stats
+from evalbatch.spec import suite_key
 
 MODEL_CLASSES = frozenset(
     {"reasoning", "writing", "coding", "research", "classification", "general"}
@@ -28,6 +29,15 @@ class RunPlan:
     doc: dict[str, Any] | None  # the suite, or None for a no-suite run (D-4)
     trial_count: int | None  # a no-suite run's valid eval.started.trialCount
     has_cost_source: bool  # some provider.usage carries a cost (D-14)
+
+    @property
+    def suite_key(self) -> str | None:
+        """The key of the run's suite (§1.3), or None for a no-suite run (D-4)."""
+        if self.doc is None:
+            return None
+        # a suite is found only by a run naming both its suiteId and its version
+        assert self.suite_id is not None and self.suite_version is not None
+        return suite_key(self.suite_id, self.suite_version)
 
 
 @dataclass
@@ -118,7 +128,7 @@ def build_outcomes(
     for run_id, plan in sorted(plans.items()):
         rows = by_run.get(run_id, [])
         entries = [_entry(row) for row in rows]
-        figure = suite_rows.get(run_id)
+        figure = suite_rows.get(run_id, {})  # empty: a run without task rows
         thresholds = (plan.doc or {}).get("thresholds", {})
         task_count = len(rows)
         cost_known = bool(rows) and rows[0]["cost_source"] is not None

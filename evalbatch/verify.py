@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 
 from evalbatch import api, extract, inputs, sql, stats, suites
 from evalbatch.errors import InputError
-from evalbatch.options import GradeOptions
+from evalbatch.options import GradeOptions, OnMissDefault
 from evalbatch.problems import severity
 from evalbatch.summarize import RunOutcome, RunPlan
 
@@ -672,7 +672,7 @@ def _check_labels(check: _Checker, ctx: _RunContext) -> None:
     ever shown: a label that fails the pattern may be prose."""
     for seq in ctx.scored_in_span():
         payload = ctx.host.payloads.get((ctx.run_id, seq))
-        where = {"task": _task_id(payload), "sequence": seq}
+        task = _task_id(payload)
         label = _field(payload, "scoreLabel")
         if label is not MISSING:
             ok = isinstance(label, str) and SCORE_LABEL.fullmatch(label) is not None
@@ -682,7 +682,8 @@ def _check_labels(check: _Checker, ctx: _RunContext) -> None:
                 VALID_TEXT,
                 ("RFC 0244 §E", "pattern"),
                 text=True,
-                **where,
+                task=task,
+                sequence=seq,
             )
         kind = _field(payload, "evaluatorType")
         if kind is not MISSING:
@@ -693,7 +694,8 @@ def _check_labels(check: _Checker, ctx: _RunContext) -> None:
                 VALID_TEXT,
                 ("RFC 0244 §E", "enum"),
                 text=True,
-                **where,
+                task=task,
+                sequence=seq,
             )
 
 
@@ -912,6 +914,12 @@ def _check_summary(check: _Checker, ctx: _RunContext, doc: Any) -> None:
         check.present("summary.tasks", True, False, "D-13", task=task_id)
 
 
+def _pass_rate_cause(host: Any, naive: float) -> Callable[[], Cause]:
+    """Why a passAtK/passHatK differs, worked out only when it does: `pass-rate-power` when the
+    host's value is the naive figure from per-task pass rates (§3.5)."""
+    return lambda: ("§3.5", "pass-rate-power" if _same(host, naive) else None)
+
+
 def _check_trial_stats(
     check: _Checker, ctx: _RunContext, host: Any, recomputed: dict[str, Any]
 ) -> None:
@@ -926,10 +934,7 @@ def _check_trial_stats(
             f"summary.trialStats.{name}",
             value,
             recomputed[name],
-            lambda value=value, naive=naive: (
-                "§3.5",
-                "pass-rate-power" if _same(value, naive) else None,
-            ),
+            _pass_rate_cause(value, naive),
         )
     check.check(
         "summary.trialStats.scoreStderr",
@@ -1223,7 +1228,7 @@ def verify_paths(
     contexts = _contexts(graded, host, options)
     other: dict[str, _RunContext] = {}
     if needs := _needs_other_reading(graded.trials) & set(contexts):
-        flipped = "count" if options.on_miss_default == "fail" else "fail"
+        flipped: OnMissDefault = "count" if options.on_miss_default == "fail" else "fail"
         other_options = GradeOptions(options.default_pass_score, flipped)
         other_graded = _grade(paths, choices, other_options, engine)
         other = {

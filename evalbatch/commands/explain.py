@@ -20,7 +20,7 @@ from evalbatch.commands.options import (
     suites_option,
 )
 from evalbatch.commands.types import printable
-from evalbatch.options import GradeOptions
+from evalbatch.options import GradeOptions, OnMissDefault
 
 #: exit codes: explained; run not graded (unusable input, an unknown run, task or trial, or a
 #: usage error is 2, as `faults` reports it)
@@ -53,7 +53,7 @@ def explain(
     trial_index: int | None,
     as_json: bool,
     default_pass_score: float,
-    on_miss_default: str,
+    on_miss_default: OnMissDefault,
 ) -> None:
     """Explain how each trial of eval run RUN in EVENTS graded: expected and observed calls side
     by side, which expected call each observed call was paired with (the grader's maximum
@@ -73,7 +73,7 @@ def explain(
     """
     options = GradeOptions(
         default_pass_score=default_pass_score,
-        on_miss_default=on_miss_default,  # type: ignore[arg-type]
+        on_miss_default=on_miss_default,
     )
     explanation = explaining.explain_paths(
         list(events),

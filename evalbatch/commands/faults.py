@@ -27,7 +27,16 @@ class CommandFailed(click.ClickException):
 
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
-        self.exit_code = exit_code
+        self._exit_code = exit_code
+
+    # click declares `exit_code` once per exception class; a fault carries its own
+    @property
+    def exit_code(self) -> int:
+        return self._exit_code
+
+    @exit_code.setter
+    def exit_code(self, code: int) -> None:
+        self._exit_code = code
 
     def show(self, file: IO[Any] | None = None) -> None:
         """The message's own lines (a list of faults) each escaped: an id can break no line."""

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import click
 
 from evalbatch.commands.types import MAX_THREADS, FiniteFloatRange, MemoryLimit
+from evalbatch.options import OnMissDefault
 
 suites_option = click.option(
     "--suites",
@@ -23,7 +26,7 @@ default_pass_score_option = click.option(
 )
 on_miss_default_option = click.option(
     "--on-miss-default",
-    type=click.Choice(["count", "fail"]),
+    type=click.Choice(get_args(OnMissDefault)),  # the values GradeOptions is typed with
     default="count",
     show_default=True,
     help="What an absent fixtures.onMiss means (D-9).",

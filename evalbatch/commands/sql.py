@@ -37,7 +37,7 @@ from evalbatch.commands.options import (
 )
 from evalbatch.commands.types import printable
 from evalbatch.errors import OutputError, write_failed
-from evalbatch.options import GradeOptions
+from evalbatch.options import GradeOptions, OnMissDefault
 
 FORMATS = ("table", "csv", "json", "parquet")
 
@@ -305,7 +305,7 @@ def sql_command(
     max_rows: int,
     safe: bool,
     default_pass_score: float,
-    on_miss_default: str,
+    on_miss_default: OnMissDefault,
     threads: int | None,
     memory_limit: str | None,
     spill_dir: str | None,
@@ -341,7 +341,7 @@ def sql_command(
         raise click.UsageError(
             "--format parquet is written by DuckDB, which --safe keeps from files"
         )
-    options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)  # type: ignore[arg-type]
+    options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)
     con = notebook.connect(
         list(events),
         list(suite_paths),
