@@ -32,7 +32,15 @@ from evalbatch import (
     sql,
     suites,
 )
-from evalbatch.errors import InputError, OutputError, write_failed
+from evalbatch.errors import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_SKIPPED,
+    EXIT_UNUSABLE,
+    InputError,
+    OutputError,
+    write_failed,
+)
 from evalbatch.grade import grade_trials
 from evalbatch.options import GradeOptions
 from evalbatch.spec import SuiteTables, suite_key
@@ -56,7 +64,6 @@ PROBLEM_SCHEMA = pl.Schema(
 DEFAULT_BATCH_EVENTS = 1_000_000
 
 #: exit codes of `evalbatch run` (CONTRACT §6 and the issue): all graded, unusable input, skips
-EXIT_OK, EXIT_UNUSABLE, EXIT_SKIPPED = 0, 2, 3
 
 
 @dataclass
@@ -1104,7 +1111,7 @@ class RegressionReport:
         regressed, else 0 (`fail_on` widens this in the CLI)."""
         if any(c.nothing_compared for c in self.comparisons):
             return EXIT_UNUSABLE
-        return 1 if any(c.verdict == "regressed" for c in self.comparisons) else 0
+        return EXIT_FAILED if any(c.verdict == "regressed" for c in self.comparisons) else EXIT_OK
 
     @property
     def shown_safe(self) -> bool:

@@ -35,6 +35,7 @@ from evalbatch.commands.options import threads_option as _threads_option
 from evalbatch.commands.report import report
 from evalbatch.commands.sql import sql_command
 from evalbatch.commands.types import FiniteFloatRange, printable
+from evalbatch.errors import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE
 from evalbatch.options import GradeOptions, OnMissDefault
 
 
@@ -302,7 +303,7 @@ def validate(suite_paths: tuple[str, ...]) -> None:
         if choice.problem == "suite-conflict":
             click.echo(printable(f"{', '.join(choice.paths)}: error: {choice.message}"))
             invalid += 1
-    sys.exit(api.EXIT_UNUSABLE if unusable else 1 if invalid else 0)
+    sys.exit(EXIT_UNUSABLE if unusable else EXIT_FAILED if invalid else EXIT_OK)
 
 
 def _print_comparison(c: regress.Comparison, alpha: float) -> None:
@@ -726,7 +727,7 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
-        sys.exit(api.EXIT_UNUSABLE)
+        sys.exit(EXIT_UNUSABLE)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
@@ -743,4 +744,4 @@ def main() -> None:
             "(set EVALBATCH_DEBUG=1 for the traceback and the message)",
             err=True,
         )
-        sys.exit(api.EXIT_UNUSABLE)
+        sys.exit(EXIT_UNUSABLE)

@@ -6,6 +6,11 @@ import errno
 import os
 from pathlib import Path
 
+#: the exit codes every command shares, defined once (each command's --help and the README say
+#: which it uses): all done; a check failed (a regression, a disagreement, an invalid suite);
+#: unusable input or a usage error; something skipped; outputs not written; outputs locked
+EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE, EXIT_SKIPPED, EXIT_NOT_WRITTEN, EXIT_LOCKED = 0, 1, 2, 3, 4, 5
+
 
 class EvalbatchError(Exception):
     """Base of every error meant for a user: the message says what is wrong and what to do."""
@@ -27,13 +32,13 @@ class OutputError(EvalbatchError):
     """The outputs could not be written (a full disk, an unwritable directory); the previous
     outputs are left as they were."""
 
-    exit_code = 4
+    exit_code = EXIT_NOT_WRITTEN
 
 
 class OutputLocked(EvalbatchError):
     """Another live process is writing to the output directory."""
 
-    exit_code = 5
+    exit_code = EXIT_LOCKED
 
 
 def os_reason(exc: BaseException) -> str:

@@ -41,7 +41,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalbatch import extract
-from evalbatch.errors import InputError, OutputError, write_failed
+from evalbatch.errors import (
+    EXIT_OK,
+    EXIT_SKIPPED,
+    EXIT_UNUSABLE,
+    InputError,
+    OutputError,
+    write_failed,
+)
 from evalbatch.problems import severity
 
 #: the canonical columns (CONTRACT §1.1), then `extra`: every other envelope field, as JSON text
@@ -71,7 +78,6 @@ SUFFIXES = (".json", ".jsonl", ".ndjson", ".sse")
 DEFAULT_FLUSH_ROWS = 1_000_000
 
 #: exit codes, as `evalbatch run`'s: all ingested; nothing usable; something skipped
-EXIT_OK, EXIT_UNUSABLE, EXIT_SKIPPED = 0, 2, 3
 
 #: the longest `runId=<encoded id>` directory name; longer ids use the `runKey=` layout (E-33)
 _MAX_DIR_NAME = 200

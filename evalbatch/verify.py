@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalbatch import api, extract, inputs, sql, stats, suites
-from evalbatch.errors import InputError
+from evalbatch.errors import EXIT_FAILED, EXIT_OK, EXIT_SKIPPED, EXIT_UNUSABLE, InputError
 from evalbatch.options import GradeOptions, OnMissDefault
 from evalbatch.problems import severity
 from evalbatch.summarize import RunOutcome, RunPlan
@@ -40,7 +40,6 @@ from evalbatch.summarize import RunOutcome, RunPlan
 TOLERANCE = 1e-9
 
 #: exit codes: all agree; some host value disagrees; unusable input; some run not recomputable
-EXIT_AGREES, EXIT_DISAGREES, EXIT_UNUSABLE, EXIT_NOT_VERIFIED = 0, 1, 2, 3
 
 #: RFC 0244 §E
 SCORE_LABEL = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}", re.ASCII)
@@ -161,9 +160,9 @@ class VerifyReport:
         """0 all agree; 1 some disagree; 3 some run could not be recomputed; 2 no eval run
         (E-31)."""
         return {
-            "agrees": EXIT_AGREES,
-            "disagrees": EXIT_DISAGREES,
-            "not-verified": EXIT_NOT_VERIFIED,
+            "agrees": EXIT_OK,
+            "disagrees": EXIT_FAILED,
+            "not-verified": EXIT_SKIPPED,
             "nothing-to-verify": EXIT_UNUSABLE,
         }[self.verdict]
 

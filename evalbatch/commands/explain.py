@@ -20,11 +20,11 @@ from evalbatch.commands.options import (
     suites_option,
 )
 from evalbatch.commands.types import printable
+from evalbatch.errors import EXIT_OK, EXIT_SKIPPED
 from evalbatch.options import GradeOptions, OnMissDefault
 
 #: exit codes: explained; run not graded (unusable input, an unknown run, task or trial, or a
 #: usage error is 2, as `faults` reports it)
-EXIT_OK, EXIT_NOT_GRADED = 0, 3
 
 
 @click.command(
@@ -90,4 +90,4 @@ def explain(
         # line), then everything else line by line
         text = explaining.render_text(explanation).replace(run_id, printable(run_id))
         click.echo("\n".join(printable(line) for line in text.split("\n")), nl=False)
-    sys.exit(EXIT_OK if explanation.graded else EXIT_NOT_GRADED)
+    sys.exit(EXIT_OK if explanation.graded else EXIT_SKIPPED)

@@ -16,10 +16,9 @@ import click
 import duckdb
 
 from evalbatch.commands.types import printable
-from evalbatch.errors import EvalbatchError, OutputError, os_reason
+from evalbatch.errors import EXIT_UNUSABLE, EvalbatchError, OutputError, os_reason
 
 #: the exit code of an error without its own (unusable input, a usage error)
-EXIT_UNUSABLE = 2
 
 
 class CommandFailed(click.ClickException):
