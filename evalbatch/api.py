@@ -1130,6 +1130,11 @@ class RegressionReport:
 SIDE_NAMES = {"base": "baseline", "cand": "candidate"}
 
 
+def _describe_side(name: str, label: str) -> str:
+    """`the baseline side (PATH)`, for messages."""
+    return f"the {SIDE_NAMES[name]} side ({printable(label)})"
+
+
 @dataclass
 class _Side:
     """One side of a comparison: its task rows (a run not graded has one row with null scores),
@@ -1149,7 +1154,7 @@ class _Side:
         return set(self.tasks["suite_id"].drop_nulls().to_list())
 
     def describe(self) -> str:
-        return f"the {SIDE_NAMES[self.name]} side ({printable(self.label)})"
+        return _describe_side(self.name, self.label)
 
 
 def _is_task_table(path: str | Path) -> bool:
@@ -1278,7 +1283,7 @@ def _side(
         # rest would let a lost run pass as "one side only" (issue 14)
         listed = "".join(f"\n  {printable(message)}" for message in unread["message"])
         raise InputError(
-            f"{_Side(name, label, pl.DataFrame(), {}, {}).describe()}: {unread.height} event "
+            f"{_describe_side(name, label)}: {unread.height} event "
             f"file problem(s); nothing was compared:{listed}"
         )
     not_graded = {
