@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from tests.conftest import (
     SAMPLE_SUITES,
     SAMPLES,
     make_suite,
+    run_main,
     standard_run,
     write_events,
     write_json,
@@ -471,14 +471,7 @@ def _main(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
 ) -> tuple[int, str, str]:
     monkeypatch.setitem(cli.cli.commands, "export", export)
-    monkeypatch.setattr(sys, "argv", ["evalbatch", *args])
-    code: Any = 0
-    try:
-        cli.main()
-    except SystemExit as exc:
-        code = exc.code
-    captured = capsys.readouterr()
-    return (0 if code is None else int(code)), captured.out, captured.err
+    return run_main(monkeypatch, capsys, *args)
 
 
 def test_export_errors_exit_2_with_one_line(

@@ -31,13 +31,14 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from evalbatch import api, cli, ingest, outdir, outputs
+from evalbatch import api, ingest, outdir, outputs
 from evalbatch.errors import OutputError
 from tests.conftest import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
     make_suite,
     read_outputs,
+    run_main,
     standard_run,
     write_events,
     write_json,
@@ -48,15 +49,6 @@ PYTHON = sys.executable
 
 def _full_disk(*args: Any, **kwargs: Any) -> Any:
     raise OSError(errno.ENOSPC, "No space left on device")
-
-
-def _main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: Any):
-    """`evalbatch ARGS` in this process (so faults can be injected): exit code, out, err."""
-    monkeypatch.setattr(sys, "argv", ["evalbatch", *map(str, args)])
-    with pytest.raises(SystemExit) as exit_:
-        cli.main()
-    captured = capsys.readouterr()
-    return exit_.value.code, captured.out, captured.err
 
 
 def _directory(out: Path) -> dict[str, bytes]:
@@ -114,7 +106,7 @@ def test_issue14_e70_run_selecting_no_eval_run_exits_2_and_keeps_the_outputs(
     out = tmp_path / "out"
     api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES], incremental_run=True)
     before = _directory(out)
-    code, stdout, stderr = _main(
+    code, stdout, stderr = run_main(
         monkeypatch, capsys, "run", SAMPLE_EVENTS, "--out", out, "--quiet", *flags
     )
     assert code == 2, (stdout, stderr)
@@ -131,7 +123,7 @@ def test_issue14_e70_nothing_selected_in_a_fresh_directory_writes_nothing(
     rows = [r for r in standard_run("acme/run-0001").rows if r["type"] != "eval.started"]
     events = write_events(tmp_path / "e.parquet", rows)
     out = tmp_path / "out"
-    code, _, stderr = _main(monkeypatch, capsys, "run", events, "--out", out)
+    code, _, stderr = run_main(monkeypatch, capsys, "run", events, "--out", out)
     assert code == 2 and "nothing to grade: no eval run (no eval.started)" in stderr
     assert not out.exists()
 
@@ -142,7 +134,7 @@ def test_issue14_e70_allow_empty_writes_empty_outputs_and_exits_0(
     """E-70: --allow-empty says an empty selection is expected: empty outputs, exit 0."""
     out = tmp_path / "out"
     api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES])
-    code, stdout, stderr = _main(
+    code, stdout, stderr = run_main(
         monkeypatch,
         capsys,
         "run",
@@ -239,14 +231,14 @@ def test_issue14_e71_damaged_previous_outputs_mean_a_full_regrade_saying_why(
     damage_fn, reason = DAMAGES[damage]
     damage_fn(out)
     args = ["run", nights["tonight"], "--suites", nights["suites"], "--out", out, "--quiet"]
-    code, stdout, stderr = _main(monkeypatch, capsys, *args, "--incremental")
+    code, stdout, stderr = run_main(monkeypatch, capsys, *args, "--incremental")
     assert code == 0, stderr
     assert "full regrade: graded 5 new or changed eval runs, kept 0 unchanged (" in stdout
     assert reason in stdout
     fresh = tmp_path / "fresh"
     api.write_outputs([nights["tonight"]], fresh, [nights["suites"]])
     assert read_outputs(out) == read_outputs(fresh)
-    code, stdout, _ = _main(monkeypatch, capsys, *args, "--incremental")
+    code, stdout, _ = run_main(monkeypatch, capsys, *args, "--incremental")
     assert "incremental: graded 0 new or changed eval runs, kept 5 unchanged" in stdout
 
 
@@ -361,7 +353,7 @@ def test_issue14_e72_full_disk_at_every_write_point_is_exit_4_and_changes_nothin
     out = tmp_path / "out"
     before = _yesterday(nights, out)
     WRITE_POINTS[point](monkeypatch)
-    code, _, stderr = _main(
+    code, _, stderr = run_main(
         monkeypatch,
         capsys,
         "run",
@@ -420,7 +412,7 @@ def test_issue14_e72_report_on_a_full_disk_exits_4(
     api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES])
     before = _directory(out)
     monkeypatch.setattr(outdir.os, "replace", _full_disk)
-    code, _, stderr = _main(monkeypatch, capsys, "report", out)
+    code, _, stderr = run_main(monkeypatch, capsys, "report", out)
     assert code == 4, stderr
     assert "internal error" not in stderr and "No space left on device" in stderr
     assert _directory(out) == before
@@ -440,7 +432,7 @@ def test_issue14_e73_a_symlinked_lock_file_is_refused_and_its_target_untouched(
     out = tmp_path / "out"
     out.mkdir()
     (out / ".evalbatch.lock").symlink_to(victim)
-    code, _, stderr = _main(
+    code, _, stderr = run_main(
         monkeypatch, capsys, "run", SAMPLE_EVENTS, "--suites", SAMPLE_SUITES, "--out", out
     )
     assert code == 4, stderr
@@ -466,13 +458,13 @@ def test_issue14_e74_out_inside_the_input_directory_is_not_read_as_events(
     out = events / "graded"
     args = ["run", events, "--suites", SAMPLE_SUITES, "--out", out, "--quiet"]
     for _ in range(2):
-        code, _, stderr = _main(monkeypatch, capsys, *args)
+        code, _, stderr = run_main(monkeypatch, capsys, *args)
         assert code == 0, stderr
         (out / "extra.parquet").write_bytes(b"not events either")  # anything inside --out
     fresh = tmp_path / "fresh"
     api.write_outputs([SAMPLE_EVENTS], fresh, [SAMPLE_SUITES])
     assert read_outputs(out) == read_outputs(fresh)
-    glob_code, _, stderr = _main(
+    glob_code, _, stderr = run_main(
         monkeypatch, capsys, "run", f"{events}/**/*.parquet", "--suites", SAMPLE_SUITES,
         "--out", out, "--quiet",
     )  # fmt: skip
@@ -487,7 +479,7 @@ def test_issue14_e74_only_files_inside_out_is_a_usage_error(
     out = tmp_path / "out"
     api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES])
     before = _directory(out)
-    code, _, stderr = _main(monkeypatch, capsys, "run", out, "--out", out)
+    code, _, stderr = run_main(monkeypatch, capsys, "run", out, "--out", out)
     assert code == 2 and "every event file given is inside --out" in stderr
     assert _directory(out) == before
 
@@ -516,7 +508,7 @@ def test_issue14_e75_ingest_damaged_gzip_is_one_problem_and_the_rest_is_ingested
     packed = gzip.compress(_ndjson(tmp_path / "src.ndjson", "acme/run-bad").read_bytes())
     (tmp_path / "in" / "b-bad.ndjson.gz").write_bytes(packed[:20] + bytes(len(packed) - 20))
     out = tmp_path / "out"
-    code, stdout, stderr = _main(monkeypatch, capsys, "ingest", tmp_path / "in", "--out", out)
+    code, stdout, stderr = run_main(monkeypatch, capsys, "ingest", tmp_path / "in", "--out", out)
     assert code == 3, stderr
     assert "b-bad.ndjson.gz: cannot be read (damaged gzip data) [input-unreadable]" in stderr
     assert "internal error" not in stderr
@@ -543,7 +535,7 @@ def test_issue14_e75_ingest_on_a_full_disk_exits_4_and_adds_nothing(
     else:  # the second part cannot be linked, nor renamed (the fallback without hard links)
         _fail_nth(monkeypatch, ingest.os, "link", 2)
         monkeypatch.setattr(ingest.os, "replace", _full_disk)
-    code, _, stderr = _main(monkeypatch, capsys, "ingest", *inputs, "--out", out)
+    code, _, stderr = run_main(monkeypatch, capsys, "ingest", *inputs, "--out", out)
     assert code == 4, stderr
     assert "No space left on device" in stderr and "internal error" not in stderr
     assert "[input-unreadable]" not in stderr

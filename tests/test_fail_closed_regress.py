@@ -24,9 +24,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from evalbatch import api, regress
-from evalbatch.cli import main
 from evalbatch.options import GradeOptions
-from tests.conftest import EVALBATCH_BIN, SAMPLE_SUITES, SAMPLES
+from tests.conftest import EVALBATCH_BIN, SAMPLE_SUITES, SAMPLES, run_main
+from tests.test_outputs import BLOCK_FIELDS
 from tests.test_regress import task_rows, write_task_table
 
 BASE = SAMPLES / "regress" / "baseline.parquet"
@@ -45,12 +45,9 @@ def invoke(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *args: Any
 ) -> tuple[int, str, str]:
     """Run `evalbatch ARGS` through the real entry point; (exit code, stdout, stderr)."""
-    monkeypatch.setattr("sys.argv", ["evalbatch", *(str(a) for a in args)])
-    with pytest.raises(SystemExit) as exited:
-        main()
-    out, err = capsys.readouterr()
+    code, out, err = run_main(monkeypatch, capsys, *args)
     assert "Traceback" not in err and "internal error" not in err, err
-    return int(exited.value.code or 0), out, err
+    return code, out, err
 
 
 @pytest.fixture
@@ -367,14 +364,7 @@ def test_json_output_keeps_the_block_and_adds_each_side(run: Any) -> None:
     document = json.loads(out)
     assert list(document) == ["comparisons", "notCompared"]
     comparison = document["comparisons"][0]
-    assert list(comparison["regression"]) == [
-        "baselineRunId",
-        "scoreDelta",
-        "verdict",
-        "method",
-        "alpha",
-        "pairedTaskCount",
-    ]
+    assert list(comparison["regression"]) == BLOCK_FIELDS["regression"]
     base, cand = comparison["baseline"], comparison["candidate"]
     assert base["runId"] == BASE_RUN and cand["runId"] == CAND_RUN
     assert base["grading"] == {
