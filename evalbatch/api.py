@@ -1244,18 +1244,8 @@ def _task_table_side(name: str, path: Path, run_filter: inputs.RunFilter | None)
     gradings: dict[str, regress.Grading] = {}
     not_graded: dict[str, str] = {}
     if runs is not None:
-        # runs not graded have no task rows: they join as one row with null scores
-        skipped = _filter_tasks(
-            runs.filter(~pl.col("graded").fill_null(False)).select(
-                "run_id", "suite_id", "suite_version"
-            ),
-            run_filter,
-            str(path),
-        )
-        not_graded = {run: "see problems.parquet" for run in skipped["run_id"].to_list()}
-        if skipped.height:
-            tasks = pl.concat([tasks, skipped], how="diagonal_relaxed")
-        gradings = {row["run_id"]: regress.Grading.of_run(row) for row in runs.to_dicts()}
+        tasks, gradings, skipped = _with_runs(tasks, _filter_tasks(runs, run_filter, str(path)))
+        not_graded = dict.fromkeys(skipped, "see problems.parquet")
     unknown = regress.Grading(unknown_because=why_unknown or "no row in the runs.parquet beside it")
     for run in tasks["run_id"].unique().to_list():
         gradings.setdefault(run, unknown)
@@ -1286,14 +1276,27 @@ def _side(
             f"{_describe_side(name, label)}: {unread.height} event "
             f"file problem(s); nothing was compared:{listed}"
         )
+    tasks, gradings, skipped = _with_runs(result.tasks, result.runs)
     not_graded = {
         run: "; ".join(errors.filter(pl.col("run_id") == run)["code"].unique().sort().to_list())
-        for run in result.skipped
+        for run in skipped
     }
-    skipped = result.runs.filter(~pl.col("graded")).select("run_id", "suite_id", "suite_version")
-    tasks = pl.concat([result.tasks, skipped], how="diagonal") if skipped.height else result.tasks
-    gradings = {row["run_id"]: regress.Grading.of_run(row) for row in result.runs.to_dicts()}
     return _Side(name, label, tasks, gradings, not_graded)
+
+
+def _with_runs(
+    tasks: pl.DataFrame, runs: pl.DataFrame
+) -> tuple[pl.DataFrame, dict[str, regress.Grading], list[str]]:
+    """A side's task rows plus one row with null scores per run that was not graded (it has no
+    task rows, yet its suite must pair), each run's grading from its runs-table row, and the
+    runs not graded."""
+    skipped = runs.filter(~pl.col("graded").fill_null(False)).select(
+        "run_id", "suite_id", "suite_version"
+    )
+    if skipped.height:
+        tasks = pl.concat([tasks, skipped], how="diagonal_relaxed")
+    gradings = {row["run_id"]: regress.Grading.of_run(row) for row in runs.to_dicts()}
+    return tasks, gradings, skipped["run_id"].to_list()
 
 
 def _one_run(side: _Side, suite_id: str, chosen: str | None) -> str:
