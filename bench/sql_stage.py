@@ -27,24 +27,26 @@ STAGE = """
 import contextlib, io, sys, time
 sys.path.insert(0, "bench")
 import floor
-from evalbatch import extract, inputs, sql
+from evalbatch.extract import trial_tables
+from evalbatch.inputs import event_files
+from evalbatch.extract import sql_files
 stage, files = sys.argv[1], sys.argv[2:]
 started = time.perf_counter()
 if stage == "floor":
     with contextlib.redirect_stdout(io.StringIO()):
         floor.main(files)
 else:
-    con = extract.connect()
-    sources = inputs.scan(con, files)
+    con = trial_tables.connect()
+    sources = event_files.scan(con, files)
     if stage == "events":
-        inputs.register(con, sources, None)
-        sql.materialize(con, "eval_run_ids")
-        sql.materialize(con, "duplicate_keys")
-        sql.define_view(con, "event_rows")
-        sql.materialize(con, "events")
+        event_files.register(con, sources, None)
+        sql_files.materialize(con, "eval_run_ids")
+        sql_files.materialize(con, "duplicate_keys")
+        sql_files.define_view(con, "event_rows")
+        sql_files.materialize(con, "events")
     else:
-        extract.extract(con, sources, None)
-        con.execute(sql.load("batch_fingerprints").text).fetchall()
+        trial_tables.extract(con, sources, None)
+        con.execute(sql_files.load("batch_fingerprints").text).fetchall()
 print(time.perf_counter() - started)
 """
 

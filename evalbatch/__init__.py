@@ -7,11 +7,11 @@ The library surface notebooks and the CLI share:
 """
 
 from evalbatch.api import GradeResult, grade_events, grade_paths, regress_paths
-from evalbatch.ingest import IngestReport, ingest_paths
+from evalbatch.inputs.ingest import IngestReport, ingest_paths
 from evalbatch.notebook import connect
 from evalbatch.options import GradeOptions
-from evalbatch.regress import RegressOptions
-from evalbatch.verify import VerifyReport, verify_events, verify_paths
+from evalbatch.regress.pairing import RegressOptions
+from evalbatch.verify.host_audit import VerifyReport, verify_events, verify_paths
 
 __all__ = [
     "GradeOptions",

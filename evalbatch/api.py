@@ -21,17 +21,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalbatch import (
-    extract,
-    incremental,
-    inputs,
-    jsonvalue,
-    problems,
-    reduce,
-    regress,
-    sql,
-    suites,
-)
+from evalbatch import jsonvalue, problems
 from evalbatch.errors import (
     EXIT_FAILED,
     EXIT_OK,
@@ -41,10 +31,15 @@ from evalbatch.errors import (
     OutputError,
     write_failed,
 )
-from evalbatch.grade import grade_trials
+from evalbatch.extract import sql_files, trial_tables
+from evalbatch.grade.suite_tables import SuiteTables, suite_key
+from evalbatch.grade.trial_grading import grade_trials
+from evalbatch.inputs import event_files, suites
 from evalbatch.options import GradeOptions
-from evalbatch.spec import SuiteTables, suite_key
-from evalbatch.summarize import RunPlan, build_outcomes
+from evalbatch.pipeline import incremental
+from evalbatch.reduce import task_reductions
+from evalbatch.reduce.run_summaries import RunPlan, build_outcomes
+from evalbatch.regress import pairing
 from evalbatch.text import printable
 from evalbatch.version import package_version
 
@@ -195,7 +190,7 @@ class _Batch:
     trials: pl.DataFrame
     problem_rows: list[ProblemRow]
     fatal_runs: set[str]
-    file_problems: list[inputs.FileProblem] = field(default_factory=list)
+    file_problems: list[event_files.FileProblem] = field(default_factory=list)
     provenance: dict[str, dict[str, Any]] = field(default_factory=dict)  # run -> runs columns
 
 
@@ -214,15 +209,17 @@ class Progress:
 class _Extracted:
     """One batch after the SQL stage: its trial tables and each run's events fingerprint."""
 
-    ext: extract.Extraction
+    ext: trial_tables.Extraction
     fingerprints: dict[str, str]
-    file_problems: list[inputs.FileProblem]
+    file_problems: list[event_files.FileProblem]
 
 
-def _extract_shard(con: Any, sources: inputs.Sources, runs: inputs.RunRange | None) -> _Extracted:
+def _extract_shard(
+    con: Any, sources: event_files.Sources, runs: event_files.RunRange | None
+) -> _Extracted:
     """The SQL stage of one batch (a range of run ids): all of it runs in DuckDB."""
-    ext = extract.extract(con, sources, runs)
-    fingerprints = dict(sql.relation(con, "batch_fingerprints").fetchall())
+    ext = trial_tables.extract(con, sources, runs)
+    fingerprints = dict(sql_files.relation(con, "batch_fingerprints").fetchall())
     return _Extracted(ext, fingerprints, list(sources.problems))
 
 
@@ -250,8 +247,8 @@ def _grade_extracted(
 
 def grade_shard(
     con: Any,
-    sources: inputs.Sources,
-    runs: inputs.RunRange | None,
+    sources: event_files.Sources,
+    runs: event_files.RunRange | None,
     choices: dict[tuple[str, str], suites.SuiteChoice],
     options: GradeOptions,
 ) -> _Batch:
@@ -260,17 +257,17 @@ def grade_shard(
 
 
 #: picks the runs a pass grades, given the scanned files (None: those `sources` already hold)
-ChooseRuns = Callable[[Any, inputs.Sources], frozenset[str] | None]
+ChooseRuns = Callable[[Any, event_files.Sources], frozenset[str] | None]
 
 
 def _chooser(
-    run_filter: inputs.RunFilter | None, then: ChooseRuns | None = None
+    run_filter: event_files.RunFilter | None, then: ChooseRuns | None = None
 ) -> ChooseRuns | None:
     """The run filter first (it narrows the sources), then `then` among the runs it kept."""
     if run_filter is None or run_filter.empty:
         return then
 
-    def choose(con: Any, sources: inputs.Sources) -> frozenset[str] | None:
+    def choose(con: Any, sources: event_files.Sources) -> frozenset[str] | None:
         run_filter.apply(con, sources)
         return then(con, sources) if then is not None else None
 
@@ -281,8 +278,8 @@ def _chooser(
 class _Pass:
     """One grading pass: the files, how their runs are batched, and the batches as they come."""
 
-    plan: inputs.BatchPlan
-    file_problems: dict[tuple[str, str], inputs.FileProblem]
+    plan: event_files.BatchPlan
+    file_problems: dict[tuple[str, str], event_files.FileProblem]
     parts: Iterator[_Batch]
 
 
@@ -304,18 +301,18 @@ def _local_pass(
     choose_runs: ChooseRuns | None = None,
 ) -> _Pass:
     """The local engine: batches one after another on one DuckDB connection."""
-    con = extract.connect(resources.threads, resources.memory_limit, resources.spill_dir)
+    con = trial_tables.connect(resources.threads, resources.memory_limit, resources.spill_dir)
     try:
-        sources = inputs.scan(con, paths)
+        sources = event_files.scan(con, paths)
         if choose_runs is not None:
             picked = choose_runs(con, sources)
             if picked is not None:
                 sources.only_runs = picked
-        plan = inputs.plan_batches(con, sources, resources.batch_events)
+        plan = event_files.plan_batches(con, sources, resources.batch_events)
     except BaseException:
         con.close()
         raise
-    found: dict[tuple[str, str], inputs.FileProblem] = {}
+    found: dict[tuple[str, str], event_files.FileProblem] = {}
 
     def parts() -> Iterator[_Batch]:
         # DuckDB extracts the next batch on a worker thread (it releases the GIL) while this
@@ -364,7 +361,7 @@ def _grading_pass(
             raise InputError(
                 "--incremental and the run filters need the local engine (leave out --engine ray)"
             )
-        from evalbatch import ray_engine  # optional: needs the `ray` extra
+        from evalbatch.pipeline import ray_engine  # optional: needs the `ray` extra
 
         plan, parts = ray_engine.grade_shards(paths, choices, options, address=ray_address)
         found = {(p.path, p.code): p for part in parts for p in part.file_problems}
@@ -380,7 +377,7 @@ def grade_shards_locally(
     threads: int | None = None,
     memory_limit: str | None = None,
     spill_dir: str | None = None,
-    run_filter: inputs.RunFilter | None = None,
+    run_filter: event_files.RunFilter | None = None,
 ) -> list[_Batch]:
     """Every batch of the local engine, graded but not merged (for tools that need the per-run
     grading detail, such as `verify`)."""
@@ -393,7 +390,7 @@ def grade_shards_locally(
 
 
 def _grade_batch(
-    ext: extract.Extraction,
+    ext: trial_tables.Extraction,
     choices: dict[tuple[str, str], suites.SuiteChoice],
     options: GradeOptions,
 ) -> _Batch:
@@ -466,11 +463,11 @@ def _grade_batch(
         .select("run_id", "sequence", "code")
         .iter_rows()
     ]
-    info = reduce.run_info(plans, options)
-    tasks = reduce.reduce_tasks(trials, info, tables)
-    problem_rows += reduce.missing_trial_problems(tasks)
+    info = task_reductions.run_info(plans, options)
+    tasks = task_reductions.reduce_tasks(trials, info, tables)
+    problem_rows += task_reductions.missing_trial_problems(tasks)
     outcomes = build_outcomes(
-        plans, tasks, reduce.suite_figures(tasks), reduce.model_classes(trials)
+        plans, tasks, task_reductions.suite_figures(tasks), task_reductions.model_classes(trials)
     )
     return _Batch(ext.eval_runs, plans, outcomes, trials, problem_rows, fatal_runs)
 
@@ -487,7 +484,7 @@ class BatchOutput:
     baselines: dict[str, tuple[str, int]]  # graded run -> (baselineRunId, eval.started sequence)
     eval_run_ids: list[str]
     declared_baselines: dict[str, str] = field(default_factory=dict)  # every eval run's
-    run_range: inputs.RunRange = (None, None)  # the batch's range of run ids
+    run_range: event_files.RunRange = (None, None)  # the batch's range of run ids
 
 
 def _batch_output(part: _Batch) -> BatchOutput:
@@ -567,7 +564,7 @@ class _Merged:
     def finish(
         self,
         grading: _Pass,
-        regress_options: regress.RegressOptions,
+        regress_options: pairing.RegressOptions,
         carried: incremental.Carried | None = None,
     ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
         """Add the regression blocks (§5: the baseline may sit in any batch) and return the
@@ -605,7 +602,7 @@ def _link_regressions(
     eval_run_ids: set[str],
     runs: pl.DataFrame,
     tasks: pl.DataFrame,
-    options: regress.RegressOptions,
+    options: pairing.RegressOptions,
 ) -> list[ProblemRow]:
     """Put a `regression` block (§5) into each summary whose baseline run is in the input."""
     wanted = {run for run, (base, _) in baselines.items() if base in eval_run_ids}
@@ -635,7 +632,7 @@ def _link_regressions(
             )
             continue
         empty = pl.DataFrame(schema=TASK_SCHEMA)
-        comparison = regress.compare(
+        comparison = pairing.compare(
             by_run.get((baseline,), empty),
             by_run.get((run_id,), empty),
             options,
@@ -675,14 +672,14 @@ def grade_paths(
     suite_docs: Sequence[Mapping[str, Any]] = (),
     options: GradeOptions | None = None,
     threads: int | None = None,
-    regress_options: regress.RegressOptions | None = None,
+    regress_options: pairing.RegressOptions | None = None,
     batch_events: int = DEFAULT_BATCH_EVENTS,
     memory_limit: str | None = None,
     spill_dir: str | None = None,
     on_batch: Callable[[Progress], None] | None = None,
     engine: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
-    run_filter: inputs.RunFilter | None = None,
+    run_filter: event_files.RunFilter | None = None,
 ) -> GradeResult:
     """Grade every eval run in the event files at `events` (files, directories, globs), in memory.
 
@@ -712,7 +709,7 @@ def grade_paths(
         merged.add(batch)
         summaries.update(batch.summaries)
         trials.append(batch.trials)
-    runs, tasks, problem_frame = merged.finish(grading, regress_options or regress.RegressOptions())
+    runs, tasks, problem_frame = merged.finish(grading, regress_options or pairing.RegressOptions())
     return GradeResult(
         summaries=summaries,
         runs=runs,
@@ -766,7 +763,7 @@ def _without_outputs(events: Sequence[str | Path], out: Path) -> list[str]:
         if path.is_file() or (path.is_dir() and not root.is_relative_to(path.resolve())):
             paths.append(raw)
             continue
-        found = inputs.expand_paths([raw])
+        found = event_files.expand_paths([raw])
         kept = [name for name in found if not _inside(name, root)]
         paths += [raw] if len(kept) == len(found) else kept
     if events and not paths:
@@ -777,7 +774,9 @@ def _without_outputs(events: Sequence[str | Path], out: Path) -> list[str]:
     return paths
 
 
-def _nothing_to_grade(out: Path, run_filter: inputs.RunFilter | None, grading: _Pass) -> InputError:
+def _nothing_to_grade(
+    out: Path, run_filter: event_files.RunFilter | None, grading: _Pass
+) -> InputError:
     """E-70: a run that selected no eval run never replaces the outputs, nor exits 0."""
     filtered = " matches the run filters" if run_filter is not None and not run_filter.empty else ""
     unreadable = len(grading.file_problems)
@@ -796,7 +795,7 @@ def write_outputs(
     suite_docs: Sequence[Mapping[str, Any]] = (),
     options: GradeOptions | None = None,
     threads: int | None = None,
-    regress_options: regress.RegressOptions | None = None,
+    regress_options: pairing.RegressOptions | None = None,
     batch_events: int = DEFAULT_BATCH_EVENTS,
     memory_limit: str | None = None,
     spill_dir: str | None = None,
@@ -804,13 +803,13 @@ def write_outputs(
     engine: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
     incremental_run: bool = False,
-    run_filter: inputs.RunFilter | None = None,
+    run_filter: event_files.RunFilter | None = None,
     allow_empty: bool = False,
 ) -> RunReport:
     """Grade like `grade_paths` and write the outputs (§4) into `out_dir`, batch by batch.
 
     Summaries and trial rows go to disk as each batch is graded; only the small per-run and
-    per-task tables stay in memory. The files are identical to `outputs.write(grade_paths(...))`
+    per-task tables stay in memory. The files are identical to `writer.write(grade_paths(...))`
     and appear only when complete. One run writes to a directory at a time (a lock in it, E-49).
     With `incremental_run`, only runs that are new or changed since the last incremental run
     into `out_dir` are graded and the others' rows are carried over (E-50), once every previous
@@ -823,23 +822,23 @@ def write_outputs(
         OutputError: the outputs could not be written (a full disk at any point, E-72); the
             previous ones are left as they were, and nothing is left behind.
     """
-    from evalbatch import outputs
-    from evalbatch.lock import OutputLock
+    from evalbatch.outputs import writer
+    from evalbatch.outputs.lock import OutputLock
 
     out = Path(out_dir)
     options = options or GradeOptions()
     events = _without_outputs(events, out)
     with OutputLock(out) as lock:
-        outputs.clear_stale_work(out)
+        writer.clear_stale_work(out)
         choices = load_suites(suite_paths, suite_docs)
         selection: incremental.Selection | None = None
         regrade_reason: str | None = None
 
-        def choose_runs(con: Any, sources: inputs.Sources) -> frozenset[str] | None:
+        def choose_runs(con: Any, sources: event_files.Sources) -> frozenset[str] | None:
             nonlocal selection, regrade_reason
             try:
                 prints = incremental.event_fingerprints(con, sources)
-            except inputs.NOT_THE_DATA:
+            except event_files.NOT_THE_DATA:
                 raise
             except duckdb.Error:
                 # a file the fingerprint cannot read: grade everything, as a full run
@@ -863,7 +862,7 @@ def write_outputs(
         next_line = next(carried_lines, None)
         merged = _Merged()
         try:
-            writer = outputs.OutputWriter(out)
+            files = writer.OutputWriter(out)
         except OSError as exc:
             raise _write_error(out, exc) from exc
         try:
@@ -878,21 +877,21 @@ def write_outputs(
                         next_line = next(carried_lines, None)
                     trials = pl.concat([trials, carried.trials(low, high).cast(TRIAL_SCHEMA)])
                     trials = trials.sort("run_id", "sequence")
-                writer.add(batch.summaries, trials, pending=set(batch.baselines), carried=lines)
+                files.add(batch.summaries, trials, pending=set(batch.baselines), carried=lines)
             runs, tasks, problem_frame = merged.finish(
-                grading, regress_options or regress.RegressOptions(), carried
+                grading, regress_options or pairing.RegressOptions(), carried
             )
             if runs.height == 0 and not allow_empty:
                 raise _nothing_to_grade(out, run_filter, grading)
             manifest = None
             if incremental_run and selection is not None:
                 manifest = _manifest(selection, merged, runs, choices, options)
-            written = writer.finish(merged.pending, runs, tasks, problem_frame, manifest)
+            written = files.finish(merged.pending, runs, tasks, problem_frame, manifest)
         except OSError as exc:
-            writer.abort()
+            files.abort()
             raise _write_error(out, exc) from exc
         except BaseException:
-            writer.abort()
+            files.abort()
             raise
     return RunReport(
         runs=runs,
@@ -1101,7 +1100,7 @@ def grade_events(
 class RegressionReport:
     """`regress` results: one comparison per suite on both sides, and what could not be paired."""
 
-    comparisons: list[regress.Comparison]
+    comparisons: list[pairing.Comparison]
     unpaired: list[tuple[str, str]]  # suites found on one side only: (side, suiteId)
 
     @property
@@ -1143,7 +1142,7 @@ class _Side:
     name: str  # "base" or "cand", as in --base-run / --cand-run
     label: str  # the path as given, for messages
     tasks: pl.DataFrame
-    gradings: dict[str, regress.Grading]
+    gradings: dict[str, pairing.Grading]
     not_graded: dict[str, str]
 
     def runs_of(self, suite_id: str) -> list[str]:
@@ -1169,7 +1168,7 @@ def _is_task_table(path: str | Path) -> bool:
 
 
 def _filter_tasks(
-    tasks: pl.DataFrame, run_filter: inputs.RunFilter | None, label: str
+    tasks: pl.DataFrame, run_filter: event_files.RunFilter | None, label: str
 ) -> pl.DataFrame:
     """A tasks table narrowed by run-id globs and suites.
 
@@ -1222,7 +1221,7 @@ _PROVENANCE_COLUMNS = (
 )
 
 
-def _task_table_side(name: str, path: Path, run_filter: inputs.RunFilter | None) -> _Side:
+def _task_table_side(name: str, path: Path, run_filter: event_files.RunFilter | None) -> _Side:
     """A `tasks.parquet` side, validated before use (issue 14, E-67).
 
     Raises:
@@ -1235,18 +1234,18 @@ def _task_table_side(name: str, path: Path, run_filter: inputs.RunFilter | None)
         raise InputError(
             f"{printable(path)}: not a readable tasks table ({type(exc).__name__})"
         ) from None
-    faults = regress.task_table_faults(tasks)
+    faults = pairing.task_table_faults(tasks)
     if faults:
         listed = "".join(f"\n  {printable(path)}: {fault}" for fault in faults)
         raise InputError(f"{printable(path)} is not a usable tasks table:{listed}")
     tasks = _filter_tasks(tasks, run_filter, str(path))
     runs, why_unknown = _runs_beside(path)
-    gradings: dict[str, regress.Grading] = {}
+    gradings: dict[str, pairing.Grading] = {}
     not_graded: dict[str, str] = {}
     if runs is not None:
         tasks, gradings, skipped = _with_runs(tasks, _filter_tasks(runs, run_filter, str(path)))
         not_graded = dict.fromkeys(skipped, "see problems.parquet")
-    unknown = regress.Grading(unknown_because=why_unknown or "no row in the runs.parquet beside it")
+    unknown = pairing.Grading(unknown_because=why_unknown or "no row in the runs.parquet beside it")
     for run in tasks["run_id"].unique().to_list():
         gradings.setdefault(run, unknown)
     return _Side(name, str(path), tasks, gradings, not_graded)
@@ -1257,7 +1256,7 @@ def _side(
     paths: Sequence[str | Path],
     suite_paths: Sequence[str | Path],
     options: GradeOptions | None,
-    run_filter: inputs.RunFilter | None = None,
+    run_filter: event_files.RunFilter | None = None,
 ) -> _Side:
     """One side of a comparison: a `tasks.parquet` written by `evalbatch run`, or event logs
     graded here (§5), whose grading is then known from the grading itself."""
@@ -1286,7 +1285,7 @@ def _side(
 
 def _with_runs(
     tasks: pl.DataFrame, runs: pl.DataFrame
-) -> tuple[pl.DataFrame, dict[str, regress.Grading], list[str]]:
+) -> tuple[pl.DataFrame, dict[str, pairing.Grading], list[str]]:
     """A side's task rows plus one row with null scores per run that was not graded (it has no
     task rows, yet its suite must pair), each run's grading from its runs-table row, and the
     runs not graded."""
@@ -1295,7 +1294,7 @@ def _with_runs(
     )
     if skipped.height:
         tasks = pl.concat([tasks, skipped], how="diagonal_relaxed")
-    gradings = {row["run_id"]: regress.Grading.of_run(row) for row in runs.to_dicts()}
+    gradings = {row["run_id"]: pairing.Grading.of_run(row) for row in runs.to_dicts()}
     return tasks, gradings, skipped["run_id"].to_list()
 
 
@@ -1324,7 +1323,7 @@ def _check_named_run(side: _Side, chosen: str | None) -> None:
     )
 
 
-def _nothing_compared(base: _Side, cand: _Side, run_filter: inputs.RunFilter | None) -> str:
+def _nothing_compared(base: _Side, cand: _Side, run_filter: event_files.RunFilter | None) -> str:
     """Why no suite could be compared (E-65: that is exit 2, never a pass)."""
     matching = " matching the run filters" if run_filter is not None else ""
     for side in (base, cand):
@@ -1357,11 +1356,11 @@ def regress_paths(
     cand: Sequence[str | Path],
     suite_paths: Sequence[str | Path] = (),
     *,
-    options: regress.RegressOptions | None = None,
+    options: pairing.RegressOptions | None = None,
     grade_options: GradeOptions | None = None,
     base_run: str | None = None,
     cand_run: str | None = None,
-    run_filter: inputs.RunFilter | None = None,
+    run_filter: event_files.RunFilter | None = None,
     allow_mixed: bool = False,
 ) -> RegressionReport:
     """Pair the runs of each suite found on both sides and give a verdict per suite (§5).
@@ -1375,7 +1374,7 @@ def regress_paths(
             or one that was not compared; a suite named by the filter was not compared; two
             paired runs were graded differently; a tasks table is not usable.
     """
-    options = options or regress.RegressOptions()
+    options = options or pairing.RegressOptions()
     base_side = _side("base", base, suite_paths, grade_options, run_filter)
     cand_side = _side("cand", cand, suite_paths, grade_options, run_filter)
     _check_named_run(base_side, base_run)
@@ -1411,7 +1410,7 @@ def _check_all_compared(
     chosen: Mapping[str, Sequence[tuple[_Side, str]]],
     base_run: str | None,
     cand_run: str | None,
-    run_filter: inputs.RunFilter | None,
+    run_filter: event_files.RunFilter | None,
 ) -> None:
     """What the user named must have been compared: a run chosen with --base-run/--cand-run and
     a suite chosen with --suite (E-65/E-66: naming it makes it required)."""
@@ -1434,15 +1433,15 @@ def _check_all_compared(
 
 
 def _compare_suite(
-    suite_id: str, pairs: Sequence[tuple[_Side, str]], options: regress.RegressOptions
-) -> regress.Comparison:
+    suite_id: str, pairs: Sequence[tuple[_Side, str]], options: pairing.RegressOptions
+) -> pairing.Comparison:
     """One suite's verdict, with each side's run, grading and mean scores beside it."""
     (base, base_id), (cand, cand_id) = pairs
     base_rows = base.tasks.filter(pl.col("run_id") == base_id)
     cand_rows = cand.tasks.filter(pl.col("run_id") == cand_id)
     if base_id in base.not_graded or cand_id in cand.not_graded:
         why = base.not_graded.get(base_id) or cand.not_graded.get(cand_id)
-        comparison = regress.Comparison(
+        comparison = pairing.Comparison(
             suite_id=suite_id,
             suite_version=str(cand_rows["suite_version"][0]),
             baseline_run_id=base_id,
@@ -1456,9 +1455,9 @@ def _compare_suite(
             nothing_compared=True,
         )
     else:
-        comparison = regress.compare(
+        comparison = pairing.compare(
             base_rows, cand_rows, options, suite_id=suite_id, base_run=base_id, cand_run=cand_id
         )
-    comparison.baseline = regress.SideSummary.of(base_rows, base_id, base.gradings[base_id])
-    comparison.candidate = regress.SideSummary.of(cand_rows, cand_id, cand.gradings[cand_id])
+    comparison.baseline = pairing.SideSummary.of(base_rows, base_id, base.gradings[base_id])
+    comparison.candidate = pairing.SideSummary.of(cand_rows, cand_id, cand.gradings[cand_id])
     return comparison

@@ -22,7 +22,7 @@ from typing import Any, Literal
 import click
 import polars as pl
 
-from evalbatch import api, ingest, regress, suites, verify
+from evalbatch import api
 from evalbatch.commands import faults, filters, resources
 from evalbatch.commands.explain import explain
 from evalbatch.commands.export import export
@@ -36,7 +36,10 @@ from evalbatch.commands.report import report
 from evalbatch.commands.sql import sql_command
 from evalbatch.commands.types import FiniteFloatRange, printable
 from evalbatch.errors import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE
+from evalbatch.inputs import ingest, suites
 from evalbatch.options import GradeOptions, OnMissDefault
+from evalbatch.regress import pairing
+from evalbatch.verify import host_audit
 
 
 @click.group(cls=faults.Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -306,7 +309,7 @@ def validate(suite_paths: tuple[str, ...]) -> None:
     sys.exit(EXIT_UNUSABLE if unusable else EXIT_FAILED if invalid else EXIT_OK)
 
 
-def _print_comparison(c: regress.Comparison, alpha: float) -> None:
+def _print_comparison(c: pairing.Comparison, alpha: float) -> None:
     """One suite: its verdict, each side's run, grading and mean score, then the difference.
     Ids come from the data and are escaped (issue 14)."""
     click.echo(
@@ -347,7 +350,7 @@ def _print_comparison(c: regress.Comparison, alpha: float) -> None:
 )
 @click.option(
     "--method",
-    type=click.Choice(regress.METHODS),
+    type=click.Choice(pairing.METHODS),
     default="paired-bootstrap",
     show_default=True,
     help="The paired test: bootstrap percentile interval, Student t, exact sign test, or exact "
@@ -407,7 +410,7 @@ def regress_command(
     base: str,
     cand: str,
     suite_paths: tuple[str, ...],
-    method: regress.Method,
+    method: pairing.Method,
     alpha: float,
     margin: float,
     seed: int,
@@ -438,7 +441,7 @@ def regress_command(
     included), an unknown run named, sides graded differently (without --allow-mixed), unusable
     input or a usage error.
     """
-    options = regress.RegressOptions(
+    options = pairing.RegressOptions(
         method=method,
         alpha=alpha,
         margin=margin,
@@ -507,7 +510,7 @@ def _table(header: list[str], rows: list[list[str]], right: Collection[int] = ()
         click.echo(line(row))
 
 
-def _run_notes(run: verify.RunReport) -> str:
+def _run_notes(run: host_audit.RunReport) -> str:
     notes = []
     if run.problems:
         notes.append(f"not recomputed: {', '.join(run.problems)}")
@@ -518,7 +521,7 @@ def _run_notes(run: verify.RunReport) -> str:
     return "; ".join(notes)
 
 
-def _print_verify(report: verify.VerifyReport) -> None:
+def _print_verify(report: host_audit.VerifyReport) -> None:
     """Findings, then per-run verdicts, then the per-host-field tally, then the verdict."""
     if report.findings:
         _table(
@@ -628,7 +631,7 @@ def verify_command(
     run.
     """
     options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)
-    report = verify.verify_paths(
+    report = host_audit.verify_paths(
         list(events),
         list(suite_paths),
         list(summary_paths),

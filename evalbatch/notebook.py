@@ -17,8 +17,10 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from evalbatch import api, extract, inputs, sql
+from evalbatch import api
 from evalbatch.errors import EvalbatchError
+from evalbatch.extract import sql_files, trial_tables
+from evalbatch.inputs import event_files
 from evalbatch.options import GradeOptions
 
 
@@ -122,7 +124,8 @@ def tables() -> list[TableInfo]:
     found = [TableInfo(name, "graded", rule, text) for name, (rule, text) in GRADED.items()]
     found += [TableInfo(name, "view", rule, text) for name, (rule, text, _) in VIEWS.items()]
     found += [
-        TableInfo(name, "stage", rule, sql.load(name).description) for name, rule in STAGE.items()
+        TableInfo(name, "stage", rule, sql_files.load(name).description)
+        for name, rule in STAGE.items()
     ]
     return found
 
@@ -160,7 +163,7 @@ def _add_graded(con: duckdb.DuckDBPyConnection, result: api.GradeResult) -> None
 
 def _add_views(con: duckdb.DuckDBPyConnection, stored: bool = False) -> None:
     """The `VIEWS`, as views, or as tables (`stored`) for a connection that will not read files."""
-    event_rows = sql.load("event_rows").text
+    event_rows = sql_files.load("event_rows").text
     kind = "TABLE" if stored else "VIEW"
     for name, (_, _, query) in VIEWS.items():
         con.execute(
@@ -199,7 +202,7 @@ def connect(
     memory_limit: str | None = None,
     spill_dir: str | None = None,
     options: GradeOptions | None = None,
-    run_filter: inputs.RunFilter | None = None,
+    run_filter: event_files.RunFilter | None = None,
     safe: bool = False,
 ) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection holding the SQL stage's tables over `events` and the graded tables.
@@ -238,12 +241,12 @@ def connect(
         spill_dir=spill_dir,
         run_filter=run_filter,
     )
-    con = extract.connect(threads, memory_limit, spill_dir)
+    con = trial_tables.connect(threads, memory_limit, spill_dir)
     try:
-        sources = inputs.scan(con, event_paths)
+        sources = event_files.scan(con, event_paths)
         if run_filter is not None:
             run_filter.apply(con, sources)
-        extract.extract(con, sources)
+        trial_tables.extract(con, sources)
         _add_graded(con, result)
         _add_views(con, stored=safe)
         if safe:

@@ -18,10 +18,10 @@ import polars as pl
 import pytest
 from click.testing import CliRunner, Result
 
-from evalbatch import jsonvalue, match
+from evalbatch import jsonvalue
 from evalbatch.api import grade_paths
 from evalbatch.commands.explain import explain
-from evalbatch.explain import (
+from evalbatch.explain.run_explanation import (
     GRADE_KEYS,
     Explanation,
     args_difference,
@@ -29,6 +29,7 @@ from evalbatch.explain import (
     render_text,
     to_json,
 )
+from evalbatch.grade import match
 from evalbatch.options import GradeOptions
 from tests.conftest import (
     AGENT,

@@ -29,9 +29,11 @@ from click.testing import CliRunner
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.json_format import MessageToDict, Parse, ParseError
 
-from evalbatch import api, cli, exports, outdir
+from evalbatch import api, cli
 from evalbatch.commands.export import export
 from evalbatch.errors import InputError
+from evalbatch.outputs import outdir
+from evalbatch.publish import exports
 from tests.conftest import (
     LEAK_MARKERS,
     ROOT,

@@ -22,9 +22,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from evalbatch import api, problems, stats
+from evalbatch import api, problems
+from evalbatch.inputs.suites import validate_suite
+from evalbatch.reduce import stats
 from evalbatch.reference import grade_reference
-from evalbatch.suites import validate_suite
 from tests.conftest import (
     SUITE_ID,
     assert_content_free,
@@ -601,7 +602,7 @@ def test_e79_a_stopped_or_full_pass_does_not_reread_every_file(
     """E-79: a failed read makes every file be read once more to find the damaged ones. A pass
     that was interrupted (another batch failed to write) or ran out of memory says nothing
     about the files: it is raised at once, without that second full read."""
-    from evalbatch import inputs
+    from evalbatch.inputs import event_files
 
     def stopped() -> None:
         raise getattr(duckdb, error)("stopped")
@@ -609,6 +610,6 @@ def test_e79_a_stopped_or_full_pass_does_not_reread_every_file(
     def reread(*args: object) -> list[object]:
         raise AssertionError("every file read again")
 
-    monkeypatch.setattr(inputs, "find_unreadable", reread)
+    monkeypatch.setattr(event_files, "find_unreadable", reread)
     with pytest.raises(getattr(duckdb, error)):
-        inputs.leaving_out_damaged(duckdb.connect(), inputs.Sources(), stopped)
+        event_files.leaving_out_damaged(duckdb.connect(), event_files.Sources(), stopped)

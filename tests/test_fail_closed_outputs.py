@@ -31,8 +31,10 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from evalbatch import api, ingest, outdir, outputs
+from evalbatch import api
 from evalbatch.errors import OutputError
+from evalbatch.inputs import ingest
+from evalbatch.outputs import outdir, writer
 from tests.conftest import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
@@ -318,12 +320,12 @@ def _fail_nth(monkeypatch: pytest.MonkeyPatch, owner: Any, attr: str, nth: int) 
 
 
 def _fail_rename(nth: int) -> Callable[[pytest.MonkeyPatch], None]:
-    return lambda m: _fail_nth(m, outputs.os, "replace", nth)
+    return lambda m: _fail_nth(m, writer.os, "replace", nth)
 
 
 WRITE_POINTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
-    "work-directory": lambda m: _fail_nth(m, outputs.tempfile, "mkdtemp", 1),
-    "trials-writer-open": lambda m: _fail_nth(m, outputs.pq, "ParquetWriter", 1),
+    "work-directory": lambda m: _fail_nth(m, writer.tempfile, "mkdtemp", 1),
+    "trials-writer-open": lambda m: _fail_nth(m, writer.pq, "ParquetWriter", 1),
     "summaries-partial-first-write": lambda m: _fail_file_writes(m, "summaries.partial", 1),
     "summaries-partial-later-write": lambda m: _fail_file_writes(m, "summaries.partial", 3),
     "summaries-final": lambda m: _fail_file_writes(m, "summaries.jsonl", 2),
@@ -333,7 +335,7 @@ WRITE_POINTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
     "tasks-table": lambda m: _fail_table(m, "tasks.parquet"),
     "problems-table": lambda m: _fail_table(m, "problems.parquet"),
     "manifest": lambda m: _fail_nth(m, Path, "write_text", 1),
-    "keeping-previous": lambda m: _fail_nth(m, outputs.os, "link", 3),
+    "keeping-previous": lambda m: _fail_nth(m, writer.os, "link", 3),
     **{f"rename-{n}": _fail_rename(n) for n in range(1, 7)},
 }
 
@@ -376,11 +378,11 @@ def test_issue14_e72_full_disk_at_every_write_point_is_exit_4_and_changes_nothin
 def test_issue14_e72_writer_abort_never_raises(tmp_path: Path) -> None:
     """E-72: abort after a full disk (the summaries buffer cannot be flushed) still removes the
     working directory and raises nothing."""
-    writer = outputs.OutputWriter(tmp_path)
-    writer.summaries = _FullFile(writer.summaries, 1)
+    files = writer.OutputWriter(tmp_path)
+    files.summaries = _FullFile(files.summaries, 1)
     with pytest.raises(OSError):
-        writer.summaries.write("x")
-    writer.abort()
+        files.summaries.write("x")
+    files.abort()
     assert list(tmp_path.iterdir()) == []
 
 
@@ -546,7 +548,7 @@ KILLED_INGEST = textwrap.dedent(
     """
     import os, signal, sys
     import pyarrow.parquet as pq
-    from evalbatch import ingest
+    from evalbatch.inputs import ingest
 
     def killed(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from evalbatch import api
 from evalbatch.cli import cli
-from evalbatch.inputs import RunFilter
+from evalbatch.inputs.event_files import RunFilter
 from tests.conftest import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,

@@ -50,11 +50,11 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, Phase, event, given, note, settings
 from hypothesis import strategies as st
 
-from evalbatch import suites
 from evalbatch.api import GradeResult, grade_events, grade_paths
 from evalbatch.cli import main
 from evalbatch.errors import SuiteError
-from evalbatch.outputs import summary_line
+from evalbatch.inputs import suites
+from evalbatch.outputs.writer import summary_line
 from tests.strategies import (
     NOT_JSON_EDITS,
     break_json,

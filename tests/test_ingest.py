@@ -21,9 +21,9 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from evalbatch import ingest, inputs
 from evalbatch.cli import cli, main
 from evalbatch.errors import OutputError
+from evalbatch.inputs import event_files, ingest
 from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES
 
 RUN_A = "acme/run-ingest-0001"
@@ -306,7 +306,7 @@ def test_e33_partition_names_decode_back_to_every_run_id(tmp_path: Path) -> None
     assert sum(name.startswith("runKey=") for name in names) == 4  # date, number, long, case
     assert len({name.casefold() for name in names}) == len(ids)
     con = duckdb.connect()
-    inputs.register(con, inputs.scan(con, [str(tmp_path / "out")]))
+    event_files.register(con, event_files.scan(con, [str(tmp_path / "out")]))
     read = {row[0] for row in con.execute("SELECT run_id FROM source_events").fetchall()}
     assert read == set(ids)
 

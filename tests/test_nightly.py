@@ -22,8 +22,9 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from evalbatch import api, cli, outputs
+from evalbatch import api, cli
 from evalbatch.options import GradeOptions
+from evalbatch.outputs import writer
 from tests.conftest import (
     OTHER_SUITE_ID,
     OUTPUT_FILES,
@@ -263,7 +264,7 @@ def _main(*args: str) -> tuple[int, str, str]:
 HOLDER = textwrap.dedent(
     """
     import sys, time
-    from evalbatch.lock import OutputLock
+    from evalbatch.outputs.lock import OutputLock
     lock = OutputLock(sys.argv[1]).acquire()
     print("held", flush=True)
     time.sleep(600)
@@ -320,7 +321,7 @@ KILLER = textwrap.dedent(
     """
     import os, signal, sys
     import pyarrow.parquet as pq
-    from evalbatch import outputs
+    from evalbatch.outputs import writer
     target, count = sys.argv[1], int(sys.argv[2])
     calls = 0
 
@@ -341,7 +342,7 @@ KILLER = textwrap.dedent(
     elif target == "rows":
         arm(pq.ParquetWriter, "write_table")
     else:
-        arm(outputs.OutputWriter, "add")
+        arm(writer.OutputWriter, "add")
     sys.argv = ["evalbatch", *sys.argv[3:]]
     from evalbatch.cli import main
     main()
@@ -503,7 +504,7 @@ def test_stale_working_directories_are_cleared(tmp_path: Path) -> None:
     A dead run's private working directory is removed by the next run (it holds the lock,
     so no live run owns one)."""
     out = tmp_path / "out"
-    (out / f"{outputs.WORK_PREFIX}dead").mkdir(parents=True)
-    (out / f"{outputs.WORK_PREFIX}dead" / "summaries.partial").write_text("half")
+    (out / f"{writer.WORK_PREFIX}dead").mkdir(parents=True)
+    (out / f"{writer.WORK_PREFIX}dead" / "summaries.partial").write_text("half")
     api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES])
     assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)

@@ -18,9 +18,10 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from evalbatch import api, outputs, problems
+from evalbatch import api, problems
 from evalbatch.cli import cli
-from evalbatch.suites import validate_summary
+from evalbatch.inputs.suites import validate_summary
+from evalbatch.outputs import writer
 from tests.conftest import (
     AGENT,
     OTHER_SUITE_ID,
@@ -428,16 +429,16 @@ def test_s4_failed_write_keeps_previous_file(
     old = b"previous trials table"
     (out / "trials.parquet").write_bytes(old)
     result = api.grade_paths([mixed["root"] / "events"], mixed["suites"])
-    real = outputs.TableWriter.close
+    real = writer.TableWriter.close
 
-    def failing(self: outputs.TableWriter) -> None:
+    def failing(self: writer.TableWriter) -> None:
         if "trial_index" in self.schema:
             raise OSError("disk full")  # half a file is on disk by now
         real(self)
 
-    monkeypatch.setattr(outputs.TableWriter, "close", failing)
+    monkeypatch.setattr(writer.TableWriter, "close", failing)
     with pytest.raises(OSError, match="disk full"):
-        outputs.write(result, out)
+        writer.write(result, out)
     assert (out / "trials.parquet").read_bytes() == old
     leftovers = {p.name for p in out.iterdir()} - set(OUTPUT_FILES)
     assert leftovers == set()

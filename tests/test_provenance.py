@@ -18,9 +18,12 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from evalbatch import api, extract, incremental, inputs
+from evalbatch import api
 from evalbatch.cli import cli
+from evalbatch.extract import trial_tables
+from evalbatch.inputs import event_files
 from evalbatch.options import GradeOptions
+from evalbatch.pipeline import incremental
 from tests.conftest import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
@@ -56,8 +59,8 @@ def test_run_rows_name_version_suite_file_options_and_events(tmp_path: Path) -> 
         assert row["default_pass_score"] == 0.8
         assert row["on_miss_default"] == "fail"
     # the fingerprint is the one `run --incremental` records for the same events
-    con = extract.connect()
-    prints = incremental.event_fingerprints(con, inputs.scan(con, [str(SAMPLE_EVENTS)]))
+    con = trial_tables.connect()
+    prints = incremental.event_fingerprints(con, event_files.scan(con, [str(SAMPLE_EVENTS)]))
     assert dict(runs.select("run_id", "events_fingerprint").iter_rows()) == prints
 
 
@@ -113,8 +116,8 @@ def test_batch_fingerprint_counts_every_row_the_files_hold(tmp_path: Path) -> No
     table.write_parquet(events)
     out = tmp_path / "out"
     api.write_outputs([events], out, [suites], batch_events=30)
-    con = extract.connect()
-    prints = incremental.event_fingerprints(con, inputs.scan(con, [str(events)]))
+    con = trial_tables.connect()
+    prints = incremental.event_fingerprints(con, event_files.scan(con, [str(events)]))
     got = dict(_runs(out).select("run_id", "events_fingerprint").iter_rows())
     assert set(got) == {"acme/run-copy", "acme/run-conflict", "acme/run-nan", "acme/run-plain"}
     assert got == {run: prints[run] for run in got}
@@ -173,7 +176,7 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[Any, ...]]]:
     found: list[tuple[Any, ...]] = []
     made: list[int] = []
     real_connect = duckdb.connect
-    real_apply = extract.apply_resources
+    real_apply = trial_tables.apply_resources
 
     def connect(*args: Any, **kwargs: Any) -> Any:
         made.append(1)
@@ -189,7 +192,7 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[Any, ...]]]:
         )
 
     monkeypatch.setattr(duckdb, "connect", connect)
-    monkeypatch.setattr(extract, "apply_resources", apply)
+    monkeypatch.setattr(trial_tables, "apply_resources", apply)
     yield found
     assert len(found) == len(made), "a DuckDB connection was made without the resources"
 

@@ -60,7 +60,7 @@ def test_ray_engine_matches_local_engine_on_a_generated_log(
 @pytest.mark.usefixtures("local_ray")
 def test_ray_engine_shards_by_run(tmp_path: Path) -> None:
     """Every shard holds whole runs: more shards than runs still give the same summaries."""
-    from evalbatch import ray_engine
+    from evalbatch.pipeline import ray_engine
 
     choices = api.load_suites([SAMPLES / "suites"])
     paths = [str(SAMPLES / "events"), str(SAMPLES / "regress")]

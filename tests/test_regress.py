@@ -12,8 +12,9 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from evalbatch import api, regress
+from evalbatch import api
 from evalbatch.cli import cli
+from evalbatch.regress import pairing
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
 BASE = SAMPLES / "regress" / "baseline.parquet"
@@ -31,7 +32,7 @@ def task_rows(
     version: str = "1.0.0",
     run: str = "acme/run",
 ) -> pl.DataFrame:
-    """Task rows in the tasks.parquet shape `regress.compare` reads."""
+    """Task rows in the tasks.parquet shape `pairing.compare` reads."""
     scores = [float(s) for s in scores]
     gating = scores if gating is None else [float(g) for g in gating]
     passed = [s == 1.0 for s in scores] if passed is None else list(passed)
@@ -76,11 +77,11 @@ def write_task_table(
     return path
 
 
-def verdict(base: pl.DataFrame, cand: pl.DataFrame, **options: Any) -> regress.Comparison:
-    return regress.compare(
+def verdict(base: pl.DataFrame, cand: pl.DataFrame, **options: Any) -> pairing.Comparison:
+    return pairing.compare(
         base,
         cand,
-        regress.RegressOptions(**options),
+        pairing.RegressOptions(**options),
         suite_id="acme.team.evals.support",
         base_run="acme/base",
         cand_run="acme/cand",
@@ -90,7 +91,7 @@ def verdict(base: pl.DataFrame, cand: pl.DataFrame, **options: Any) -> regress.C
 # --- D-16: identical runs, direction, margin -------------------------------------------------
 
 
-@pytest.mark.parametrize("method", regress.METHODS)
+@pytest.mark.parametrize("method", pairing.METHODS)
 def test_identical_runs_are_unchanged_for_every_method(method: str) -> None:
     """D-16 / RFC 0244 §F: identical runs are always `unchanged` (the witnessable case)."""
     rng = np.random.default_rng(3)
@@ -101,17 +102,17 @@ def test_identical_runs_are_unchanged_for_every_method(method: str) -> None:
     assert result.score_delta == 0.0
 
 
-@pytest.mark.parametrize("method", regress.METHODS)
+@pytest.mark.parametrize("method", pairing.METHODS)
 def test_identical_sample_logs_are_unchanged(method: str) -> None:
     """D-16 end to end: the sample baseline against itself, every method."""
     report = api.regress_paths(
-        [BASE], [BASE], [SUITES], options=regress.RegressOptions(method=method)
+        [BASE], [BASE], [SUITES], options=pairing.RegressOptions(method=method)
     )
     assert [c.verdict for c in report.comparisons] == ["unchanged"]
     assert report.exit_code == 0
 
 
-@pytest.mark.parametrize("method", regress.METHODS)
+@pytest.mark.parametrize("method", pairing.METHODS)
 @pytest.mark.parametrize("direction", [1, -1])
 def test_each_method_reports_the_direction(method: str, direction: int) -> None:
     """D-16: a rejected null gives `improved` or `regressed` by the sign of the effect."""

@@ -27,9 +27,10 @@ import pytest
 from click.testing import CliRunner
 from PIL import Image
 
-from evalbatch import api, cli, outdir
-from evalbatch import report as reporting
+from evalbatch import api, cli
 from evalbatch.commands.report import report
+from evalbatch.outputs import outdir
+from evalbatch.publish import report as reporting
 from tests.conftest import (
     LEAK_MARKERS,
     SAMPLE_EVENTS,

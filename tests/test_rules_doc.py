@@ -245,13 +245,14 @@ def test_every_path_named_under_where_exists() -> None:
 def test_a_missing_path_or_name_under_where_is_found() -> None:
     """The check above can fail: a moved module, a renamed function and an empty glob are caught."""
     text = (
-        "**Where:** `evalbatch/no_such_module.py` (`f`); `evalbatch/grade.py` (`no_such_function`,"
-        " `grade_trials`, `test_*`); `sql/macros.sql` (`no_such_macro`); `tests/nowhere/`.\n"
+        "**Where:** `evalbatch/no_such_module.py` (`f`); `evalbatch/grade/trial_grading.py`"
+        " (`no_such_function`, `grade_trials`, `test_*`); `sql/macros.sql` (`no_such_macro`);"
+        " `tests/nowhere/`.\n"
     )
     assert reference_faults(text) == [
         "evalbatch/no_such_module.py: no such repository path",
-        "evalbatch/grade.py: defines nothing named no_such_function",
-        "evalbatch/grade.py: defines nothing named test_*",
+        "evalbatch/grade/trial_grading.py: defines nothing named no_such_function",
+        "evalbatch/grade/trial_grading.py: defines nothing named test_*",
         "sql/macros.sql: has no no_such_macro",
         "tests/nowhere/: no such repository path",
     ]

@@ -6,17 +6,17 @@ import re
 
 import pytest
 
-from evalbatch import extract, sql
+from evalbatch.extract import sql_files, trial_tables
 
 
 def test_every_sql_file_loads_with_a_header() -> None:
-    files = sql.all_files()
+    files = sql_files.all_files()
     assert {f.name for f in files} >= {
         "events",
         "event_rows",
         "duplicate_events",
         "macros",
-        *extract.PIPELINE,
+        *trial_tables.PIPELINE,
     }
     for query in files:
         assert query.description, query.name
@@ -24,5 +24,5 @@ def test_every_sql_file_loads_with_a_header() -> None:
 
 
 def test_missing_query_is_reported() -> None:
-    with pytest.raises(sql.SqlFileError):
-        sql.load("no_such_query")
+    with pytest.raises(sql_files.SqlFileError):
+        sql_files.load("no_such_query")

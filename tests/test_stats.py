@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from evalbatch import stats
+from evalbatch.reduce import stats
 
 
 def test_rfc_worked_example() -> None:

@@ -14,7 +14,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from evalbatch.errors import SuiteError
-from evalbatch.suites import (
+from evalbatch.inputs.suites import (
     Fault,
     SuiteChoice,
     SuiteFile,

@@ -15,7 +15,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from evalbatch import api, stats, tables
+from evalbatch import api
+from evalbatch.outputs import tables
+from evalbatch.reduce import stats
 from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES
 
 SNAPSHOT = Path(__file__).parent / "data" / "table_schemas.json"

@@ -1,8 +1,9 @@
 """`evalbatch explain EVENTS... --run RUN`: why each trial of one eval run graded as it did.
 
-The explanation comes from `evalbatch.explain`, which grades with the grader's own code, so it
-agrees with `evalbatch run`. It is a `faults.Command`: errors meant for users are one line on
-stderr and their exit code however the command is invoked, handled where every command's are.
+The explanation comes from `evalbatch.explain.run_explanation`, which grades with the grader's
+own code, so it agrees with `evalbatch run`. It is a `faults.Command`: errors meant for users are
+one line on stderr and their exit code however the command is invoked, handled where every
+command's are.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import sys
 
 import click
 
-from evalbatch import explain as explaining
 from evalbatch.commands import faults, resources
 from evalbatch.commands.options import (
     default_pass_score_option,
@@ -21,6 +21,7 @@ from evalbatch.commands.options import (
 )
 from evalbatch.commands.types import printable
 from evalbatch.errors import EXIT_OK, EXIT_SKIPPED
+from evalbatch.explain import run_explanation as explaining
 from evalbatch.options import GradeOptions, OnMissDefault
 
 #: exit codes: explained; run not graded (unusable input, an unknown run, task or trial, or a

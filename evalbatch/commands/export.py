@@ -13,10 +13,11 @@ from pathlib import Path
 
 import click
 
-from evalbatch import exports, outdir
 from evalbatch.commands import faults, resources
 from evalbatch.commands.types import EpochSeconds, printable
 from evalbatch.errors import InputError
+from evalbatch.outputs import outdir
+from evalbatch.publish import exports
 
 
 @click.group(

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from evalbatch.inputs import RunFilter
+from evalbatch.inputs.event_files import RunFilter
 
 F = TypeVar("F", bound=Callable[..., Any])
 

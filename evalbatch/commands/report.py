@@ -36,7 +36,7 @@ def report(out_dir: str, output: str | None, title: str | None) -> None:
 
     Exit codes: 0 written; 2 OUT_DIR is unusable; 4 the page could not be written.
     """
-    from evalbatch import report as reporting  # matplotlib loads only when a report is made
+    from evalbatch.publish import report as reporting  # matplotlib loads only when a report is made
 
     path, page = reporting.write_report(out_dir, output, title)
     click.echo(f"wrote a report of {len(page.charts)} charts to {printable(path)}")

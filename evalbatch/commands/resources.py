@@ -9,8 +9,8 @@ from typing import Any, TypeVar
 
 import click
 
-from evalbatch import extract
 from evalbatch.commands.types import MAX_THREADS, MemoryLimit
+from evalbatch.extract import trial_tables
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -18,8 +18,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 def _set(name: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
     def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
         if value is not None:
-            extract.set_resources(**{name: value})
-            ctx.call_on_close(extract.reset_resources)  # for this command only
+            trial_tables.set_resources(**{name: value})
+            ctx.call_on_close(trial_tables.reset_resources)  # for this command only
         return value
 
     return callback

@@ -12,8 +12,10 @@ import os
 import pickle
 from typing import Any
 
-from evalbatch import api, extract, inputs, suites
+from evalbatch import api
 from evalbatch.errors import InputError
+from evalbatch.extract import trial_tables
+from evalbatch.inputs import event_files, suites
 from evalbatch.options import GradeOptions
 
 
@@ -33,24 +35,24 @@ def grade_shards(
     *,
     address: str | None = None,
     shards: int | None = None,
-) -> tuple[inputs.BatchPlan, list[Any]]:
+) -> tuple[event_files.BatchPlan, list[Any]]:
     """Grade every shard on Ray (a running cluster at `address`, else a local one)."""
     ray = _ray()
     if not ray.is_initialized():
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     paths = [os.path.abspath(p) for p in paths]
-    con = extract.connect()
+    con = trial_tables.connect()
     try:
-        sources = inputs.scan(con, paths)
+        sources = event_files.scan(con, paths)
         count = shards or max(2, int(ray.cluster_resources().get("CPU", 1)))
-        plan = inputs.plan_batches(con, sources, batches=count)
+        plan = event_files.plan_batches(con, sources, batches=count)
     finally:
         con.close()
 
     def grade(row: dict[str, Any]) -> dict[str, Any]:
-        con = extract.connect(threads=1)
+        con = trial_tables.connect(threads=1)
         try:
-            sources = inputs.scan(con, paths)
+            sources = event_files.scan(con, paths)
             runs = plan.ranges[int(row["shard"])]
             part = api.grade_shard(con, sources, runs, choices, options)
         finally:

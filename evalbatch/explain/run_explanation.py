@@ -2,10 +2,10 @@
 
 For the team's own eyes, not a wire artefact: unlike an EvalSummary, an explanation shows tool
 names and arguments. It never grades anything itself. The run is extracted and graded by the
-grader's own code (`api.grade_shard`: the SQL stage, `grade.grade_trials`, the reductions), and
-the per-call detail comes from `grade.trajectory_detail` and `grade.fixture_detail`, which keep
-call by call what `grade_trajectories` and `count_fixture_misses` count, with the same joins and
-the same `match` functions. The numbers shown for a trial are its row of the trials table
+grader's own code (`api.grade_shard`: the SQL stage, `trial_grading.grade_trials`, the
+reductions), and the per-call detail comes from `trial_grading.trajectory_detail` and
+`trial_grading.fixture_detail`, which keep call by call what `grade_trajectories` and
+`count_fixture_misses` count, with the same joins and the same `match` functions. The numbers shown for a trial are its row of the trials table
 (`api._trial_table`), so an explanation agrees with `evalbatch run` by construction; the tests
 check it for every sample trial.
 
@@ -62,10 +62,13 @@ from typing import Any
 
 import polars as pl
 
-from evalbatch import api, extract, grade, inputs, jsonvalue, problems, sql
+from evalbatch import api, jsonvalue, problems
 from evalbatch.errors import InputError
+from evalbatch.extract import sql_files, trial_tables
+from evalbatch.grade import trial_grading
+from evalbatch.grade.suite_tables import SuiteTables
+from evalbatch.inputs import event_files
 from evalbatch.options import GradeOptions
-from evalbatch.spec import SuiteTables
 
 EXPLAIN_VERSION = 1
 
@@ -436,7 +439,7 @@ def _pairing_of(frame: pl.DataFrame, key: int, source: str, target: str) -> dict
 def _trajectory(
     row: dict[str, Any],
     trial: dict[str, Any],
-    detail: grade.TrajectoryDetail,
+    detail: trial_grading.TrajectoryDetail,
     bracket_calls: list[dict[str, Any]],
 ) -> Trajectory:
     """The trial's expected and observed calls, the grader's pairing and why it failed."""
@@ -708,7 +711,7 @@ def _trajectory_findings(
 def _fixtures(
     row: dict[str, Any],
     trial: dict[str, Any],
-    detail: grade.FixtureDetail,
+    detail: trial_grading.FixtureDetail,
     options: GradeOptions,
 ) -> Fixtures:
     declared = trial["on_miss"]
@@ -878,10 +881,10 @@ def _problem(run_id: str, sequence: int | None, code: str, detail: str) -> Probl
     )
 
 
-def _unknown_run(con: Any, sources: inputs.Sources, run_id: str) -> UnknownRun:
+def _unknown_run(con: Any, sources: event_files.Sources, run_id: str) -> UnknownRun:
     """A one-line error naming what the events do hold."""
     sources.only_runs = None
-    inputs.register(con, sources)
+    event_files.register(con, sources)
     (present,) = con.execute(
         "SELECT count(*) FROM source_events WHERE run_id = $run", {"run": run_id}
     ).fetchone()
@@ -919,17 +922,17 @@ def explain_paths(
     """
     options = options or GradeOptions()
     choices = api.load_suites(suite_paths)
-    con = extract.connect()
+    con = trial_tables.connect()
     try:
-        sources = inputs.scan(con, [str(p) for p in events])
+        sources = event_files.scan(con, [str(p) for p in events])
         sources.only_runs = frozenset({run_id})
         batch = api.grade_shard(con, sources, None, choices, options)
         known = set(batch.eval_runs["run_id"].to_list())
         if run_id not in known:
             raise _unknown_run(con, sources, run_id)
-        calls = sql.relation(con, "trial_calls").pl()
-        agents = sql.relation(con, "explain_calls").pl()
-        judges = sql.relation(con, "explain_judge_calls").pl()
+        calls = sql_files.relation(con, "trial_calls").pl()
+        agents = sql_files.relation(con, "explain_calls").pl()
+        judges = sql_files.relation(con, "explain_judge_calls").pl()
     finally:
         con.close()
     notes = [api.problem_message(None, None, p.code, p.path) for p in batch.file_problems]
@@ -986,8 +989,8 @@ def _explain_run(
 ) -> Explanation:
     has_suite = plan.doc is not None
     rows = {r["sequence"]: r for r in api._trial_table(trials).iter_rows(named=True)}
-    trajectories = grade.trajectory_detail(trials, calls, tables)
-    fixtures = grade.fixture_detail(trials, calls, tables)
+    trajectories = trial_grading.trajectory_detail(trials, calls, tables)
+    fixtures = trial_grading.fixture_detail(trials, calls, tables)
     judge_by_segment = {r["segment_no"]: r for r in judges.iter_rows(named=True)}
     calls_by_segment: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for c in calls.filter(pl.col("run_id") == run_id).sort("call_pos").iter_rows(named=True):
@@ -1133,8 +1136,8 @@ def _explain_trial(
     t: dict[str, Any],
     row: dict[str, Any],
     has_suite: bool,
-    trajectories: grade.TrajectoryDetail,
-    fixtures: grade.FixtureDetail,
+    trajectories: trial_grading.TrajectoryDetail,
+    fixtures: trial_grading.FixtureDetail,
     judge: dict[str, Any] | None,
     bracket_calls: list[dict[str, Any]],
     trial_problems: list[Problem],

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from evalbatch import match
-from evalbatch.extract import Extraction
+from evalbatch.extract.trial_tables import Extraction
+from evalbatch.grade import match
+from evalbatch.grade.suite_tables import SuiteTables
 from evalbatch.options import GradeOptions
-from evalbatch.spec import SuiteTables
 
 
 def place_trials(segments: pl.DataFrame, plan: pl.DataFrame, tables: SuiteTables) -> pl.DataFrame:

@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from evalbatch import regress, stats
 from evalbatch.errors import EvalbatchError, InputError
-from evalbatch.exports import package_version
-from evalbatch.outdir import RunOutputs, load, write_atomic
+from evalbatch.outputs.outdir import RunOutputs, load, write_atomic
+from evalbatch.publish.exports import package_version
+from evalbatch.reduce import stats
+from evalbatch.regress import pairing
 
 try:
     import matplotlib
@@ -611,7 +612,7 @@ class RegressionView:
     candidate: RunView
     block: dict[str, Any]
     differences: list[tuple[str, float]]
-    comparison: regress.Comparison | None
+    comparison: pairing.Comparison | None
     note: str
 
 
@@ -629,8 +630,8 @@ def regression_views(views: Sequence[RunView], tasks: pl.DataFrame) -> list[Regr
         note = ""
         differences: list[tuple[str, float]] = []
         if base.height and cand.height:
-            options = regress.RegressOptions(method=block["method"], alpha=block["alpha"])
-            comparison = regress.compare(
+            options = pairing.RegressOptions(method=block["method"], alpha=block["alpha"])
+            comparison = pairing.compare(
                 base,
                 cand,
                 options,

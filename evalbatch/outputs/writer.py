@@ -24,12 +24,12 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalbatch import tables
 from evalbatch.api import TRIAL_SCHEMA
+from evalbatch.outputs import tables
 
 if TYPE_CHECKING:
     from evalbatch.api import GradeResult
-    from evalbatch.incremental import Manifest
+    from evalbatch.pipeline.incremental import Manifest
 
 TABLES = ("runs", "tasks", "trials", "problems")
 MANIFEST_NAME = "manifest.json"
@@ -198,7 +198,7 @@ class OutputWriter:
         `manifest.json` goes first and the new one comes last, so a crash in between leaves no
         manifest and the next incremental run grades everything rather than trusting rows that
         may have been replaced."""
-        from evalbatch.incremental import describe_file
+        from evalbatch.pipeline.incremental import describe_file
 
         assert self.trials is not None
         self.summaries.close()

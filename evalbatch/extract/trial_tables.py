@@ -14,7 +14,9 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from evalbatch import inputs, jsonvalue, problems, sql
+from evalbatch import jsonvalue, problems
+from evalbatch.extract import sql_files
+from evalbatch.inputs import event_files
 
 #: the queries that build the trial tables from `events`, in dependency order
 PIPELINE = (
@@ -103,7 +105,7 @@ def connect(
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")
     apply_resources(con, threads, memory_limit, spill_dir)
-    con.execute(sql.load("macros").text)
+    con.execute(sql_files.load("macros").text)
     con.execute(_LIMIT_MACROS)
     return con
 
@@ -155,7 +157,7 @@ def _same_event(a: tuple[str, str], b: tuple[str, str]) -> bool:
 def _conflicts(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
     """(run, sequence) keys whose rows are not one event (D-3)."""
     groups: dict[tuple[str, int], list[tuple[str, str]]] = defaultdict(list)
-    for run_id, sequence, type_, payload in sql.relation(con, "duplicate_events").fetchall():
+    for run_id, sequence, type_, payload in sql_files.relation(con, "duplicate_events").fetchall():
         groups[(run_id, sequence)].append((type_, payload))
     return [
         key for key, rows in groups.items() if not all(_same_event(rows[0], r) for r in rows[1:])
@@ -163,34 +165,34 @@ def _conflicts(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
 
 
 def _build(
-    con: duckdb.DuckDBPyConnection, sources: inputs.Sources, runs: inputs.RunRange | None
+    con: duckdb.DuckDBPyConnection, sources: event_files.Sources, runs: event_files.RunRange | None
 ) -> list[tuple[str, int]]:
     """Materialize every table of the SQL stage; returns the conflicting (run, sequence) keys."""
-    inputs.register(con, sources, runs)
-    sql.materialize(con, "eval_run_ids")
-    sql.materialize(con, "duplicate_keys")
+    event_files.register(con, sources, runs)
+    sql_files.materialize(con, "eval_run_ids")
+    sql_files.materialize(con, "duplicate_keys")
     conflicts = _conflicts(con)
-    sql.define_view(con, "event_rows")
-    sql.materialize(con, "events")
+    sql_files.define_view(con, "event_rows")
+    sql_files.materialize(con, "events")
     if _payload_fixes(con):
         con.execute(
-            "CREATE OR REPLACE TEMP VIEW event_rows AS " + sql.load("fixed_event_rows").text
+            "CREATE OR REPLACE TEMP VIEW event_rows AS " + sql_files.load("fixed_event_rows").text
         )
-        con.execute("CREATE OR REPLACE TEMP TABLE fixed_events AS " + sql.load("events").text)
+        con.execute("CREATE OR REPLACE TEMP TABLE fixed_events AS " + sql_files.load("events").text)
         con.execute(
             "DELETE FROM events WHERE (run_id, sequence) IN "
             "(SELECT run_id, sequence FROM fixed_events)"
         )
         con.execute("INSERT INTO events SELECT * FROM fixed_events")
     for name in PIPELINE:
-        sql.materialize(con, name)
+        sql_files.materialize(con, name)
     return conflicts
 
 
 def extract(
     con: duckdb.DuckDBPyConnection,
-    sources: inputs.Sources | list[str],
-    runs: inputs.RunRange | None = None,
+    sources: event_files.Sources | list[str],
+    runs: event_files.RunRange | None = None,
 ) -> Extraction:
     """Run the SQL stage over the event files (`sources`, or paths to scan), for the runs of one
     batch (a range of run ids) or for all runs.
@@ -198,11 +200,11 @@ def extract(
     A file whose data pages turn out to be damaged is reported and left out, and the stage runs
     again over the other files (§6: a broken file never costs the good ones).
     """
-    if not isinstance(sources, inputs.Sources):
-        sources = inputs.scan(con, sources)
-    conflicts = inputs.leaving_out_damaged(con, sources, lambda: _build(con, sources, runs))
+    if not isinstance(sources, event_files.Sources):
+        sources = event_files.scan(con, sources)
+    conflicts = event_files.leaving_out_damaged(con, sources, lambda: _build(con, sources, runs))
 
-    event_problems = sql.relation(con, "event_problems").pl()
+    event_problems = sql_files.relation(con, "event_problems").pl()
     if conflicts:
         conflict_frame = pl.DataFrame(
             {
@@ -224,5 +226,5 @@ def extract(
             row[0] for row in con.sql("SELECT run_id FROM run_cost_source").fetchall()
         },
         event_problems=event_problems,
-        usage_problems=sql.relation(con, "usage_problems").pl(),
+        usage_problems=sql_files.relation(con, "usage_problems").pl(),
     )

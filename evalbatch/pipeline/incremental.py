@@ -28,7 +28,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalbatch import inputs, sql, suites
+from evalbatch.extract import sql_files
+from evalbatch.inputs import event_files, suites
 from evalbatch.options import GradeOptions
 from evalbatch.version import package_version
 
@@ -217,11 +218,13 @@ def suite_digest(choice: suites.SuiteChoice | None) -> str | None:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def event_fingerprints(con: duckdb.DuckDBPyConnection, sources: inputs.Sources) -> dict[str, str]:
+def event_fingerprints(
+    con: duckdb.DuckDBPyConnection, sources: event_files.Sources
+) -> dict[str, str]:
     """A fingerprint of each run's rows as grading reads them (order-free: rows may move between
     files): their count and two sums of row hashes."""
-    inputs.register(con, sources, None)
-    return dict(sql.relation(con, "run_fingerprints").fetchall())
+    event_files.register(con, sources, None)
+    return dict(sql_files.relation(con, "run_fingerprints").fetchall())
 
 
 @dataclass

@@ -11,8 +11,8 @@ from typing import Any
 
 import polars as pl
 
-from evalbatch import stats
-from evalbatch.spec import suite_key
+from evalbatch.grade.suite_tables import suite_key
+from evalbatch.reduce import stats
 
 MODEL_CLASSES = frozenset(
     {"reasoning", "writing", "coding", "research", "classification", "general"}

@@ -31,7 +31,7 @@ def sql_dir() -> Path:
     packaged = Path(str(resources.files("evalbatch"))) / "sql"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parent.parent / "sql"
+    return Path(__file__).resolve().parents[2] / "sql"
 
 
 @cache

@@ -40,7 +40,6 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalbatch import extract
 from evalbatch.errors import (
     EXIT_OK,
     EXIT_SKIPPED,
@@ -49,6 +48,7 @@ from evalbatch.errors import (
     OutputError,
     write_failed,
 )
+from evalbatch.extract import trial_tables
 from evalbatch.problems import severity
 
 #: the canonical columns (CONTRACT §1.1), then `extra`: every other envelope field, as JSON text
@@ -614,7 +614,7 @@ def _castable_ids(run_ids: Sequence[str]) -> set[str]:
     if not run_ids:
         return set()
     con = duckdb.connect(":memory:")
-    extract.apply_resources(con)
+    trial_tables.apply_resources(con)
     try:
         con.register("ids", pa.table({"id": pa.array(run_ids, pa.string())}))
         casts = " OR ".join(

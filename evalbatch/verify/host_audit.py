@@ -30,11 +30,14 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalbatch import api, extract, inputs, sql, stats, suites
+from evalbatch import api
 from evalbatch.errors import EXIT_FAILED, EXIT_OK, EXIT_SKIPPED, EXIT_UNUSABLE, InputError
+from evalbatch.extract import sql_files, trial_tables
+from evalbatch.inputs import event_files, suites
 from evalbatch.options import GradeOptions, OnMissDefault
 from evalbatch.problems import severity
-from evalbatch.summarize import RunOutcome, RunPlan
+from evalbatch.reduce import stats
+from evalbatch.reduce.run_summaries import RunOutcome, RunPlan
 
 #: RFC 0244 §B: |host - recomputed| <= TOLERANCE * max(1, |recomputed|)
 TOLERANCE = 1e-9
@@ -143,7 +146,7 @@ class VerifyReport:
     compared: dict[str, int]
     disagreed: dict[str, int]
     #: event files left out (unreadable, columns missing): their runs were not verified (E-31)
-    skipped_files: list[inputs.FileProblem] = field(default_factory=list)
+    skipped_files: list[event_files.FileProblem] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -298,7 +301,7 @@ class _Graded:
     outcomes: dict[str, RunOutcome]
     trials: pl.DataFrame
     fatal: dict[str, list[str]]  # run -> error problem codes
-    skipped_files: list[inputs.FileProblem] = field(default_factory=list)
+    skipped_files: list[event_files.FileProblem] = field(default_factory=list)
 
 
 def _grade(
@@ -350,11 +353,11 @@ def _parse_payload(text: str | None) -> Any:
 
 def _read_host(paths: list[str], trials: pl.DataFrame, engine: Mapping[str, Any]) -> _HostRecord:
     """Read the host's eval events and the judge calls of every counted trial (one pass each)."""
-    con = extract.connect(
+    con = trial_tables.connect(
         engine.get("threads"), engine.get("memory_limit"), engine.get("spill_dir")
     )
     try:
-        sources = inputs.scan(con, paths)
+        sources = event_files.scan(con, paths)
         if engine.get("run_filter") is not None:
             engine["run_filter"].apply(con, sources)
         bounds = trials.filter("counted").select(
@@ -366,15 +369,15 @@ def _read_host(paths: list[str], trials: pl.DataFrame, engine: Mapping[str, Any]
             "bracket_end_seq",
         )
         try:
-            inputs.register(con, sources)
-            rows = sql.relation(con, "verify_host_events").fetchall()
+            event_files.register(con, sources)
+            rows = sql_files.relation(con, "verify_host_events").fetchall()
         except duckdb.Error:
-            if not inputs.find_unreadable(con, sources):
+            if not event_files.find_unreadable(con, sources):
                 raise
-            inputs.register(con, sources)
-            rows = sql.relation(con, "verify_host_events").fetchall()
+            event_files.register(con, sources)
+            rows = sql_files.relation(con, "verify_host_events").fetchall()
         con.register("verify_trials", bounds.to_arrow())
-        judge_rows = sql.relation(con, "verify_judge_usage").fetchall()
+        judge_rows = sql_files.relation(con, "verify_judge_usage").fetchall()
     finally:
         con.close()
     payloads: dict[tuple[str, int], Any] = {}
@@ -1197,7 +1200,7 @@ def verify_paths(
     batch_events: int = api.DEFAULT_BATCH_EVENTS,
     memory_limit: str | None = None,
     spill_dir: str | None = None,
-    run_filter: inputs.RunFilter | None = None,
+    run_filter: event_files.RunFilter | None = None,
 ) -> VerifyReport:
     """Recompute every eval run in `events` and compare with the host's record (CONTRACT §8).
 

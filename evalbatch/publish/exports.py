@@ -24,9 +24,10 @@ from typing import Any
 import jsonschema
 import polars as pl
 
-from evalbatch import extract, inputs, sql
 from evalbatch.errors import EvalbatchError
-from evalbatch.outdir import RunOutputs
+from evalbatch.extract import sql_files, trial_tables
+from evalbatch.inputs import event_files
+from evalbatch.outputs.outdir import RunOutputs
 from evalbatch.version import package_version
 
 EVENT_NAME = "gen_ai.evaluation.result"
@@ -74,11 +75,11 @@ def scored_fields(paths: Sequence[str | Path]) -> dict[tuple[str, int], ScoredFi
     Raises:
         InputError: no event file can be used at all.
     """
-    con = extract.connect()
+    con = trial_tables.connect()
     try:
-        sources = inputs.scan(con, [str(p) for p in paths])
-        inputs.register(con, sources)
-        rows = sql.relation(con, "export_scored_events").fetchall()
+        sources = event_files.scan(con, [str(p) for p in paths])
+        event_files.register(con, sources)
+        rows = sql_files.relation(con, "export_scored_events").fetchall()
     finally:
         con.close()
     found: dict[tuple[str, int], ScoredFields] = {}

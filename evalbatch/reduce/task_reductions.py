@@ -12,10 +12,10 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from evalbatch import stats
+from evalbatch.grade.suite_tables import SuiteTables
 from evalbatch.options import GradeOptions
-from evalbatch.spec import SuiteTables
-from evalbatch.summarize import MODEL_CLASSES, RunPlan
+from evalbatch.reduce import stats
+from evalbatch.reduce.run_summaries import MODEL_CLASSES, RunPlan
 
 RUN_INFO_SCHEMA = {
     "run_id": pl.String,

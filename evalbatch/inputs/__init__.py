@@ -1,0 +1,1 @@
+"""Inputs: event files and their run filters, suite files, and ingest from other formats."""

@@ -1,0 +1,1 @@
+"""The output directory: its format in one module, the writer, reading it back, the lock."""

@@ -1,0 +1,1 @@
+"""The engines: grade batches of whole runs, merge them, carry unchanged runs over."""

@@ -1,0 +1,1 @@
+"""Graded results for others: exports in outside formats and the HTML report."""

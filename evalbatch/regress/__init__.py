@@ -1,0 +1,1 @@
+"""The paired regression verdict between two runs of one suite (§5)."""

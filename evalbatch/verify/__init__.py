@@ -1,0 +1,1 @@
+"""Audit a host: recompute every eval run and compare with what it recorded (§8)."""
