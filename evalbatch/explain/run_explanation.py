@@ -5,9 +5,9 @@ names and arguments. It never grades anything itself. The run is extracted and g
 grader's own code (`api.grade_shard`: the SQL stage, `trial_grading.grade_trials`, the
 reductions), and the per-call detail comes from `trial_grading.trajectory_detail` and
 `trial_grading.fixture_detail`, which keep call by call what `grade_trajectories` and
-`count_fixture_misses` count, with the same joins and the same `match` functions. The numbers shown for a trial are its row of the trials table
-(`api._trial_table`), so an explanation agrees with `evalbatch run` by construction; the tests
-check it for every sample trial.
+`count_fixture_misses` count, with the same joins and the same `match` functions. The numbers
+shown for a trial are its row of the trials table (`api._trial_table`), so an explanation agrees
+with `evalbatch run` by construction; the tests check it for every sample trial.
 
 `to_json` gives a stable shape (`"explainVersion": 1`; keys are only ever added):
 
