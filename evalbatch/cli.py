@@ -38,7 +38,7 @@ from evalbatch.commands.types import FiniteFloatRange, printable
 from evalbatch.errors import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE
 from evalbatch.inputs import ingest, suites
 from evalbatch.options import GradeOptions, OnMissDefault
-from evalbatch.regress import pairing
+from evalbatch.reduce import regression
 from evalbatch.verify import host_audit
 
 
@@ -309,7 +309,7 @@ def validate(suite_paths: tuple[str, ...]) -> None:
     sys.exit(EXIT_UNUSABLE if unusable else EXIT_FAILED if invalid else EXIT_OK)
 
 
-def _print_comparison(c: pairing.Comparison, alpha: float) -> None:
+def _print_comparison(c: regression.Comparison, alpha: float) -> None:
     """One suite: its verdict, each side's run, grading and mean score, then the difference.
     Ids come from the data and are escaped (issue 14)."""
     click.echo(
@@ -350,7 +350,7 @@ def _print_comparison(c: pairing.Comparison, alpha: float) -> None:
 )
 @click.option(
     "--method",
-    type=click.Choice(pairing.METHODS),
+    type=click.Choice(regression.METHODS),
     default="paired-bootstrap",
     show_default=True,
     help="The paired test: bootstrap percentile interval, Student t, exact sign test, or exact "
@@ -410,7 +410,7 @@ def regress_command(
     base: str,
     cand: str,
     suite_paths: tuple[str, ...],
-    method: pairing.Method,
+    method: regression.Method,
     alpha: float,
     margin: float,
     seed: int,
@@ -441,7 +441,7 @@ def regress_command(
     included), an unknown run named, sides graded differently (without --allow-mixed), unusable
     input or a usage error.
     """
-    options = pairing.RegressOptions(
+    options = regression.RegressOptions(
         method=method,
         alpha=alpha,
         margin=margin,

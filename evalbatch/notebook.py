@@ -17,11 +17,11 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from evalbatch import api
 from evalbatch.errors import EvalbatchError
 from evalbatch.extract import sql_files, trial_tables
 from evalbatch.inputs import event_files
 from evalbatch.options import GradeOptions
+from evalbatch.pipeline.grading import GradeResult, grade_paths
 
 
 class QueryError(EvalbatchError):
@@ -148,7 +148,7 @@ def _store(
         con.unregister(scratch)
 
 
-def _add_graded(con: duckdb.DuckDBPyConnection, result: api.GradeResult) -> None:
+def _add_graded(con: duckdb.DuckDBPyConnection, result: GradeResult) -> None:
     for name in ("runs", "tasks", "trials", "problems"):
         _store(con, name, getattr(result, name))
     summaries = pl.DataFrame(
@@ -231,7 +231,7 @@ def connect(
         SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
     """
     event_paths = _as_list(events)
-    result = api.grade_paths(
+    result = grade_paths(
         event_paths,
         _as_list(suites),
         suite_docs=suite_docs,

@@ -135,3 +135,15 @@ CODES: dict[str, tuple[Severity, str]] = {
 def severity(code: str) -> Severity:
     """The severity a problem code always has."""
     return CODES[code][0]
+
+
+ProblemRow = tuple[str | None, int | None, str, str]  # (run_id, sequence, code, detail)
+
+
+def problem_message(run_id: str | None, sequence: int | None, code: str, detail: str = "") -> str:
+    """A content-free message naming the run, the event and the rule."""
+    where = f"run {run_id}" if run_id else "input"
+    if sequence is not None:
+        where += f", event {sequence}"
+    text = f"{where}: {CODES[code][1]} [{code}]"
+    return f"{text}: {detail}" if detail else text

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from evalbatch import api
-from evalbatch.errors import InputError, SuiteError
+from evalbatch.errors import EXIT_SKIPPED, InputError, SuiteError
 from evalbatch.outputs.writer import summaries_jsonl
 from tests.conftest import (
     AGENT,
@@ -504,7 +504,7 @@ def test_s6_file_missing_required_column(
     for path, column in bad_files.items():
         (message,) = [r["message"] for r in rows if path in r["message"]]
         assert f"missing required column(s) {column}" in message
-    assert result.exit_code == api.EXIT_SKIPPED == 3
+    assert result.exit_code == EXIT_SKIPPED == 3
 
 
 def _cut_middle(data: bytes) -> bytes:

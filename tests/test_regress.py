@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from evalbatch import api
 from evalbatch.cli import cli
-from evalbatch.regress import pairing
+from evalbatch.errors import InputError
+from evalbatch.reduce import regression
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
 BASE = SAMPLES / "regress" / "baseline.parquet"
@@ -32,7 +33,7 @@ def task_rows(
     version: str = "1.0.0",
     run: str = "acme/run",
 ) -> pl.DataFrame:
-    """Task rows in the tasks.parquet shape `pairing.compare` reads."""
+    """Task rows in the tasks.parquet shape `regression.compare` reads."""
     scores = [float(s) for s in scores]
     gating = scores if gating is None else [float(g) for g in gating]
     passed = [s == 1.0 for s in scores] if passed is None else list(passed)
@@ -77,11 +78,11 @@ def write_task_table(
     return path
 
 
-def verdict(base: pl.DataFrame, cand: pl.DataFrame, **options: Any) -> pairing.Comparison:
-    return pairing.compare(
+def verdict(base: pl.DataFrame, cand: pl.DataFrame, **options: Any) -> regression.Comparison:
+    return regression.compare(
         base,
         cand,
-        pairing.RegressOptions(**options),
+        regression.RegressOptions(**options),
         suite_id="acme.team.evals.support",
         base_run="acme/base",
         cand_run="acme/cand",
@@ -91,7 +92,7 @@ def verdict(base: pl.DataFrame, cand: pl.DataFrame, **options: Any) -> pairing.C
 # --- D-16: identical runs, direction, margin -------------------------------------------------
 
 
-@pytest.mark.parametrize("method", pairing.METHODS)
+@pytest.mark.parametrize("method", regression.METHODS)
 def test_identical_runs_are_unchanged_for_every_method(method: str) -> None:
     """D-16 / RFC 0244 §F: identical runs are always `unchanged` (the witnessable case)."""
     rng = np.random.default_rng(3)
@@ -102,17 +103,17 @@ def test_identical_runs_are_unchanged_for_every_method(method: str) -> None:
     assert result.score_delta == 0.0
 
 
-@pytest.mark.parametrize("method", pairing.METHODS)
+@pytest.mark.parametrize("method", regression.METHODS)
 def test_identical_sample_logs_are_unchanged(method: str) -> None:
     """D-16 end to end: the sample baseline against itself, every method."""
     report = api.regress_paths(
-        [BASE], [BASE], [SUITES], options=pairing.RegressOptions(method=method)
+        [BASE], [BASE], [SUITES], options=regression.RegressOptions(method=method)
     )
     assert [c.verdict for c in report.comparisons] == ["unchanged"]
     assert report.exit_code == 0
 
 
-@pytest.mark.parametrize("method", pairing.METHODS)
+@pytest.mark.parametrize("method", regression.METHODS)
 @pytest.mark.parametrize("direction", [1, -1])
 def test_each_method_reports_the_direction(method: str, direction: int) -> None:
     """D-16: a rejected null gives `improved` or `regressed` by the sign of the effect."""
@@ -266,7 +267,7 @@ def test_task_tables_give_the_same_verdict_as_logs(tmp_path: Path) -> None:
 
 def test_several_runs_of_a_suite_on_one_side_are_refused(tmp_path: Path) -> None:
     """§5 / issue: a side holding several runs of a suite is refused with the runs listed."""
-    with pytest.raises(api.InputError, match="--base-run"):
+    with pytest.raises(InputError, match="--base-run"):
         api.regress_paths([str(SAMPLES / "regress")], [CAND], [SUITES])
     chosen = api.regress_paths(
         [str(SAMPLES / "regress")], [CAND], [SUITES], base_run="acme/run-regress-baseline-0001"

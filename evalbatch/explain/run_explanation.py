@@ -2,12 +2,13 @@
 
 For the team's own eyes, not a wire artefact: unlike an EvalSummary, an explanation shows tool
 names and arguments. It never grades anything itself. The run is extracted and graded by the
-grader's own code (`api.grade_shard`: the SQL stage, `trial_grading.grade_trials`, the
+grader's own code (`pipeline.shard.grade_shard`: the SQL stage, `trial_grading.grade_trials`, the
 reductions), and the per-call detail comes from `trial_grading.trajectory_detail` and
 `trial_grading.fixture_detail`, which keep call by call what `grade_trajectories` and
 `count_fixture_misses` count, with the same joins and the same `match` functions. The numbers
-shown for a trial are its row of the trials table (`api._trial_table`), so an explanation agrees
-with `evalbatch run` by construction; the tests check it for every sample trial.
+shown for a trial are its row of the trials table (`pipeline.merge.trial_table`), so an
+explanation agrees with `evalbatch run` by construction; the tests check it for every sample
+trial.
 
 `to_json` gives a stable shape (`"explainVersion": 1`; keys are only ever added):
 
@@ -62,13 +63,17 @@ from typing import Any
 
 import polars as pl
 
-from evalbatch import api, jsonvalue, problems
+from evalbatch import jsonvalue, problems
 from evalbatch.errors import InputError
 from evalbatch.extract import sql_files, trial_tables
 from evalbatch.grade import trial_grading
 from evalbatch.grade.suite_tables import SuiteTables
 from evalbatch.inputs import event_files
+from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions
+from evalbatch.pipeline.merge import trial_table
+from evalbatch.pipeline.shard import grade_shard
+from evalbatch.problems import problem_message
 
 EXPLAIN_VERSION = 1
 
@@ -877,7 +882,7 @@ def _problem(run_id: str, sequence: int | None, code: str, detail: str) -> Probl
         code=code,
         severity=problems.severity(code),
         sequence=sequence,
-        message=api.problem_message(run_id, sequence, code, detail),
+        message=problem_message(run_id, sequence, code, detail),
     )
 
 
@@ -921,12 +926,12 @@ def explain_paths(
         SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
     """
     options = options or GradeOptions()
-    choices = api.load_suites(suite_paths)
+    choices = load_suites(suite_paths)
     con = trial_tables.connect()
     try:
         sources = event_files.scan(con, [str(p) for p in events])
         sources.only_runs = frozenset({run_id})
-        batch = api.grade_shard(con, sources, None, choices, options)
+        batch = grade_shard(con, sources, None, choices, options)
         known = set(batch.eval_runs["run_id"].to_list())
         if run_id not in known:
             raise _unknown_run(con, sources, run_id)
@@ -935,7 +940,7 @@ def explain_paths(
         judges = sql_files.relation(con, "explain_judge_calls").pl()
     finally:
         con.close()
-    notes = [api.problem_message(None, None, p.code, p.path) for p in batch.file_problems]
+    notes = [problem_message(None, None, p.code, p.path) for p in batch.file_problems]
     run = batch.eval_runs.filter(pl.col("run_id") == run_id).row(0, named=True)
     run_problems = [_problem(r, s, c, d) for r, s, c, d in batch.problem_rows if r == run_id]
     plan = batch.plans.get(run_id)
@@ -988,7 +993,7 @@ def _explain_run(
     notes: list[str],
 ) -> Explanation:
     has_suite = plan.doc is not None
-    rows = {r["sequence"]: r for r in api._trial_table(trials).iter_rows(named=True)}
+    rows = {r["sequence"]: r for r in trial_table(trials).iter_rows(named=True)}
     trajectories = trial_grading.trajectory_detail(trials, calls, tables)
     fixtures = trial_grading.fixture_detail(trials, calls, tables)
     judge_by_segment = {r["segment_no"]: r for r in judges.iter_rows(named=True)}

@@ -16,7 +16,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files as _package_files
@@ -557,3 +557,23 @@ def resolve_suites(files: Sequence[SuiteFile]) -> dict[tuple[str, str], SuiteCho
             suite_id, version, members[0].doc, None, None, paths, members[0].sha256
         )
     return choices
+
+
+def load_suites(
+    paths: Sequence[str | Path] = (), docs: Sequence[Mapping[str, Any]] = ()
+) -> dict[tuple[str, str], SuiteChoice]:
+    """Suites from files and directories, and from documents given in memory (notebooks, tests)."""
+    files = load_suite_files(list(paths))
+    for number, doc in enumerate(docs):
+        files.append(
+            SuiteFile(
+                path=f"<suite {number}>",
+                doc=dict(doc),
+                faults=tuple(validate_suite(doc)),
+                # no file: the sha256 of the document's canonical JSON text
+                sha256=hashlib.sha256(
+                    jsonvalue.canonical_text(json.dumps(doc)).encode()
+                ).hexdigest(),
+            )
+        )
+    return resolve_suites(files)

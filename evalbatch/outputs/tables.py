@@ -105,13 +105,104 @@ def metadata(table: str) -> dict[bytes, bytes]:
     }
 
 
+PROBLEM_SCHEMA = pl.Schema(
+    {
+        "run_id": pl.String,
+        "sequence": pl.Int64,
+        "code": pl.String,
+        "severity": pl.String,
+        "message": pl.String,
+    }
+)
+
+
+RUN_SCHEMA = pl.Schema(
+    {
+        "run_id": pl.String,
+        "suite_id": pl.String,
+        "suite_version": pl.String,
+        "graded": pl.Boolean,
+        "has_suite": pl.Boolean,
+        "aggregate_score": pl.Float64,
+        "passed": pl.Boolean,
+        "task_count": pl.Int64,
+        "passed_count": pl.Int64,
+        "total_cost_usd": pl.Float64,
+        "evaluated_model_class": pl.String,
+        "k": pl.Int64,
+        "pass_at_k": pl.Float64,
+        "pass_hat_k": pl.Float64,
+        "score_stderr": pl.Float64,
+        "evalbatch_version": pl.String,
+        "suite_sha256": pl.String,
+        "default_pass_score": pl.Float64,
+        "on_miss_default": pl.String,
+        "events_fingerprint": pl.String,
+    }
+)
+
+
+TASK_SCHEMA = pl.Schema(
+    {
+        "run_id": pl.String,
+        "suite_id": pl.String,
+        "suite_version": pl.String,
+        "task_pos": pl.Int64,
+        "task_id": pl.String,
+        "score": pl.Float64,
+        "gating_score": pl.Float64,
+        "passed": pl.Boolean,
+        "n": pl.Int64,
+        "observed_trials": pl.Int64,
+        "passed_count": pl.Int64,
+        "pass_at_k": pl.Float64,
+        "pass_hat_k": pl.Float64,
+        "pass_at_k_by_k": pl.String,
+        "pass_hat_k_by_k": pl.String,
+        "cost_usd": pl.Float64,
+        "latency_ms": pl.Int64,
+        "trajectory_matched": pl.Boolean,
+        "fixture_miss_count": pl.Int64,
+    }
+)
+
+
+TRIAL_SCHEMA = pl.Schema(
+    {
+        "run_id": pl.String,
+        "task_id": pl.String,
+        "trial_index": pl.Int64,
+        "sequence": pl.Int64,
+        "counted": pl.Boolean,
+        "left_out": pl.String,
+        "kind": pl.String,
+        "score": pl.Float64,
+        "gating_score": pl.Float64,
+        "passed": pl.Boolean,
+        "trajectory_matched": pl.Boolean,
+        "trajectory_reason": pl.String,
+        "observed_count": pl.Int64,
+        "matched_count": pl.Int64,
+        "forbidden_count": pl.Int64,
+        "fixture_misses": pl.Int64,
+        "failed_closed": pl.Boolean,
+        "has_bracket": pl.Boolean,
+        "bracket_closed": pl.Boolean,
+        "latency_ms": pl.Float64,
+        "tool_call_count": pl.Int64,
+        "model_call_count": pl.Int64,
+        "input_tokens": pl.Int64,
+        "output_tokens": pl.Int64,
+        "usage_cost_usd": pl.Float64,
+    }
+)
+
+
 def schemas() -> dict[str, dict[str, pl.DataType]]:
     """Each table's columns and types, in file order."""
-    from evalbatch import api
-
     return {
-        "runs": dict(api.RUN_SCHEMA),
-        "tasks": dict(api.TASK_SCHEMA),
-        "trials": dict(api.TRIAL_SCHEMA),
-        "problems": dict(api.PROBLEM_SCHEMA),
+        "runs": dict(RUN_SCHEMA),
+        "tasks": dict(TASK_SCHEMA),
+        "trials": dict(TRIAL_SCHEMA),
+        "problems": dict(PROBLEM_SCHEMA),
     }

@@ -24,11 +24,11 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalbatch.api import TRIAL_SCHEMA
 from evalbatch.outputs import tables
+from evalbatch.outputs.tables import TRIAL_SCHEMA
 
 if TYPE_CHECKING:
-    from evalbatch.api import GradeResult
+    from evalbatch.pipeline.grading import GradeResult
     from evalbatch.pipeline.incremental import Manifest
 
 TABLES = ("runs", "tasks", "trials", "problems")

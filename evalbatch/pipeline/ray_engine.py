@@ -12,11 +12,11 @@ import os
 import pickle
 from typing import Any
 
-from evalbatch import api
 from evalbatch.errors import InputError
 from evalbatch.extract import trial_tables
 from evalbatch.inputs import event_files, suites
 from evalbatch.options import GradeOptions
+from evalbatch.pipeline.shard import grade_shard
 
 
 def _ray() -> Any:
@@ -54,7 +54,7 @@ def grade_shards(
         try:
             sources = event_files.scan(con, paths)
             runs = plan.ranges[int(row["shard"])]
-            part = api.grade_shard(con, sources, runs, choices, options)
+            part = grade_shard(con, sources, runs, choices, options)
         finally:
             con.close()
         return {"shard": row["shard"], "part": pickle.dumps(part)}

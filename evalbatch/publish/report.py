@@ -23,8 +23,7 @@ import polars as pl
 from evalbatch.errors import EvalbatchError, InputError
 from evalbatch.outputs.outdir import RunOutputs, load, write_atomic
 from evalbatch.publish.exports import package_version
-from evalbatch.reduce import stats
-from evalbatch.regress import pairing
+from evalbatch.reduce import regression, stats
 
 try:
     import matplotlib
@@ -612,7 +611,7 @@ class RegressionView:
     candidate: RunView
     block: dict[str, Any]
     differences: list[tuple[str, float]]
-    comparison: pairing.Comparison | None
+    comparison: regression.Comparison | None
     note: str
 
 
@@ -630,8 +629,8 @@ def regression_views(views: Sequence[RunView], tasks: pl.DataFrame) -> list[Regr
         note = ""
         differences: list[tuple[str, float]] = []
         if base.height and cand.height:
-            options = pairing.RegressOptions(method=block["method"], alpha=block["alpha"])
-            comparison = pairing.compare(
+            options = regression.RegressOptions(method=block["method"], alpha=block["alpha"])
+            comparison = regression.compare(
                 base,
                 cand,
                 options,

@@ -30,11 +30,12 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalbatch import api
 from evalbatch.errors import EXIT_FAILED, EXIT_OK, EXIT_SKIPPED, EXIT_UNUSABLE, InputError
 from evalbatch.extract import sql_files, trial_tables
 from evalbatch.inputs import event_files, suites
+from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, OnMissDefault
+from evalbatch.pipeline.local import DEFAULT_BATCH_EVENTS, grade_shards_locally
 from evalbatch.problems import severity
 from evalbatch.reduce import stats
 from evalbatch.reduce.run_summaries import RunOutcome, RunPlan
@@ -310,7 +311,7 @@ def _grade(
     options: GradeOptions,
     engine: Mapping[str, Any],
 ) -> _Graded:
-    parts = api.grade_shards_locally(paths, choices, options, **engine)
+    parts = grade_shards_locally(paths, choices, options, **engine)
     fatal_runs = set().union(*(part.fatal_runs for part in parts))
     fatal: dict[str, list[str]] = {run: [] for run in fatal_runs}
     for part in parts:
@@ -1197,7 +1198,7 @@ def verify_paths(
     summaries: Sequence[HostSummary] = (),
     options: GradeOptions | None = None,
     threads: int | None = None,
-    batch_events: int = api.DEFAULT_BATCH_EVENTS,
+    batch_events: int = DEFAULT_BATCH_EVENTS,
     memory_limit: str | None = None,
     spill_dir: str | None = None,
     run_filter: event_files.RunFilter | None = None,
@@ -1222,7 +1223,7 @@ def verify_paths(
         "run_filter": run_filter,
     }
     host_summaries = [*load_summaries(summary_paths), *summaries]
-    choices = api.load_suites(suite_paths, suite_docs)
+    choices = load_suites(suite_paths, suite_docs)
     paths = [str(p) for p in events]
     graded = _grade(paths, choices, options, engine)
     assigned = _assign_summaries(host_summaries, graded.eval_runs)

@@ -127,7 +127,8 @@ def _mean(column: pl.Series) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
-#: the columns a tasks table must hold for a comparison, with their types (api.TASK_SCHEMA's)
+#: the columns a tasks table must hold for a comparison, with their types (those of
+#: `outputs.tables.TASK_SCHEMA`)
 TASK_COLUMNS: dict[str, type[pl.DataType]] = {
     "run_id": pl.String,
     "suite_id": pl.String,

@@ -1,0 +1,166 @@
+"""The local engine: a grading pass over the event files in batches of whole runs, on one DuckDB
+connection, the SQL stage of the next batch overlapping the grading of the current one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalbatch.errors import (
+    InputError,
+)
+from evalbatch.extract import trial_tables
+from evalbatch.inputs import event_files, suites
+from evalbatch.options import GradeOptions
+from evalbatch.pipeline.shard import Batch, extract_shard, grade_extracted
+
+#: events per batch of whole runs: below this everything is graded in one pass
+DEFAULT_BATCH_EVENTS = 1_000_000
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a grading pass is, reported after each batch (a progress display)."""
+
+    batches_done: int
+    batches: int
+    runs_done: int
+    runs: int
+    events_done: int
+
+
+#: picks the runs a pass grades, given the scanned files (None: those `sources` already hold)
+ChooseRuns = Callable[[Any, event_files.Sources], frozenset[str] | None]
+
+
+def chooser(
+    run_filter: event_files.RunFilter | None, then: ChooseRuns | None = None
+) -> ChooseRuns | None:
+    """The run filter first (it narrows the sources), then `then` among the runs it kept."""
+    if run_filter is None or run_filter.empty:
+        return then
+
+    def choose(con: Any, sources: event_files.Sources) -> frozenset[str] | None:
+        run_filter.apply(con, sources)
+        return then(con, sources) if then is not None else None
+
+    return choose
+
+
+@dataclass
+class Pass:
+    """One grading pass: the files, how their runs are batched, and the batches as they come."""
+
+    plan: event_files.BatchPlan
+    file_problems: dict[tuple[str, str], event_files.FileProblem]
+    parts: Iterator[Batch]
+
+
+@dataclass(frozen=True)
+class Resources:
+    """How a local pass batches its runs and what DuckDB may use for each batch."""
+
+    batch_events: int = DEFAULT_BATCH_EVENTS
+    threads: int | None = None
+    memory_limit: str | None = None
+    spill_dir: str | None = None
+
+
+def local_pass(
+    paths: list[str],
+    choices: dict[tuple[str, str], suites.SuiteChoice],
+    options: GradeOptions,
+    resources: Resources,
+    choose_runs: ChooseRuns | None = None,
+) -> Pass:
+    """The local engine: batches one after another on one DuckDB connection."""
+    con = trial_tables.connect(resources.threads, resources.memory_limit, resources.spill_dir)
+    try:
+        sources = event_files.scan(con, paths)
+        if choose_runs is not None:
+            picked = choose_runs(con, sources)
+            if picked is not None:
+                sources.only_runs = picked
+        plan = event_files.plan_batches(con, sources, resources.batch_events)
+    except BaseException:
+        con.close()
+        raise
+    found: dict[tuple[str, str], event_files.FileProblem] = {}
+
+    def parts() -> Iterator[Batch]:
+        # DuckDB extracts the next batch on a worker thread (it releases the GIL) while this
+        # thread grades the current one in Python and Polars: the two stages overlap.
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalbatch-extract")
+        ranges = iter(plan.ranges)
+        pending = None
+        try:
+            first = next(ranges, None)  # a range is a tuple, never None
+            if first is not None:
+                pending = pool.submit(extract_shard, con, sources, first)
+            while pending is not None:
+                extracted = pending.result()
+                following = next(ranges, None)
+                pending = (
+                    None
+                    if following is None
+                    else pool.submit(extract_shard, con, sources, following)
+                )
+                part = grade_extracted(extracted, choices, options)
+                found.update({(p.path, p.code): p for p in part.file_problems})
+                yield part
+        finally:
+            if pending is not None and not pending.cancel():
+                con.interrupt()
+                wait([pending])
+            pool.shutdown(wait=True)
+            con.close()
+
+    return Pass(plan, found, parts())
+
+
+def grading_pass(
+    events: Sequence[str | Path],
+    choices: dict[tuple[str, str], suites.SuiteChoice],
+    options: GradeOptions,
+    engine: str,
+    ray_address: str | None,
+    resources: Resources,
+    choose_runs: ChooseRuns | None = None,
+) -> Pass:
+    """A grading pass on the chosen engine (the local one batches with `resources`)."""
+    paths = [str(p) for p in events]
+    if engine == "ray":
+        if choose_runs is not None:
+            raise InputError(
+                "--incremental and the run filters need the local engine (leave out --engine ray)"
+            )
+        from evalbatch.pipeline import ray_engine  # optional: needs the `ray` extra
+
+        plan, parts = ray_engine.grade_shards(paths, choices, options, address=ray_address)
+        found = {(p.path, p.code): p for part in parts for p in part.file_problems}
+        return Pass(plan, found, iter(parts))
+    return local_pass(paths, choices, options, resources, choose_runs)
+
+
+def grade_shards_locally(
+    paths: list[str],
+    choices: dict[tuple[str, str], suites.SuiteChoice],
+    options: GradeOptions,
+    batch_events: int = DEFAULT_BATCH_EVENTS,
+    threads: int | None = None,
+    memory_limit: str | None = None,
+    spill_dir: str | None = None,
+    run_filter: event_files.RunFilter | None = None,
+) -> list[Batch]:
+    """Every batch of the local engine, graded but not merged (for tools that need the per-run
+    grading detail, such as `verify`)."""
+    resources = Resources(batch_events, threads, memory_limit, spill_dir)
+    grading = local_pass(paths, choices, options, resources, chooser(run_filter))
+    parts = list(grading.parts)
+    for part in parts:  # a damaged file found in a later batch was read in none
+        part.file_problems = list(grading.file_problems.values())
+    return parts

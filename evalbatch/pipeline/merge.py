@@ -1,0 +1,292 @@
+"""Batches into outputs: each batch laid out as output rows, then the batches added up and the
+cross-run steps done once all are in (the regression blocks of §5, the problems table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from evalbatch import problems
+from evalbatch.inputs import event_files, suites
+from evalbatch.outputs.tables import PROBLEM_SCHEMA, RUN_SCHEMA, TASK_SCHEMA, TRIAL_SCHEMA
+from evalbatch.pipeline import incremental
+from evalbatch.pipeline.local import Pass, Progress
+from evalbatch.pipeline.shard import Batch
+from evalbatch.problems import ProblemRow, problem_message
+from evalbatch.reduce import regression
+from evalbatch.reduce.run_summaries import RunPlan
+
+
+@dataclass
+class BatchOutput:
+    """One batch of whole runs in output form: rows sorted by run id, summaries validated."""
+
+    summaries: list[tuple[str, dict[str, Any]]]
+    runs: pl.DataFrame
+    tasks: pl.DataFrame
+    trials: pl.DataFrame
+    problem_rows: list[ProblemRow]
+    baselines: dict[str, tuple[str, int]]  # graded run -> (baselineRunId, eval.started sequence)
+    eval_run_ids: list[str]
+    declared_baselines: dict[str, str] = field(default_factory=dict)  # every eval run's
+    run_range: event_files.RunRange = (None, None)  # the batch's range of run ids
+
+
+def batch_output(part: Batch) -> BatchOutput:
+    """Validate each summary against the closed schema (a breach is a grading fault: the run is
+    not written) and lay the batch out as output rows."""
+    problem_rows = list(part.problem_rows)
+    fatal_runs = set(part.fatal_runs)
+    summaries: list[tuple[str, dict[str, Any]]] = []
+    run_rows: list[dict[str, Any]] = []
+    task_rows: list[dict[str, Any]] = []
+    for run_id, outcome in sorted(part.outcomes.items()):
+        faults = [f for f in suites.validate_summary(outcome.summary) if f.severity == "error"]
+        if faults:
+            detail = "; ".join(f"{f.path}: {f.message}" for f in faults[:3])
+            problem_rows.append((run_id, None, "summary-invalid", detail))
+            fatal_runs.add(run_id)
+            continue
+        summaries.append((run_id, outcome.summary))
+        task_rows += outcome.task_rows
+        run_rows.append(
+            run_row(run_id, outcome.summary, part.plans[run_id]) | part.provenance.get(run_id, {})
+        )
+    eval_runs = {row["run_id"]: row for row in part.eval_runs.iter_rows(named=True)}
+    for run_id in sorted(fatal_runs):
+        run = eval_runs.get(run_id, {})
+        run_rows.append(
+            {
+                "run_id": run_id,
+                "suite_id": run.get("suite_id"),
+                "suite_version": run.get("suite_version"),
+                "graded": False,
+            }
+            | part.provenance.get(run_id, {})
+        )
+    graded = {run_id for run_id, _ in summaries}
+    return BatchOutput(
+        summaries=summaries,
+        runs=pl.DataFrame(run_rows, schema=RUN_SCHEMA).sort("run_id"),
+        tasks=pl.DataFrame(task_rows, schema=TASK_SCHEMA).sort("run_id", "task_pos"),
+        trials=trial_table(part.trials),
+        problem_rows=problem_rows,
+        baselines={
+            run_id: (row["baseline_run_id"], row["start_seq"])
+            for run_id, row in eval_runs.items()
+            if row["baseline_run_id"] is not None and run_id in graded
+        },
+        eval_run_ids=list(eval_runs),
+        declared_baselines={
+            run_id: row["baseline_run_id"]
+            for run_id, row in eval_runs.items()
+            if row["baseline_run_id"] is not None
+        },
+    )
+
+
+def run_row(run_id: str, summary: dict[str, Any], plan: RunPlan) -> dict[str, Any]:
+    stats = summary.get("trialStats", {})
+    return {
+        "run_id": run_id,
+        "suite_id": summary["suiteId"],
+        "suite_version": summary["suiteVersion"],
+        "graded": True,
+        "has_suite": plan.doc is not None,
+        "aggregate_score": summary["aggregateScore"],
+        "passed": summary["passed"],
+        "task_count": summary["taskCount"],
+        "passed_count": summary["passedCount"],
+        "total_cost_usd": summary.get("totalCostUsd"),
+        "evaluated_model_class": summary.get("evaluatedModelClass"),
+        "k": stats.get("k"),
+        "pass_at_k": stats.get("passAtK"),
+        "pass_hat_k": stats.get("passHatK"),
+        "score_stderr": stats.get("scoreStderr"),
+    }
+
+
+def trial_table(trials: pl.DataFrame) -> pl.DataFrame:
+    """One row per eval.scored of a graded run: where it sits, whether it counted, how it graded."""
+    return (
+        trials.select(
+            "run_id",
+            "task_id",
+            "trial_index",
+            pl.col("scored_seq").alias("sequence"),
+            "counted",
+            "left_out",
+            "kind",
+            "score",
+            "gating_score",
+            "passed",
+            pl.when(pl.col("has_trajectory")).then(pl.col("matched")).alias("trajectory_matched"),
+            "trajectory_reason",
+            "observed_count",
+            "matched_count",
+            "forbidden_count",
+            pl.col("misses").alias("fixture_misses"),
+            "failed_closed",
+            "has_bracket",
+            "bracket_closed",
+            "latency_ms",
+            "tool_call_count",
+            "model_call_count",
+            "input_tokens",
+            "output_tokens",
+            pl.col("usage_cost_usd").cast(pl.Float64),
+        )
+        .cast(TRIAL_SCHEMA)
+        .sort("run_id", "sequence")
+    )
+
+
+@dataclass
+class Merged:
+    """What the batches add up to, kept until the cross-run steps are done."""
+
+    runs: list[pl.DataFrame] = field(default_factory=list)
+    tasks: list[pl.DataFrame] = field(default_factory=list)
+    problem_rows: list[ProblemRow] = field(default_factory=list)
+    baselines: dict[str, tuple[str, int]] = field(default_factory=dict)
+    eval_run_ids: set[str] = field(default_factory=set)
+    pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # summaries with a baseline
+    declared_baselines: dict[str, str] = field(default_factory=dict)
+
+    def add(self, batch: BatchOutput) -> None:
+        self.runs.append(batch.runs)
+        self.tasks.append(batch.tasks)
+        self.problem_rows += batch.problem_rows
+        self.baselines.update(batch.baselines)
+        self.eval_run_ids.update(batch.eval_run_ids)
+        self.declared_baselines.update(batch.declared_baselines)
+        self.pending.update((r, s) for r, s in batch.summaries if r in batch.baselines)
+
+    def finish(
+        self,
+        grading: Pass,
+        regress_options: regression.RegressOptions,
+        carried: incremental.Carried | None = None,
+    ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+        """Add the regression blocks (§5: the baseline may sit in any batch) and return the
+        runs, tasks and problems tables, with the rows `carried` from the previous outputs."""
+        runs = pl.concat([pl.DataFrame(schema=RUN_SCHEMA), *self.runs]).sort("run_id")
+        tasks = pl.concat([pl.DataFrame(schema=TASK_SCHEMA), *self.tasks])
+        if carried is not None:
+            runs = pl.concat([runs, carried.run_rows.cast(RUN_SCHEMA)]).sort("run_id")
+            tasks = pl.concat([tasks, carried.task_rows.cast(TASK_SCHEMA)]).sort(
+                "run_id", "task_pos"
+            )
+            self.eval_run_ids.update(carried.run_rows["run_id"].to_list())
+        problem_rows: list[ProblemRow] = [
+            (None, None, p.code, p.message) for _, p in sorted(grading.file_problems.items())
+        ]
+        if grading.plan.rows_without_run:
+            problem_rows.append(
+                (None, None, "row-invalid", f"{grading.plan.rows_without_run} row(s)")
+            )
+        problem_rows += self.problem_rows
+        problem_rows += _link_regressions(
+            self.pending, self.baselines, self.eval_run_ids, runs, tasks, regress_options
+        )
+        if carried is not None and carried.problem_rows.height:
+            frame = pl.concat(
+                [problem_frame(problem_rows), carried.problem_rows.cast(PROBLEM_SCHEMA)]
+            )
+            return runs, tasks, sorted_problems(frame)
+        return runs, tasks, problem_frame(problem_rows)
+
+
+def _link_regressions(
+    pending: dict[str, dict[str, Any]],
+    baselines: dict[str, tuple[str, int]],
+    eval_run_ids: set[str],
+    runs: pl.DataFrame,
+    tasks: pl.DataFrame,
+    options: regression.RegressOptions,
+) -> list[ProblemRow]:
+    """Put a `regression` block (§5) into each summary whose baseline run is in the input."""
+    wanted = {run for run, (base, _) in baselines.items() if base in eval_run_ids}
+    wanted |= {baselines[run][0] for run in wanted}
+    by_run = tasks.filter(pl.col("run_id").is_in(sorted(wanted))).partition_by(
+        "run_id", as_dict=True
+    )
+    graded = dict(runs.filter("graded").select("run_id", "suite_id").iter_rows())
+    found: list[ProblemRow] = []
+    for run_id, (baseline, sequence) in sorted(baselines.items()):
+        if baseline not in eval_run_ids:
+            continue  # §3.6: a block only when the baseline is in the input
+        summary = pending[run_id]
+        if baseline not in graded:
+            found.append(
+                (run_id, sequence, "regression-unavailable", f"baseline {baseline} was not graded")
+            )
+            continue
+        if graded[baseline] != summary["suiteId"]:
+            found.append(
+                (
+                    run_id,
+                    sequence,
+                    "regression-unavailable",
+                    f"baseline {baseline} is a run of another suite",
+                )
+            )
+            continue
+        empty = pl.DataFrame(schema=TASK_SCHEMA)
+        comparison = regression.compare(
+            by_run.get((baseline,), empty),
+            by_run.get((run_id,), empty),
+            options,
+            suite_id=summary["suiteId"],
+            base_run=baseline,
+            cand_run=run_id,
+        )
+        if comparison.reason is not None:
+            found.append((run_id, sequence, "regression-unavailable", comparison.reason))
+            continue
+        entries = summary.pop("tasks")
+        summary["regression"] = comparison.block()
+        summary["tasks"] = entries
+    return found
+
+
+def batch_outputs(
+    grading: Pass, on_batch: Callable[[Progress], None] | None
+) -> Iterator[BatchOutput]:
+    runs_done = events_done = 0
+    for number, part in enumerate(grading.parts, start=1):
+        batch = batch_output(part)
+        batch.run_range = grading.plan.ranges[number - 1]
+        runs_done += batch.runs.height
+        events_done += grading.plan.events[number - 1]
+        yield batch
+        if on_batch is not None:
+            on_batch(
+                Progress(
+                    number, len(grading.plan.ranges), runs_done, grading.plan.runs, events_done
+                )
+            )
+
+
+def problem_frame(rows: Iterable[ProblemRow]) -> pl.DataFrame:
+    records = [
+        {
+            "run_id": run_id,
+            "sequence": sequence,
+            "code": code,
+            "severity": problems.severity(code),
+            "message": problem_message(run_id, sequence, code, detail),
+        }
+        for run_id, sequence, code, detail in rows
+    ]
+    return sorted_problems(pl.DataFrame(records, schema=PROBLEM_SCHEMA))
+
+
+def sorted_problems(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.unique(maintain_order=True).sort(
+        "run_id", "sequence", "code", "message", nulls_last=False
+    )

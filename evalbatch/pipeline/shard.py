@@ -1,0 +1,221 @@
+"""The unit every engine runs: one batch of whole runs through the SQL stage, trial grading and
+the reductions, with each run's provenance (§2, §3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from evalbatch import problems
+from evalbatch.extract import sql_files, trial_tables
+from evalbatch.grade.suite_tables import SuiteTables, suite_key
+from evalbatch.grade.trial_grading import grade_trials
+from evalbatch.inputs import event_files, suites
+from evalbatch.options import GradeOptions
+from evalbatch.problems import ProblemRow
+from evalbatch.reduce import task_reductions
+from evalbatch.reduce.run_summaries import RunPlan, build_outcomes
+from evalbatch.version import package_version
+
+
+@dataclass
+class Batch:
+    """What grading one batch (shard) of whole runs produced, before the cross-run steps."""
+
+    eval_runs: pl.DataFrame
+    plans: dict[str, RunPlan]
+    outcomes: dict[str, Any]
+    trials: pl.DataFrame
+    problem_rows: list[ProblemRow]
+    fatal_runs: set[str]
+    file_problems: list[event_files.FileProblem] = field(default_factory=list)
+    provenance: dict[str, dict[str, Any]] = field(default_factory=dict)  # run -> runs columns
+
+
+@dataclass
+class Extracted:
+    """One batch after the SQL stage: its trial tables and each run's events fingerprint."""
+
+    ext: trial_tables.Extraction
+    fingerprints: dict[str, str]
+    file_problems: list[event_files.FileProblem]
+
+
+def extract_shard(
+    con: Any, sources: event_files.Sources, runs: event_files.RunRange | None
+) -> Extracted:
+    """The SQL stage of one batch (a range of run ids): all of it runs in DuckDB."""
+    ext = trial_tables.extract(con, sources, runs)
+    fingerprints = dict(sql_files.relation(con, "batch_fingerprints").fetchall())
+    return Extracted(ext, fingerprints, list(sources.problems))
+
+
+def grade_extracted(
+    extracted: Extracted,
+    choices: dict[tuple[str, str], suites.SuiteChoice],
+    options: GradeOptions,
+) -> Batch:
+    """Grade one extracted batch and attach each run's provenance."""
+    ext = extracted.ext
+    part = _grade_batch(ext, choices, options)
+    part.file_problems = extracted.file_problems
+    version = package_version()
+    for run in ext.eval_runs.iter_rows(named=True):
+        choice = choices.get((run["suite_id"], run["suite_version"]))
+        part.provenance[run["run_id"]] = {
+            "evalbatch_version": version,
+            "suite_sha256": choice.sha256 if choice is not None else None,
+            "default_pass_score": options.default_pass_score,
+            "on_miss_default": options.on_miss_default,
+            "events_fingerprint": extracted.fingerprints.get(run["run_id"]),
+        }
+    return part
+
+
+def grade_shard(
+    con: Any,
+    sources: event_files.Sources,
+    runs: event_files.RunRange | None,
+    choices: dict[tuple[str, str], suites.SuiteChoice],
+    options: GradeOptions,
+) -> Batch:
+    """Extract and grade the runs of one batch (a range of run ids): the unit every engine runs."""
+    return grade_extracted(extract_shard(con, sources, runs), choices, options)
+
+
+def _grade_batch(
+    ext: trial_tables.Extraction,
+    choices: dict[tuple[str, str], suites.SuiteChoice],
+    options: GradeOptions,
+) -> Batch:
+    """Grade the runs of one extraction: plan each run, grade its trials, reduce to summaries."""
+    problem_rows: list[ProblemRow] = [(r, s, c, "") for r, s, c in ext.event_problems.iter_rows()]
+    error_codes = [c for c, (sev, _) in problems.CODES.items() if sev == "error"]
+    fatal_runs = set(
+        ext.event_problems.filter(pl.col("code").is_in(error_codes))["run_id"].to_list()
+    )
+    plans: dict[str, RunPlan] = {}
+    plan_rows = []
+    docs: dict[str, dict[str, Any]] = {}
+    target_agents: dict[str, str] = {}
+    for run in ext.eval_runs.iter_rows(named=True):
+        run_id = run["run_id"]
+        if run_id in fatal_runs:
+            continue
+        key = (run["suite_id"], run["suite_version"])
+        choice = choices.get(key) if None not in key else None
+        if choice is not None and choice.problem is not None:
+            problem_rows.append((run_id, run["start_seq"], choice.problem, choice.message or ""))
+            fatal_runs.add(run_id)
+            continue
+        doc = choice.doc if choice is not None else None
+        if doc is None and (run["trial_count"] or 0) > problems.MAX_TRIALS:
+            # E-78: trials beyond the limit are not counted, and a count cut to it would grade
+            # another run than the host's: fail closed
+            problem_rows.append((run_id, run["start_seq"], "trial-count-limit", ""))
+            fatal_runs.add(run_id)
+            continue
+        if doc is None:
+            problem_rows.append((run_id, run["start_seq"], "suite-missing", ""))
+        else:
+            docs[suite_key(*key)] = doc
+            if "targetAgentId" in doc:
+                target_agents[run_id] = doc["targetAgentId"]
+        cap = (doc.get("trials") or {}).get("count", 1) if doc is not None else run["trial_count"]
+        plans[run_id] = RunPlan(
+            run_id=run_id,
+            suite_id=run["suite_id"],
+            suite_version=run["suite_version"],
+            doc=doc,
+            trial_count=run["trial_count"] if doc is None else None,
+            has_cost_source=run_id in ext.cost_source_runs,
+        )
+        plan_rows.append(
+            {
+                "run_id": run_id,
+                "suite_key": suite_key(*key) if doc is not None else None,
+                "trial_cap": None if cap is None else int(cap),
+                "live_shadow": run["live_shadow"],
+            }
+        )
+    plan_frame = pl.DataFrame(
+        plan_rows,
+        schema={
+            "run_id": pl.String,
+            "suite_key": pl.String,
+            "trial_cap": pl.Int64,
+            "live_shadow": pl.Boolean,
+        },
+    )
+    tables = SuiteTables.build(docs)
+    trials = grade_trials(ext, plan_frame, tables, options)
+    problem_rows += _trial_problems(trials, target_agents)
+    counted_segments = trials.filter("counted").select("run_id", "segment_no")
+    problem_rows += [
+        (r, s, c, "")
+        for r, s, c in ext.usage_problems.join(counted_segments, on=["run_id", "segment_no"])
+        .select("run_id", "sequence", "code")
+        .iter_rows()
+    ]
+    info = task_reductions.run_info(plans, options)
+    tasks = task_reductions.reduce_tasks(trials, info, tables)
+    problem_rows += task_reductions.missing_trial_problems(tasks)
+    outcomes = build_outcomes(
+        plans, tasks, task_reductions.suite_figures(tasks), task_reductions.model_classes(trials)
+    )
+    return Batch(ext.eval_runs, plans, outcomes, trials, problem_rows, fatal_runs)
+
+
+def _trial_problems(trials: pl.DataFrame, target_agents: dict[str, str]) -> list[ProblemRow]:
+    """Problems seen while placing and grading trials (D-5, §2.1, D-11, E-16), found with one
+    filter per rule over the trial table."""
+    targets = pl.DataFrame(
+        {"run_id": list(target_agents), "suite_target": list(target_agents.values())},
+        schema={"run_id": pl.String, "suite_target": pl.String},
+    )
+    frame = trials.join(targets, on="run_id", how="left")
+    counted = pl.col("counted")
+    host_kind = pl.col("kind") != "trajectory"
+    rules: list[tuple[pl.Expr, str, str, str]] = [  # (condition, sequence column, code, detail)
+        (pl.col("trial_index_invalid"), "scored_seq", "trial-index-invalid", ""),
+        (~counted, "scored_seq", "", ""),  # code: the left-out reason
+        (counted & ~pl.col("has_bracket"), "scored_seq", "bracket-missing", ""),
+        (
+            counted & pl.col("has_bracket") & ~pl.col("bracket_closed"),
+            "bracket_start_seq",
+            "bracket-unclosed",
+            "",
+        ),
+        (
+            counted
+            & pl.col("bracket_closed")
+            & pl.col("suite_target").is_not_null()
+            & pl.col("target_agent_id").ne_missing(pl.col("suite_target")),
+            "bracket_start_seq",
+            "target-agent-mismatch",
+            "",
+        ),
+        (counted & host_kind & pl.col("host_score").is_null(), "scored_seq", "score-invalid", ""),
+        (counted & host_kind & pl.col("host_passed").is_null(), "scored_seq", "passed-invalid", ""),
+        (
+            counted & pl.col("host_cost_present") & pl.col("host_cost_usd").is_null(),
+            "scored_seq",
+            "cost-invalid",
+            "eval.scored.costUsd",
+        ),
+    ]
+    found = []
+    for condition, sequence, code, detail in rules:
+        code_expr = pl.col("left_out") if code == "" else pl.lit(code)
+        found.append(
+            frame.filter(condition).select(
+                "run_id",
+                pl.col(sequence).alias("sequence"),
+                code_expr.alias("code"),
+                pl.lit(detail).alias("detail"),
+            )
+        )
+    return list(pl.concat(found).iter_rows())

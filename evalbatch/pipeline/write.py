@@ -1,0 +1,251 @@
+"""Grade event logs into an output directory (§4), batch by batch, whole or not at all (E-49,
+E-50, E-70..E-74).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import duckdb
+import polars as pl
+
+from evalbatch.errors import (
+    EXIT_OK,
+    EXIT_SKIPPED,
+    InputError,
+    OutputError,
+    write_failed,
+)
+from evalbatch.inputs import event_files, suites
+from evalbatch.inputs.suites import load_suites
+from evalbatch.options import GradeOptions
+from evalbatch.outputs.tables import TRIAL_SCHEMA
+from evalbatch.pipeline import incremental
+from evalbatch.pipeline.local import (
+    DEFAULT_BATCH_EVENTS,
+    Pass,
+    Progress,
+    Resources,
+    chooser,
+    grading_pass,
+)
+from evalbatch.pipeline.merge import Merged, batch_outputs
+from evalbatch.reduce import regression
+
+
+@dataclass
+class RunReport:
+    """What `write_outputs` wrote: the runs and problems tables and where the files went."""
+
+    runs: pl.DataFrame
+    problems: pl.DataFrame
+    written: dict[str, Path]
+    carried_runs: int = 0  # an incremental run's runs kept from the previous outputs
+    full_regrade: bool = True  # False when an incremental run graded only new or changed runs
+    stale_lock: str | None = None  # the holder of a lock left by a dead run, taken over
+    regrade_reason: str | None = None  # why an incremental run graded everything (content-free)
+
+    @property
+    def summary_count(self) -> int:
+        return int(self.runs["graded"].sum())
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every run was graded and every file read; 3 when something was skipped."""
+        lost = self.problems.filter(pl.col("severity") == "error").height
+        return EXIT_SKIPPED if lost else EXIT_OK
+
+
+def _write_error(out_dir: Path, exc: OSError) -> OutputError:
+    where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+    return write_failed(f"{out_dir}{where}", exc, "the previous outputs are unchanged")
+
+
+def _inside(path: str | Path, root: Path) -> bool:
+    return Path(path).resolve().is_relative_to(root)
+
+
+def _without_outputs(events: Sequence[str | Path], out: Path) -> list[str]:
+    """The event paths, less the files inside the output directory `out` when a directory or
+    glob given reaches into it (E-74): `run`'s own tables are not events, and reading them
+    would make every later run report them as unusable files."""
+    root = out.resolve()
+    paths: list[str] = []
+    for raw in map(str, events):
+        path = Path(raw)
+        if path.is_file() or (path.is_dir() and not root.is_relative_to(path.resolve())):
+            paths.append(raw)
+            continue
+        found = event_files.expand_paths([raw])
+        kept = [name for name in found if not _inside(name, root)]
+        paths += [raw] if len(kept) == len(found) else kept
+    if events and not paths:
+        raise InputError(
+            f"every event file given is inside --out {out}, where evalbatch writes its own "
+            "outputs: give the events' directory or another --out"
+        )
+    return paths
+
+
+def _nothing_to_grade(
+    out: Path, run_filter: event_files.RunFilter | None, grading: Pass
+) -> InputError:
+    """E-70: a run that selected no eval run never replaces the outputs, nor exits 0."""
+    filtered = " matches the run filters" if run_filter is not None and not run_filter.empty else ""
+    unreadable = len(grading.file_problems)
+    left_out = f" ({unreadable} event file(s) left out as unusable)" if unreadable else ""
+    return InputError(
+        f"nothing to grade: no eval run (no eval.started) in the events{filtered}{left_out}; "
+        f"nothing written to {out} (--allow-empty writes empty outputs)"
+    )
+
+
+def write_outputs(
+    events: Sequence[str | Path],
+    out_dir: str | Path,
+    suite_paths: Sequence[str | Path] = (),
+    *,
+    suite_docs: Sequence[Mapping[str, Any]] = (),
+    options: GradeOptions | None = None,
+    threads: int | None = None,
+    regress_options: regression.RegressOptions | None = None,
+    batch_events: int = DEFAULT_BATCH_EVENTS,
+    memory_limit: str | None = None,
+    spill_dir: str | None = None,
+    on_batch: Callable[[Progress], None] | None = None,
+    engine: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
+    incremental_run: bool = False,
+    run_filter: event_files.RunFilter | None = None,
+    allow_empty: bool = False,
+) -> RunReport:
+    """Grade like `grade_paths` and write the outputs (§4) into `out_dir`, batch by batch.
+
+    Summaries and trial rows go to disk as each batch is graded; only the small per-run and
+    per-task tables stay in memory. The files are identical to `writer.write(grade_paths(...))`
+    and appear only when complete. One run writes to a directory at a time (a lock in it, E-49).
+    With `incremental_run`, only runs that are new or changed since the last incremental run
+    into `out_dir` are graded and the others' rows are carried over (E-50), once every previous
+    file is checked against the manifest (E-71); the files are still identical to a full
+    regrade's. Files inside `out_dir` are never read as events (E-74).
+
+    Raises:
+        InputError: no eval run was selected (E-70; unless `allow_empty`), or no event file.
+        OutputLocked: another live run is writing to `out_dir`.
+        OutputError: the outputs could not be written (a full disk at any point, E-72); the
+            previous ones are left as they were, and nothing is left behind.
+    """
+    from evalbatch.outputs import writer
+    from evalbatch.outputs.lock import OutputLock
+
+    out = Path(out_dir)
+    options = options or GradeOptions()
+    events = _without_outputs(events, out)
+    with OutputLock(out) as lock:
+        writer.clear_stale_work(out)
+        choices = load_suites(suite_paths, suite_docs)
+        selection: incremental.Selection | None = None
+        regrade_reason: str | None = None
+
+        def choose_runs(con: Any, sources: event_files.Sources) -> frozenset[str] | None:
+            nonlocal selection, regrade_reason
+            try:
+                prints = incremental.event_fingerprints(con, sources)
+            except event_files.NOT_THE_DATA:
+                raise
+            except duckdb.Error:
+                # a file the fingerprint cannot read: grade everything, as a full run
+                regrade_reason = "an event file cannot be read whole to fingerprint its runs"
+                return None
+            selection = incremental.select(out, options, prints, choices)
+            regrade_reason = selection.reason
+            return selection.dirty
+
+        grading = grading_pass(
+            events,
+            choices,
+            options,
+            engine,
+            ray_address,
+            Resources(batch_events, threads, memory_limit, spill_dir),
+            chooser(run_filter, choose_runs if incremental_run else None),
+        )
+        carried = selection.carried if selection is not None else None
+        carried_lines = iter(carried.summary_lines()) if carried is not None else iter(())
+        next_line = next(carried_lines, None)
+        merged = Merged()
+        try:
+            files = writer.OutputWriter(out)
+        except OSError as exc:
+            raise _write_error(out, exc) from exc
+        try:
+            for batch in batch_outputs(grading, on_batch):
+                merged.add(batch)
+                trials = batch.trials
+                lines: list[tuple[str, str]] = []
+                if carried is not None:
+                    low, high = batch.run_range
+                    while next_line is not None and (high is None or next_line[0] < high):
+                        lines.append(next_line)
+                        next_line = next(carried_lines, None)
+                    trials = pl.concat([trials, carried.trials(low, high).cast(TRIAL_SCHEMA)])
+                    trials = trials.sort("run_id", "sequence")
+                files.add(batch.summaries, trials, pending=set(batch.baselines), carried=lines)
+            runs, tasks, problem_frame = merged.finish(
+                grading, regress_options or regression.RegressOptions(), carried
+            )
+            if runs.height == 0 and not allow_empty:
+                raise _nothing_to_grade(out, run_filter, grading)
+            manifest = None
+            if incremental_run and selection is not None:
+                manifest = _manifest(selection, merged, runs, choices, options)
+            written = files.finish(merged.pending, runs, tasks, problem_frame, manifest)
+        except OSError as exc:
+            files.abort()
+            raise _write_error(out, exc) from exc
+        except BaseException:
+            files.abort()
+            raise
+    return RunReport(
+        runs=runs,
+        problems=problem_frame,
+        written=written,
+        carried_runs=len(carried.runs) if carried is not None else 0,
+        full_regrade=carried is None,
+        stale_lock=lock.stale.describe() if lock.stale is not None else None,
+        regrade_reason=regrade_reason if carried is None else None,
+    )
+
+
+def _manifest(
+    selection: incremental.Selection,
+    merged: Merged,
+    runs: pl.DataFrame,
+    choices: dict[tuple[str, str], suites.SuiteChoice],
+    options: GradeOptions,
+) -> incremental.Manifest:
+    """The manifest of what is being written: carried runs keep their entries, graded runs get
+    new ones from what grading saw (the writer adds each file's record once it is complete)."""
+    keys = {
+        run_id: (suite_id, version)
+        for run_id, suite_id, version in runs.select("run_id", "suite_id", "suite_version")
+        .filter(pl.col("suite_id").is_not_null() & pl.col("suite_version").is_not_null())
+        .iter_rows()
+    }
+    previous = selection.previous.runs if selection.previous is not None else {}
+    entries: dict[str, incremental.RunEntry] = {}
+    for run_id, fingerprint in selection.fingerprints.items():
+        if selection.dirty is not None and run_id not in selection.dirty:
+            entries[run_id] = previous[run_id]
+            continue
+        key = keys.get(run_id)
+        entries[run_id] = incremental.RunEntry(
+            events=fingerprint,
+            suite_key=key,
+            suite=incremental.suite_digest(choices.get(key)) if key is not None else None,
+            baseline=merged.declared_baselines.get(run_id),
+        )
+    return incremental.Manifest(incremental.settings(options), entries)

@@ -1,0 +1,396 @@
+"""`regress`: the two sides of a comparison (event logs graded here, or a tasks table written by
+`run`), the runs of each suite paired across them, and one verdict per suite (§5).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from evalbatch.errors import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNUSABLE,
+    InputError,
+)
+from evalbatch.inputs import event_files
+from evalbatch.options import GradeOptions
+from evalbatch.outputs.tables import RUN_SCHEMA
+from evalbatch.pipeline.grading import grade_paths
+from evalbatch.reduce import regression
+from evalbatch.text import printable
+
+
+@dataclass
+class RegressionReport:
+    """`regress` results: one comparison per suite on both sides, and what could not be paired."""
+
+    comparisons: list[regression.Comparison]
+    unpaired: list[tuple[str, str]]  # suites found on one side only: (side, suiteId)
+
+    @property
+    def exit_code(self) -> int:
+        """2 when some suite compared nothing (a run of its pair not graded, other suite
+        versions, no task in common: its input is unusable, §5), else 1 when some suite
+        regressed, else 0 (`fail_on` widens this in the CLI)."""
+        if any(c.nothing_compared for c in self.comparisons):
+            return EXIT_UNUSABLE
+        return EXIT_FAILED if any(c.verdict == "regressed" for c in self.comparisons) else EXIT_OK
+
+    @property
+    def shown_safe(self) -> bool:
+        """Every suite on either side was compared and none is inconclusive: what
+        `--fail-on inconclusive` asks for (E-66: a suite on one side only is not shown safe)."""
+        return not self.unpaired and all(c.verdict != "inconclusive" for c in self.comparisons)
+
+    def report(self) -> dict[str, object]:
+        """The `--json` document (E-68): the comparisons, then the suites not compared."""
+        return {
+            "comparisons": [c.report() for c in self.comparisons],
+            "notCompared": [{"side": side, "suiteId": suite} for side, suite in self.unpaired],
+        }
+
+
+SIDE_NAMES = {"base": "baseline", "cand": "candidate"}
+
+
+def _describe_side(name: str, label: str) -> str:
+    """`the baseline side (PATH)`, for messages."""
+    return f"the {SIDE_NAMES[name]} side ({printable(label)})"
+
+
+@dataclass
+class _Side:
+    """One side of a comparison: its task rows (a run not graded has one row with null scores),
+    how each run was graded, and why runs were not graded."""
+
+    name: str  # "base" or "cand", as in --base-run / --cand-run
+    label: str  # the path as given, for messages
+    tasks: pl.DataFrame
+    gradings: dict[str, regression.Grading]
+    not_graded: dict[str, str]
+
+    def runs_of(self, suite_id: str) -> list[str]:
+        return self.tasks.filter(pl.col("suite_id") == suite_id)["run_id"].unique().sort().to_list()
+
+    @property
+    def suites(self) -> set[str]:
+        return set(self.tasks["suite_id"].drop_nulls().to_list())
+
+    def describe(self) -> str:
+        return _describe_side(self.name, self.label)
+
+
+def _is_task_table(path: str | Path) -> bool:
+    """A Parquet file `evalbatch run` wrote as tasks.parquet, or one shaped like it (a task_id
+    column and no event `type`): it is validated as a tasks table, never graded as events."""
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, pa.ArrowException):
+        return False  # not readable as Parquet here: grading reports it as a bad file
+    marked = (schema.metadata or {}).get(b"evalbatch.table") == b"tasks"
+    return marked or ("task_id" in schema.names and "type" not in schema.names)
+
+
+def _filter_tasks(
+    tasks: pl.DataFrame, run_filter: event_files.RunFilter | None, label: str
+) -> pl.DataFrame:
+    """A tasks table narrowed by run-id globs and suites.
+
+    Raises:
+        InputError: `--since`/`--until` given: a tasks table holds no eval.started time, so it
+            cannot be bounded by one (refused rather than ignored, E-67).
+    """
+    if run_filter is None or run_filter.empty:
+        return tasks
+    if run_filter.since is not None or run_filter.until is not None:
+        raise InputError(
+            f"--since/--until cannot filter {printable(label)}: a tasks table holds no "
+            "eval.started time; use --run-id or --suite, or give the event logs"
+        )
+    keep = pl.lit(True)
+    if run_filter.run_ids:
+        runs = tasks["run_id"].unique().to_list()
+        chosen = [r for r in runs if any(fnmatch.fnmatchcase(r, g) for g in run_filter.run_ids)]
+        keep &= pl.col("run_id").is_in(chosen)
+    if run_filter.suites:
+        keep &= pl.col("suite_id").is_in(list(run_filter.suites))
+    return tasks.filter(keep)
+
+
+def _runs_beside(path: Path) -> tuple[pl.DataFrame | None, str]:
+    """The runs.parquet `evalbatch run` wrote beside a tasks.parquet, or why there is none
+    usable: without it a run's grading is unknown (E-67)."""
+    runs_path = path.with_name("runs.parquet")
+    if not runs_path.is_file():
+        return None, "no runs.parquet beside the tasks table"
+    try:
+        runs = pl.read_parquet(runs_path)
+    except (OSError, pl.exceptions.PolarsError, pa.ArrowException):
+        return None, "the runs.parquet beside the tasks table cannot be read"
+    if any(runs.schema.get(name) != RUN_SCHEMA[name] for name in _PROVENANCE_COLUMNS):
+        return None, "the runs.parquet beside the tasks table records no grading"
+    return runs, ""
+
+
+#: the runs.parquet columns a tasks table's grading is read from (E-67), typed as RUN_SCHEMA
+_PROVENANCE_COLUMNS = (
+    "run_id",
+    "suite_id",
+    "suite_version",
+    "graded",
+    "has_suite",
+    "suite_sha256",
+    "default_pass_score",
+    "on_miss_default",
+)
+
+
+def _task_table_side(name: str, path: Path, run_filter: event_files.RunFilter | None) -> _Side:
+    """A `tasks.parquet` side, validated before use (issue 14, E-67).
+
+    Raises:
+        InputError: the file cannot be read, or it is not a usable tasks table (one line per
+            fault), or a filter it cannot apply was given.
+    """
+    try:
+        tasks = pl.read_parquet(path)
+    except (OSError, pl.exceptions.PolarsError, pa.ArrowException) as exc:
+        raise InputError(
+            f"{printable(path)}: not a readable tasks table ({type(exc).__name__})"
+        ) from None
+    faults = regression.task_table_faults(tasks)
+    if faults:
+        listed = "".join(f"\n  {printable(path)}: {fault}" for fault in faults)
+        raise InputError(f"{printable(path)} is not a usable tasks table:{listed}")
+    tasks = _filter_tasks(tasks, run_filter, str(path))
+    runs, why_unknown = _runs_beside(path)
+    gradings: dict[str, regression.Grading] = {}
+    not_graded: dict[str, str] = {}
+    if runs is not None:
+        tasks, gradings, skipped = _with_runs(tasks, _filter_tasks(runs, run_filter, str(path)))
+        not_graded = dict.fromkeys(skipped, "see problems.parquet")
+    unknown = regression.Grading(
+        unknown_because=why_unknown or "no row in the runs.parquet beside it"
+    )
+    for run in tasks["run_id"].unique().to_list():
+        gradings.setdefault(run, unknown)
+    return _Side(name, str(path), tasks, gradings, not_graded)
+
+
+def _side(
+    name: str,
+    paths: Sequence[str | Path],
+    suite_paths: Sequence[str | Path],
+    options: GradeOptions | None,
+    run_filter: event_files.RunFilter | None = None,
+) -> _Side:
+    """One side of a comparison: a `tasks.parquet` written by `evalbatch run`, or event logs
+    graded here (§5), whose grading is then known from the grading itself."""
+    label = ", ".join(str(p) for p in paths)
+    one_parquet = len(paths) == 1 and str(paths[0]).endswith(".parquet")
+    if one_parquet and Path(paths[0]).is_file() and _is_task_table(paths[0]):
+        return _task_table_side(name, Path(paths[0]), run_filter)
+    result = grade_paths(paths, suite_paths, options=options, run_filter=run_filter)
+    errors = result.problems.filter(pl.col("severity") == "error")
+    unread = errors.filter(pl.col("run_id").is_null())
+    if unread.height:
+        # a file that could not be read may hold this side's run of any suite: comparing the
+        # rest would let a lost run pass as "one side only" (issue 14)
+        listed = "".join(f"\n  {printable(message)}" for message in unread["message"])
+        raise InputError(
+            f"{_describe_side(name, label)}: {unread.height} event "
+            f"file problem(s); nothing was compared:{listed}"
+        )
+    tasks, gradings, skipped = _with_runs(result.tasks, result.runs)
+    not_graded = {
+        run: "; ".join(errors.filter(pl.col("run_id") == run)["code"].unique().sort().to_list())
+        for run in skipped
+    }
+    return _Side(name, label, tasks, gradings, not_graded)
+
+
+def _with_runs(
+    tasks: pl.DataFrame, runs: pl.DataFrame
+) -> tuple[pl.DataFrame, dict[str, regression.Grading], list[str]]:
+    """A side's task rows plus one row with null scores per run that was not graded (it has no
+    task rows, yet its suite must pair), each run's grading from its runs-table row, and the
+    runs not graded."""
+    skipped = runs.filter(~pl.col("graded").fill_null(False)).select(
+        "run_id", "suite_id", "suite_version"
+    )
+    if skipped.height:
+        tasks = pl.concat([tasks, skipped], how="diagonal_relaxed")
+    gradings = {row["run_id"]: regression.Grading.of_run(row) for row in runs.to_dicts()}
+    return tasks, gradings, skipped["run_id"].to_list()
+
+
+def _one_run(side: _Side, suite_id: str, chosen: str | None) -> str:
+    runs = side.runs_of(suite_id)
+    if chosen is not None and chosen in runs:
+        return chosen
+    if len(runs) > 1:
+        listed = ", ".join(printable(r) for r in runs)
+        raise InputError(
+            f"{side.describe()} holds {len(runs)} runs of suite {printable(suite_id)} "
+            f"({listed}); choose one with --{side.name}-run"
+        )
+    return runs[0]
+
+
+def _check_named_run(side: _Side, chosen: str | None) -> None:
+    """A run named with --base-run/--cand-run must be on its side (a usage error otherwise)."""
+    held = sorted(side.tasks["run_id"].unique().to_list())
+    if chosen is None or chosen in held:
+        return
+    listed = ", ".join(printable(r) for r in held[:10]) + (", ..." if len(held) > 10 else "")
+    raise InputError(
+        f"--{side.name}-run {printable(chosen)}: no such run on {side.describe()} "
+        f"(it holds {len(held)}: {listed})"
+    )
+
+
+def _nothing_compared(base: _Side, cand: _Side, run_filter: event_files.RunFilter | None) -> str:
+    """Why no suite could be compared (E-65: that is exit 2, never a pass)."""
+    matching = " matching the run filters" if run_filter is not None else ""
+    for side in (base, cand):
+        if side.tasks.height == 0:
+            return f"{side.describe()} holds no eval run{matching}; nothing was compared"
+
+    def listed(side: _Side) -> str:
+        return ", ".join(printable(s) for s in sorted(side.suites))
+
+    return (
+        f"no suite is present on both sides (baseline: {listed(base)}; candidate: "
+        f"{listed(cand)}); nothing was compared"
+    )
+
+
+def _mixed(suite_id: str, pairs: Sequence[tuple[_Side, str]]) -> str | None:
+    """How the two runs of a suite were graded, when not alike (D-4, issue 14)."""
+    (base, base_id), (cand, cand_id) = pairs
+    base_grading, cand_grading = base.gradings[base_id], cand.gradings[cand_id]
+    if base_grading.alike(cand_grading):
+        return None
+    return (
+        f"suite {printable(suite_id)}: baseline {printable(base_id)} "
+        f"{base_grading.describe()}; candidate {printable(cand_id)} {cand_grading.describe()}"
+    )
+
+
+def regress_paths(
+    base: Sequence[str | Path],
+    cand: Sequence[str | Path],
+    suite_paths: Sequence[str | Path] = (),
+    *,
+    options: regression.RegressOptions | None = None,
+    grade_options: GradeOptions | None = None,
+    base_run: str | None = None,
+    cand_run: str | None = None,
+    run_filter: event_files.RunFilter | None = None,
+    allow_mixed: bool = False,
+) -> RegressionReport:
+    """Pair the runs of each suite found on both sides and give a verdict per suite (§5).
+
+    Fails closed (issue 14, E-65..E-67): nothing compared, a named run that is not on its side
+    or was not compared, and (unless `allow_mixed`) runs graded differently are errors.
+
+    Raises:
+        InputError: a side holds several runs of one suite and none was chosen; a side holds no
+            eval run; no suite is on both sides; `base_run`/`cand_run` names no run of its side,
+            or one that was not compared; a suite named by the filter was not compared; two
+            paired runs were graded differently; a tasks table is not usable.
+    """
+    options = options or regression.RegressOptions()
+    base_side = _side("base", base, suite_paths, grade_options, run_filter)
+    cand_side = _side("cand", cand, suite_paths, grade_options, run_filter)
+    _check_named_run(base_side, base_run)
+    _check_named_run(cand_side, cand_run)
+    common = sorted(base_side.suites & cand_side.suites)
+    if not common:
+        raise InputError(_nothing_compared(base_side, cand_side, run_filter))
+    chosen = {
+        suite_id: (
+            (base_side, _one_run(base_side, suite_id, base_run)),
+            (cand_side, _one_run(cand_side, suite_id, cand_run)),
+        )
+        for suite_id in common
+    }
+    _check_all_compared(base_side, cand_side, chosen, base_run, cand_run, run_filter)
+    mixed = [m for suite_id in common if (m := _mixed(suite_id, chosen[suite_id]))]
+    if mixed and not allow_mixed:
+        listed = "".join(f"\n  {line}" for line in mixed)
+        raise InputError(
+            "the sides were graded differently, so their scores are not comparable (compare "
+            f"them anyway with --allow-mixed):{listed}"
+        )
+    comparisons = [_compare_suite(suite_id, chosen[suite_id], options) for suite_id in common]
+    unpaired = [("base", s) for s in sorted(base_side.suites - cand_side.suites)] + [
+        ("cand", s) for s in sorted(cand_side.suites - base_side.suites)
+    ]
+    return RegressionReport(comparisons=comparisons, unpaired=unpaired)
+
+
+def _check_all_compared(
+    base: _Side,
+    cand: _Side,
+    chosen: Mapping[str, Sequence[tuple[_Side, str]]],
+    base_run: str | None,
+    cand_run: str | None,
+    run_filter: event_files.RunFilter | None,
+) -> None:
+    """What the user named must have been compared: a run chosen with --base-run/--cand-run and
+    a suite chosen with --suite (E-65/E-66: naming it makes it required)."""
+    compared_runs = {run for pairs in chosen.values() for _, run in pairs}
+    for side, named in ((base, base_run), (cand, cand_run)):
+        if named is not None and named not in compared_runs:
+            suite = side.tasks.filter(pl.col("run_id") == named)["suite_id"].first()
+            other = cand if side is base else base
+            raise InputError(
+                f"--{side.name}-run {printable(named)} (suite {printable(suite)}) was not "
+                f"compared: {other.describe()} holds no run of that suite"
+            )
+    for suite_id in run_filter.suites if run_filter is not None else ():
+        if suite_id not in chosen:
+            missing = [s.describe() for s in (base, cand) if suite_id not in s.suites]
+            raise InputError(
+                f"--suite {printable(suite_id)} was not compared: no run of it on "
+                f"{' nor on '.join(missing)}"
+            )
+
+
+def _compare_suite(
+    suite_id: str, pairs: Sequence[tuple[_Side, str]], options: regression.RegressOptions
+) -> regression.Comparison:
+    """One suite's verdict, with each side's run, grading and mean scores beside it."""
+    (base, base_id), (cand, cand_id) = pairs
+    base_rows = base.tasks.filter(pl.col("run_id") == base_id)
+    cand_rows = cand.tasks.filter(pl.col("run_id") == cand_id)
+    if base_id in base.not_graded or cand_id in cand.not_graded:
+        why = base.not_graded.get(base_id) or cand.not_graded.get(cand_id)
+        comparison = regression.Comparison(
+            suite_id=suite_id,
+            suite_version=str(cand_rows["suite_version"][0]),
+            baseline_run_id=base_id,
+            candidate_run_id=cand_id,
+            paired_task_count=0,
+            score_delta=0.0,
+            verdict="inconclusive",
+            method=options.method,
+            alpha=options.alpha,
+            reason=f"a run was not graded ({why})",
+            nothing_compared=True,
+        )
+    else:
+        comparison = regression.compare(
+            base_rows, cand_rows, options, suite_id=suite_id, base_run=base_id, cand_run=cand_id
+        )
+    comparison.baseline = regression.SideSummary.of(base_rows, base_id, base.gradings[base_id])
+    comparison.candidate = regression.SideSummary.of(cand_rows, cand_id, cand.gradings[cand_id])
+    return comparison
