@@ -10,9 +10,9 @@ from evalbatch.explain.run_explanation import Explanation, explain_paths
 from evalbatch.inputs.ingest import IngestReport, ingest_paths
 from evalbatch.inputs.suites import load_suites
 from evalbatch.notebook import connect
-from evalbatch.options import GradeOptions
+from evalbatch.options import DEFAULT_BATCH_EVENTS, GradeOptions, Resources
 from evalbatch.pipeline.grading import GradeResult, grade_events, grade_paths
-from evalbatch.pipeline.local import DEFAULT_BATCH_EVENTS, Progress
+from evalbatch.pipeline.local import Progress
 from evalbatch.pipeline.write import RunReport, write_outputs
 from evalbatch.reduce.regression import RegressOptions
 from evalbatch.regress.sides import RegressionReport, regress_paths
@@ -27,6 +27,7 @@ __all__ = [
     "Progress",
     "RegressOptions",
     "RegressionReport",
+    "Resources",
     "RunReport",
     "VerifyReport",
     "connect",

@@ -27,17 +27,14 @@ from evalbatch.commands import faults, filters, resources
 from evalbatch.commands.explain import explain
 from evalbatch.commands.export import export
 from evalbatch.commands.options import default_pass_score_option as _default_pass_score_option
-from evalbatch.commands.options import memory_limit_option as _memory_limit_option
 from evalbatch.commands.options import on_miss_default_option as _on_miss_default_option
-from evalbatch.commands.options import spill_dir_option as _spill_dir_option
 from evalbatch.commands.options import suites_option as _suites_option
-from evalbatch.commands.options import threads_option as _threads_option
 from evalbatch.commands.report import report
 from evalbatch.commands.sql import sql_command
 from evalbatch.commands.types import FiniteFloatRange, printable
 from evalbatch.errors import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE
 from evalbatch.inputs import ingest, suites
-from evalbatch.options import GradeOptions, OnMissDefault
+from evalbatch.options import GradeOptions, OnMissDefault, Resources
 from evalbatch.reduce import regression
 from evalbatch.verify import host_audit
 
@@ -122,16 +119,6 @@ def _print_problems(problems: pl.DataFrame, limit: int = 20) -> None:
         click.echo(f"  ... and {errors.height - limit} more", err=True)
 
 
-# options `run` and `verify` share: a verify recomputes exactly as run grades
-_batch_events_option = click.option(
-    "--batch-events",
-    type=click.IntRange(1),
-    default=api.DEFAULT_BATCH_EVENTS,
-    show_default=True,
-    help="Grade whole runs in batches of about this many events (bounds memory).",
-)
-
-
 @cli.command()
 @click.argument("events", nargs=-1, required=True)
 @_suites_option
@@ -145,10 +132,7 @@ _batch_events_option = click.option(
 )
 @_default_pass_score_option
 @_on_miss_default_option
-@_threads_option
-@_batch_events_option
-@_memory_limit_option
-@_spill_dir_option
+@resources.resource_options(batch_events=True)
 @click.option(
     "--engine",
     type=click.Choice(["local", "ray"]),
@@ -177,10 +161,7 @@ def run(
     out_dir: str,
     default_pass_score: float,
     on_miss_default: OnMissDefault,
-    threads: int | None,
-    batch_events: int,
-    memory_limit: str | None,
-    spill_dir: str | None,
+    resources: Resources,
     engine: Literal["local", "ray"],
     ray_address: str | None,
     incremental: bool,
@@ -210,10 +191,7 @@ def run(
             out_dir,
             list(suite_paths),
             options=options,
-            threads=threads,
-            batch_events=batch_events,
-            memory_limit=memory_limit,
-            spill_dir=spill_dir,
+            resources=resources,
             on_batch=progress.update,
             engine=engine,
             ray_address=ray_address,
@@ -405,7 +383,7 @@ def _print_comparison(c: regression.Comparison, alpha: float) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the comparisons as JSON.")
 @filters.run_filter_options
-@resources.resource_options
+@resources.resource_options()
 def regress_command(
     base: str,
     cand: str,
@@ -425,6 +403,7 @@ def regress_command(
     filter_suites: tuple[str, ...],
     since: datetime | None,
     until: datetime | None,
+    resources: Resources,
 ) -> None:
     """Paired regression verdict of CAND against BASE, per suite (RFC 0244 §F).
 
@@ -458,6 +437,7 @@ def regress_command(
         cand_run=cand_run,
         run_filter=filters.build(run_ids, filter_suites, since, until),
         allow_mixed=allow_mixed,
+        resources=resources,
     )
     if as_json:
         click.echo(json.dumps(report.report(), indent=2))
@@ -594,10 +574,7 @@ def _print_verify(report: host_audit.VerifyReport) -> None:
 )
 @_default_pass_score_option
 @_on_miss_default_option
-@_threads_option
-@_batch_events_option
-@_memory_limit_option
-@_spill_dir_option
+@resources.resource_options(batch_events=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @filters.run_filter_options
 def verify_command(
@@ -606,10 +583,7 @@ def verify_command(
     summary_paths: tuple[str, ...],
     default_pass_score: float,
     on_miss_default: OnMissDefault,
-    threads: int | None,
-    batch_events: int,
-    memory_limit: str | None,
-    spill_dir: str | None,
+    resources: Resources,
     as_json: bool,
     run_ids: tuple[str, ...],
     filter_suites: tuple[str, ...],
@@ -636,10 +610,7 @@ def verify_command(
         list(suite_paths),
         list(summary_paths),
         options=options,
-        threads=threads,
-        batch_events=batch_events,
-        memory_limit=memory_limit,
-        spill_dir=spill_dir,
+        resources=resources,
         run_filter=filters.build(run_ids, filter_suites, since, until),
     )
     if as_json:
@@ -661,8 +632,10 @@ def verify_command(
     help="Directory for the Parquet files (one runId=<id>/ directory per run).",
 )
 @click.option("--quiet", is_flag=True, help="Print only the totals line.")
-@resources.resource_options
-def ingest_command(inputs: tuple[str, ...], out_dir: str, quiet: bool) -> None:
+@resources.resource_options()
+def ingest_command(
+    inputs: tuple[str, ...], out_dir: str, quiet: bool, resources: Resources
+) -> None:
     """Convert OpenWOP event exports to the canonical Parquet layout (CONTRACT §1.2).
 
     INPUTS are files, directories (every *.json, *.jsonl, *.ndjson, *.sse, optionally .gz) or
@@ -678,7 +651,7 @@ def ingest_command(inputs: tuple[str, ...], out_dir: str, quiet: bool) -> None:
     a truncated debug bundle, a damaged gzip file); 2 nothing usable or a usage error; 4 the
     Parquet files could not be written (a full disk: nothing is added).
     """
-    report = ingest.ingest_paths(list(inputs), out_dir)
+    report = ingest.ingest_paths(list(inputs), out_dir, resources=resources)
     shown = report.problems if not quiet else []
     for problem in shown[:20]:
         label = "skipped" if problem.severity == "error" else "warning"

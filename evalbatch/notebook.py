@@ -20,7 +20,7 @@ import polars as pl
 from evalbatch.errors import EvalbatchError
 from evalbatch.extract import sql_files, trial_tables
 from evalbatch.inputs import event_files
-from evalbatch.options import GradeOptions
+from evalbatch.options import GradeOptions, Resources
 from evalbatch.pipeline.grading import GradeResult, grade_paths
 
 
@@ -198,10 +198,8 @@ def connect(
     suites: str | Path | Sequence[str | Path] = (),
     *,
     suite_docs: Sequence[Mapping[str, Any]] = (),
-    threads: int | None = None,
-    memory_limit: str | None = None,
-    spill_dir: str | None = None,
     options: GradeOptions | None = None,
+    resources: Resources | None = None,
     run_filter: event_files.RunFilter | None = None,
     safe: bool = False,
 ) -> duckdb.DuckDBPyConnection:
@@ -218,8 +216,7 @@ def connect(
       `grade_paths(events, suites, options=options)`'s;
     - `evalbatch_tables`: each of these names with its rules and what a row is.
 
-    `threads`, `memory_limit` and `spill_dir` set DuckDB as for `grade_paths`. The connection is
-    the caller's to close.
+    `resources` set DuckDB as for `grade_paths`. The connection is the caller's to close.
 
     The connection is all of DuckDB: a query can read any file, write anywhere (`COPY ... TO`),
     `ATTACH` databases and install extensions. `safe=True` is for wrapping it in a service: the
@@ -236,12 +233,10 @@ def connect(
         _as_list(suites),
         suite_docs=suite_docs,
         options=options,
-        threads=threads,
-        memory_limit=memory_limit,
-        spill_dir=spill_dir,
+        resources=resources,
         run_filter=run_filter,
     )
-    con = trial_tables.connect(threads, memory_limit, spill_dir)
+    con = trial_tables.connect(resources)
     try:
         sources = event_files.scan(con, event_paths)
         if run_filter is not None:

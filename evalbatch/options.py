@@ -1,4 +1,5 @@
-"""Options that change how runs are graded: shared by the engine, the reference and the CLI."""
+"""Options that change how runs are graded, and the resources a command may use: shared by the
+engine, the reference, the library surface and the CLI, and passed explicitly."""
 
 from __future__ import annotations
 
@@ -20,3 +21,27 @@ class GradeOptions:
 
     default_pass_score: float = 1.0
     on_miss_default: OnMissDefault = "count"
+
+
+#: events per batch of whole runs: below this everything is graded in one pass
+DEFAULT_BATCH_EVENTS = 1_000_000
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What DuckDB may use, for every connection a call makes (E-64); None is DuckDB's default.
+
+    They change how fast and in how much memory a result is made, never the result.
+
+    Attributes:
+        threads: DuckDB threads (default: all cores).
+        memory_limit: DuckDB's memory limit, e.g. `4GB` or `80%`; past it, work spills.
+        spill_dir: where DuckDB spills past the memory limit.
+        batch_events: events per batch of whole runs for the local engine: memory grows with
+            a batch, not with the input.
+    """
+
+    threads: int | None = None
+    memory_limit: str | None = None
+    spill_dir: str | None = None
+    batch_events: int = DEFAULT_BATCH_EVENTS

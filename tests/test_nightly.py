@@ -366,7 +366,7 @@ def two_nights(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         [r for n in range(12) for r in standard_run(f"acme/run-{n:04d}").rows],
     )
     old = _full(yesterday, suites, root / "old")
-    new = _full(tonight, suites, root / "new", batch_events=30)
+    new = _full(tonight, suites, root / "new", resources=api.Resources(batch_events=30))
     return {"root": root, "suites": suites, "tonight": tonight, "old": old, "new": new}
 
 

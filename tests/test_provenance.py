@@ -115,7 +115,7 @@ def test_batch_fingerprint_counts_every_row_the_files_hold(tmp_path: Path) -> No
     assert table.filter(nan_row).height and table["payload"].str.contains("NaN").any()
     table.write_parquet(events)
     out = tmp_path / "out"
-    api.write_outputs([events], out, [suites], batch_events=30)
+    api.write_outputs([events], out, [suites], resources=api.Resources(batch_events=30))
     con = trial_tables.connect()
     prints = incremental.event_fingerprints(con, event_files.scan(con, [str(events)]))
     got = dict(_runs(out).select("run_id", "events_fingerprint").iter_rows())

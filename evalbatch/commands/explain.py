@@ -22,7 +22,7 @@ from evalbatch.commands.options import (
 from evalbatch.commands.types import printable
 from evalbatch.errors import EXIT_OK, EXIT_SKIPPED
 from evalbatch.explain import run_explanation as explaining
-from evalbatch.options import GradeOptions, OnMissDefault
+from evalbatch.options import GradeOptions, OnMissDefault, Resources
 
 #: exit codes: explained; run not graded (unusable input, an unknown run, task or trial, or a
 #: usage error is 2, as `faults` reports it)
@@ -34,7 +34,7 @@ from evalbatch.options import GradeOptions, OnMissDefault
     short_help="Expected vs observed calls and the grade, per trial.",
 )
 @click.argument("events", nargs=-1, required=True)
-@resources.resource_options
+@resources.resource_options()
 @suites_option
 @click.option("--run", "run_id", required=True, help="The eval run to explain (its runId).")
 @click.option("--task", "task_id", default=None, help="Only this task.")
@@ -55,6 +55,7 @@ def explain(
     as_json: bool,
     default_pass_score: float,
     on_miss_default: OnMissDefault,
+    resources: Resources,
 ) -> None:
     """Explain how each trial of eval run RUN in EVENTS graded: expected and observed calls side
     by side, which expected call each observed call was paired with (the grader's maximum
@@ -83,6 +84,7 @@ def explain(
         task_id=task_id,
         trial_index=trial_index,
         options=options,
+        resources=resources,
     )
     if as_json:
         click.echo(json.dumps(explaining.to_json(explanation), indent=2, ensure_ascii=False))

@@ -16,6 +16,7 @@ import click
 from evalbatch.commands import faults, resources
 from evalbatch.commands.types import EpochSeconds, printable
 from evalbatch.errors import InputError
+from evalbatch.options import Resources
 from evalbatch.outputs import outdir
 from evalbatch.publish import exports
 
@@ -31,7 +32,7 @@ def export() -> None:
 
 @export.command(name="otel", short_help="OpenTelemetry gen_ai.evaluation.result events.")
 @click.argument("out_dir", type=click.Path())
-@resources.resource_options
+@resources.resource_options()
 @click.option(
     "--events",
     "event_paths",
@@ -52,7 +53,13 @@ def export() -> None:
     show_default=True,
     help="The resource's service.name.",
 )
-def otel(out_dir: str, event_paths: tuple[str, ...], output: str | None, service_name: str) -> None:
+def otel(
+    out_dir: str,
+    event_paths: tuple[str, ...],
+    output: str | None,
+    service_name: str,
+    resources: Resources,
+) -> None:
     """One OpenTelemetry `gen_ai.evaluation.result` event per counted trial, as OTLP/JSON log
     records: one LogsData document per eval run and line (the OTLP file-exporter layout).
 
@@ -66,7 +73,7 @@ def otel(out_dir: str, event_paths: tuple[str, ...], output: str | None, service
     out = outdir.load(out_dir, tables=("trials",))
     if not out.summaries:
         raise InputError(f"{out.path}: no graded run in summaries.jsonl; nothing to export")
-    scored = exports.scored_fields(list(event_paths)) if event_paths else None
+    scored = exports.scored_fields(list(event_paths), resources) if event_paths else None
     tally = exports.OtelTally()
 
     def lines() -> Iterator[str]:
@@ -95,7 +102,7 @@ def otel(out_dir: str, event_paths: tuple[str, ...], output: str | None, service
 
 @export.command(name="eee", short_help="Every Eval Ever aggregate records (schema 0.3.0).")
 @click.argument("out_dir", type=click.Path())
-@resources.resource_options
+@resources.resource_options()
 @click.option(
     "--model-id",
     required=True,
@@ -154,6 +161,7 @@ def eee(
     relationship: str,
     retrieved_at: str | None,
     output: str | None,
+    resources: Resources,  # accepted as on every command; eee reads no events, so no DuckDB
 ) -> None:
     """One Every Eval Ever aggregate record (schema 0.3.0) per eval run, one per line: the suite
     score with its clustered standard error, pass@k and pass^k, and each task's.

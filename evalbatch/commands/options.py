@@ -6,7 +6,7 @@ from typing import get_args
 
 import click
 
-from evalbatch.commands.types import MAX_THREADS, FiniteFloatRange, MemoryLimit
+from evalbatch.commands.types import FiniteFloatRange
 from evalbatch.options import OnMissDefault
 
 suites_option = click.option(
@@ -30,24 +30,4 @@ on_miss_default_option = click.option(
     default="count",
     show_default=True,
     help="What an absent fixtures.onMiss means (D-9).",
-)
-threads_option = click.option(
-    "--threads",
-    type=click.IntRange(1, MAX_THREADS),
-    default=None,
-    help="DuckDB threads (default: all cores).",
-)
-memory_limit_option = click.option(
-    "--memory-limit",
-    type=MemoryLimit(),
-    default=None,
-    help="DuckDB memory limit: 4GB, 500MiB, 1.5GB, or 80% of the machine's memory.",
-)
-spill_dir_option = click.option(
-    "--temp-dir",
-    "--spill-dir",
-    "spill_dir",
-    type=click.Path(),
-    default=None,
-    help="Where DuckDB may spill past the memory limit.",
 )

@@ -1,59 +1,73 @@
-"""`--threads`, `--memory-limit`, `--temp-dir`: DuckDB's resources, honoured by every command
-that reads data (E-64). Commands whose library calls take them as arguments pass them on; for the
-others the options set the defaults every DuckDB connection of the process starts with."""
+"""`--threads`, `--memory-limit`, `--temp-dir` (and, on the grading commands, `--batch-events`):
+what DuckDB may use, honoured by every command that reads data (E-64). The options are gathered
+into one `Resources` that the command hands to the library, which applies it to every DuckDB
+connection the call makes; nothing outlives the command."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
 from evalbatch.commands.types import MAX_THREADS, MemoryLimit
-from evalbatch.extract import trial_tables
+from evalbatch.options import DEFAULT_BATCH_EVENTS, Resources
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+_THREADS = click.option(
+    "--threads",
+    type=click.IntRange(1, MAX_THREADS),
+    default=None,
+    help="DuckDB threads (default: all cores).",
+)
+_BATCH_EVENTS = click.option(
+    "--batch-events",
+    type=click.IntRange(1),
+    default=DEFAULT_BATCH_EVENTS,
+    show_default=True,
+    help="Grade whole runs in batches of about this many events (bounds memory).",
+)
+_MEMORY_LIMIT = click.option(
+    "--memory-limit",
+    type=MemoryLimit(),
+    default=None,
+    help="DuckDB memory limit: 4GB, 500MiB, 1.5GB, or 80% of the machine's memory.",
+)
+_SPILL_DIR = click.option(
+    "--temp-dir",
+    "--spill-dir",
+    "spill_dir",
+    type=click.Path(),
+    default=None,
+    help="Where DuckDB may spill past the memory limit.",
+)
 
-def _set(name: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
-    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-        if value is not None:
-            trial_tables.set_resources(**{name: value})
-            ctx.call_on_close(trial_tables.reset_resources)  # for this command only
-        return value
 
-    return callback
+def resource_options(*, batch_events: bool = False) -> Callable[[F], F]:
+    """Add the resource options to a command, which then takes one `resources: Resources`
+    argument instead of them; `batch_events` adds `--batch-events` (commands that grade)."""
+    options = [_THREADS, _BATCH_EVENTS, _MEMORY_LIMIT, _SPILL_DIR]
+    if not batch_events:
+        options.remove(_BATCH_EVENTS)
 
+    def decorate(command: F) -> F:
+        @functools.wraps(command)
+        def with_resources(
+            *args: Any,
+            threads: int | None,
+            memory_limit: str | None,
+            spill_dir: str | None,
+            **kwargs: Any,
+        ) -> Any:
+            events = kwargs.pop("batch_events", DEFAULT_BATCH_EVENTS)
+            resources = Resources(threads, memory_limit, spill_dir, events)
+            return command(*args, resources=resources, **kwargs)
 
-def resource_options(command: F) -> F:
-    """Add the three resource options to a command that does not take them itself."""
-    options = [
-        click.option(
-            "--threads",
-            type=click.IntRange(1, MAX_THREADS),
-            default=None,
-            expose_value=False,
-            callback=_set("threads"),
-            help="DuckDB threads (default: all cores).",
-        ),
-        click.option(
-            "--memory-limit",
-            type=MemoryLimit(),
-            default=None,
-            expose_value=False,
-            callback=_set("memory_limit"),
-            help="DuckDB memory limit: 4GB, 500MiB, 1.5GB, or 80% of the machine's memory.",
-        ),
-        click.option(
-            "--temp-dir",
-            "--spill-dir",
-            type=click.Path(),
-            default=None,
-            expose_value=False,
-            callback=_set("spill_dir"),
-            help="Where DuckDB may spill past the memory limit.",
-        ),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+        decorated: Callable[..., Any] = with_resources
+        for option in reversed(options):
+            decorated = option(decorated)
+        return cast(F, decorated)
+
+    return decorate

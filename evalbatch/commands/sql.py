@@ -26,18 +26,15 @@ import click
 import duckdb
 
 from evalbatch import notebook
-from evalbatch.commands import faults, filters
+from evalbatch.commands import faults, filters, resources
 from evalbatch.commands.options import (
     default_pass_score_option,
-    memory_limit_option,
     on_miss_default_option,
-    spill_dir_option,
     suites_option,
-    threads_option,
 )
 from evalbatch.commands.types import printable
 from evalbatch.errors import OutputError, write_failed
-from evalbatch.options import GradeOptions, OnMissDefault
+from evalbatch.options import GradeOptions, OnMissDefault, Resources
 
 FORMATS = ("table", "csv", "json", "parquet")
 
@@ -292,9 +289,7 @@ def _warn_left_out(con: duckdb.DuckDBPyConnection) -> None:
 )
 @default_pass_score_option
 @on_miss_default_option
-@threads_option
-@memory_limit_option
-@spill_dir_option
+@resources.resource_options()
 @filters.run_filter_options
 def sql_command(
     events: tuple[str, ...],
@@ -306,9 +301,7 @@ def sql_command(
     safe: bool,
     default_pass_score: float,
     on_miss_default: OnMissDefault,
-    threads: int | None,
-    memory_limit: str | None,
-    spill_dir: str | None,
+    resources: Resources,
     run_ids: tuple[str, ...],
     filter_suites: tuple[str, ...],
     since: datetime | None,
@@ -346,9 +339,7 @@ def sql_command(
         list(events),
         list(suite_paths),
         options=options,
-        threads=threads,
-        memory_limit=memory_limit,
-        spill_dir=spill_dir,
+        resources=resources,
         run_filter=filters.build(run_ids, filter_suites, since, until),
         safe=safe,
     )

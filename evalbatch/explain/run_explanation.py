@@ -70,7 +70,7 @@ from evalbatch.grade import trial_grading
 from evalbatch.grade.suite_tables import SuiteTables
 from evalbatch.inputs import event_files
 from evalbatch.inputs.suites import load_suites
-from evalbatch.options import GradeOptions
+from evalbatch.options import GradeOptions, Resources
 from evalbatch.pipeline.merge import trial_table
 from evalbatch.pipeline.shard import grade_shard
 from evalbatch.problems import problem_message
@@ -914,6 +914,7 @@ def explain_paths(
     task_id: str | None = None,
     trial_index: int | None = None,
     options: GradeOptions | None = None,
+    resources: Resources | None = None,
 ) -> Explanation:
     """Explain how one eval run's trials graded, with the grader's own code (see module doc).
 
@@ -927,7 +928,7 @@ def explain_paths(
     """
     options = options or GradeOptions()
     choices = load_suites(suite_paths)
-    con = trial_tables.connect()
+    con = trial_tables.connect(resources)
     try:
         sources = event_files.scan(con, [str(p) for p in events])
         sources.only_runs = frozenset({run_id})

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
 
 import duckdb
 import polars as pl
@@ -17,6 +16,7 @@ import polars as pl
 from evalbatch import jsonvalue, problems
 from evalbatch.extract import sql_files
 from evalbatch.inputs import event_files
+from evalbatch.options import Resources
 
 #: the queries that build the trial tables from `events`, in dependency order
 PIPELINE = (
@@ -50,41 +50,17 @@ class Extraction:
     usage_problems: pl.DataFrame  # run_id, segment_no, sequence, code
 
 
-#: DuckDB resources every connection starts with unless its caller names its own (E-64): set by
-#: the CLI's --threads, --memory-limit and --temp-dir for the length of one command
-_RESOURCES: dict[str, Any] = {}
-
-
-def set_resources(
-    threads: int | None = None, memory_limit: str | None = None, spill_dir: str | None = None
-) -> None:
-    """Make these the resources of every later connection (None leaves a setting as it is)."""
-    given = {"threads": threads, "memory_limit": memory_limit, "spill_dir": spill_dir}
-    _RESOURCES.update({name: value for name, value in given.items() if value is not None})
-
-
-def reset_resources() -> None:
-    """Back to DuckDB's defaults."""
-    _RESOURCES.clear()
-
-
-def apply_resources(
-    con: duckdb.DuckDBPyConnection,
-    threads: int | None = None,
-    memory_limit: str | None = None,
-    spill_dir: str | None = None,
-) -> None:
-    """Set a connection's threads, memory limit and spill directory: the ones given, else the
-    ones `set_resources` chose, else DuckDB's."""
-    threads = threads or _RESOURCES.get("threads")
-    memory_limit = memory_limit or _RESOURCES.get("memory_limit")
-    spill_dir = spill_dir or _RESOURCES.get("spill_dir")
-    if threads:
-        con.execute(f"SET threads = {int(threads)}")
-    if memory_limit:
-        con.execute("SET memory_limit = $limit", {"limit": memory_limit})
-    if spill_dir:
-        con.execute("SET temp_directory = $dir", {"dir": str(spill_dir)})
+def apply_resources(con: duckdb.DuckDBPyConnection, resources: Resources | None) -> None:
+    """Set a connection's threads, memory limit and spill directory (E-64); DuckDB's defaults
+    for what `resources` leaves unset."""
+    if resources is None:
+        return
+    if resources.threads:
+        con.execute(f"SET threads = {int(resources.threads)}")
+    if resources.memory_limit:
+        con.execute("SET memory_limit = $limit", {"limit": resources.memory_limit})
+    if resources.spill_dir:
+        con.execute("SET temp_directory = $dir", {"dir": str(resources.spill_dir)})
 
 
 #: the value ranges of `problems` (E-76..E-78) as SQL macros, so the queries in sql/ name the one
@@ -95,16 +71,12 @@ _LIMIT_MACROS = "\n".join(
 )
 
 
-def connect(
-    threads: int | None = None, memory_limit: str | None = None, spill_dir: str | None = None
-) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with UTC timestamps (naive ones are read as UTC).
-
-    `memory_limit` (e.g. "4GB") caps DuckDB's memory; past it, work spills to `spill_dir`.
-    """
+def connect(resources: Resources | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with UTC timestamps (naive ones are read as UTC), using
+    `resources` (a memory limit caps DuckDB's memory; past it, work spills)."""
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")
-    apply_resources(con, threads, memory_limit, spill_dir)
+    apply_resources(con, resources)
     con.execute(sql_files.load("macros").text)
     con.execute(_LIMIT_MACROS)
     return con

@@ -49,6 +49,7 @@ from evalbatch.errors import (
     write_failed,
 )
 from evalbatch.extract import trial_tables
+from evalbatch.options import Resources
 from evalbatch.problems import severity
 
 #: the canonical columns (CONTRACT §1.1), then `extra`: every other envelope field, as JSON text
@@ -608,13 +609,13 @@ def expand_inputs(paths: Sequence[str | Path]) -> list[str]:
 # Writing
 
 
-def _castable_ids(run_ids: Sequence[str]) -> set[str]:
+def _castable_ids(run_ids: Sequence[str], resources: Resources | None) -> set[str]:
     """Ids DuckDB's hive partitioning would read as another type (`2026-1-2` as a date, `42` as
     a number) and so could hand back changed: they use the `runKey=` layout (E-33)."""
     if not run_ids:
         return set()
     con = duckdb.connect(":memory:")
-    trial_tables.apply_resources(con)
+    trial_tables.apply_resources(con, resources)
     try:
         con.register("ids", pa.table({"id": pa.array(run_ids, pa.string())}))
         casts = " OR ".join(
@@ -627,13 +628,15 @@ def _castable_ids(run_ids: Sequence[str]) -> set[str]:
     return {row[0] for row in rows}
 
 
-def partition_names(run_ids: Sequence[str], existing: Iterable[str] = ()) -> dict[str, str]:
+def partition_names(
+    run_ids: Sequence[str], existing: Iterable[str] = (), resources: Resources | None = None
+) -> dict[str, str]:
     """The directory of each run (E-33): `runId=<id>` with every character outside
     `[A-Za-z0-9._~-]` percent-encoded (DuckDB decodes it back, so the partition value is the id),
     or `runKey=<sha-256 prefix>` for an id that is empty, too long for a file name, would be read
     as another type, or differs only in case from another run's directory."""
     existing_folded = {name.casefold(): name for name in existing}
-    castable = _castable_ids(run_ids)
+    castable = _castable_ids(run_ids, resources)
     names: dict[str, str] = {}
     for run_id in sorted(run_ids):
         name = f"runId={urllib.parse.quote(run_id, safe='')}"
@@ -707,9 +710,10 @@ class _Writer:
     inside the output directory; `commit` links each finished part into place. Every `OSError`
     while writing is an `OutputError`, and `discard` leaves nothing behind."""
 
-    def __init__(self, out_dir: Path, flush_rows: int) -> None:
+    def __init__(self, out_dir: Path, flush_rows: int, resources: Resources | None) -> None:
         self.out_dir = out_dir
         self.flush_rows = flush_rows
+        self.resources = resources
         self.tmp, self._held = self._make_work_dir(out_dir)
         self.buffer: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
         self.buffered = 0
@@ -774,7 +778,7 @@ class _Writer:
         made: list[Path] = []
         try:
             existing = [p.name for p in self.out_dir.iterdir() if p.is_dir() and p != self.tmp]
-            names = partition_names(list(self.parts), existing)
+            names = partition_names(list(self.parts), existing, self.resources)
             for run_id in sorted(self.parts):
                 directory = self.out_dir / names[run_id]
                 if not directory.is_dir():
@@ -821,7 +825,11 @@ def _link_next(part: Path, directory: Path) -> Path:
 
 
 def ingest_paths(
-    paths: Sequence[str | Path], out_dir: str | Path, *, flush_rows: int = DEFAULT_FLUSH_ROWS
+    paths: Sequence[str | Path],
+    out_dir: str | Path,
+    *,
+    flush_rows: int = DEFAULT_FLUSH_ROWS,
+    resources: Resources | None = None,
 ) -> IngestReport:
     """Convert every event in `paths` to Parquet under `out_dir`, one directory per run.
 
@@ -839,7 +847,7 @@ def ingest_paths(
     except OSError as exc:
         raise _write_error(out, exc) from exc
     report = IngestReport(out_dir=out, files=len(files))
-    writer = _Writer(out, flush_rows)
+    writer = _Writer(out, flush_rows, resources)
     try:
         for path in files:
             sink = _Sink(path, drain=writer.add)

@@ -18,15 +18,9 @@ from evalbatch.errors import (
 )
 from evalbatch.inputs import event_files
 from evalbatch.inputs.suites import load_suites
-from evalbatch.options import GradeOptions
+from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.tables import TRIAL_SCHEMA
-from evalbatch.pipeline.local import (
-    DEFAULT_BATCH_EVENTS,
-    Progress,
-    Resources,
-    chooser,
-    grading_pass,
-)
+from evalbatch.pipeline.local import Progress, chooser, grading_pass
 from evalbatch.pipeline.merge import Merged, batch_outputs
 from evalbatch.reduce import regression
 
@@ -55,11 +49,8 @@ def grade_paths(
     *,
     suite_docs: Sequence[Mapping[str, Any]] = (),
     options: GradeOptions | None = None,
-    threads: int | None = None,
+    resources: Resources | None = None,
     regress_options: regression.RegressOptions | None = None,
-    batch_events: int = DEFAULT_BATCH_EVENTS,
-    memory_limit: str | None = None,
-    spill_dir: str | None = None,
     on_batch: Callable[[Progress], None] | None = None,
     engine: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
@@ -67,8 +58,8 @@ def grade_paths(
 ) -> GradeResult:
     """Grade every eval run in the event files at `events` (files, directories, globs), in memory.
 
-    Runs are graded in batches of whole runs of about `batch_events` events each;
-    `memory_limit` and `spill_dir` bound DuckDB within a batch. `on_batch(progress)` is called
+    Runs are graded in batches of whole runs of about `resources.batch_events` events each; its
+    memory limit and spill directory bound DuckDB within a batch. `on_batch(progress)` is called
     after each batch. With `engine="ray"` the same per-batch grading runs on Ray workers
     (CONTRACT §7); the outputs are the local engine's, byte for byte. `write_outputs` does the
     same but writes each batch as it comes, so memory stays flat however large the input.
@@ -83,7 +74,7 @@ def grade_paths(
         options or GradeOptions(),
         engine,
         ray_address,
-        Resources(batch_events, threads, memory_limit, spill_dir),
+        resources or Resources(),
         chooser(run_filter),
     )
     merged = Merged()

@@ -15,11 +15,8 @@ from evalbatch.errors import (
 )
 from evalbatch.extract import trial_tables
 from evalbatch.inputs import event_files, suites
-from evalbatch.options import GradeOptions
+from evalbatch.options import GradeOptions, Resources
 from evalbatch.pipeline.shard import Batch, extract_shard, grade_extracted
-
-#: events per batch of whole runs: below this everything is graded in one pass
-DEFAULT_BATCH_EVENTS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -60,16 +57,6 @@ class Pass:
     parts: Iterator[Batch]
 
 
-@dataclass(frozen=True)
-class Resources:
-    """How a local pass batches its runs and what DuckDB may use for each batch."""
-
-    batch_events: int = DEFAULT_BATCH_EVENTS
-    threads: int | None = None
-    memory_limit: str | None = None
-    spill_dir: str | None = None
-
-
 def local_pass(
     paths: list[str],
     choices: dict[tuple[str, str], suites.SuiteChoice],
@@ -78,7 +65,7 @@ def local_pass(
     choose_runs: ChooseRuns | None = None,
 ) -> Pass:
     """The local engine: batches one after another on one DuckDB connection."""
-    con = trial_tables.connect(resources.threads, resources.memory_limit, resources.spill_dir)
+    con = trial_tables.connect(resources)
     try:
         sources = event_files.scan(con, paths)
         if choose_runs is not None:
@@ -150,16 +137,12 @@ def grade_shards_locally(
     paths: list[str],
     choices: dict[tuple[str, str], suites.SuiteChoice],
     options: GradeOptions,
-    batch_events: int = DEFAULT_BATCH_EVENTS,
-    threads: int | None = None,
-    memory_limit: str | None = None,
-    spill_dir: str | None = None,
+    resources: Resources | None = None,
     run_filter: event_files.RunFilter | None = None,
 ) -> list[Batch]:
     """Every batch of the local engine, graded but not merged (for tools that need the per-run
     grading detail, such as `verify`)."""
-    resources = Resources(batch_events, threads, memory_limit, spill_dir)
-    grading = local_pass(paths, choices, options, resources, chooser(run_filter))
+    grading = local_pass(paths, choices, options, resources or Resources(), chooser(run_filter))
     parts = list(grading.parts)
     for part in parts:  # a damaged file found in a later batch was read in none
         part.file_problems = list(grading.file_problems.values())

@@ -15,7 +15,7 @@ from typing import Any
 from evalbatch.errors import InputError
 from evalbatch.extract import trial_tables
 from evalbatch.inputs import event_files, suites
-from evalbatch.options import GradeOptions
+from evalbatch.options import GradeOptions, Resources
 from evalbatch.pipeline.shard import grade_shard
 
 
@@ -50,7 +50,7 @@ def grade_shards(
         con.close()
 
     def grade(row: dict[str, Any]) -> dict[str, Any]:
-        con = trial_tables.connect(threads=1)
+        con = trial_tables.connect(Resources(threads=1))
         try:
             sources = event_files.scan(con, paths)
             runs = plan.ranges[int(row["shard"])]

@@ -21,17 +21,10 @@ from evalbatch.errors import (
 )
 from evalbatch.inputs import event_files, suites
 from evalbatch.inputs.suites import load_suites
-from evalbatch.options import GradeOptions
+from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.tables import TRIAL_SCHEMA
 from evalbatch.pipeline import incremental
-from evalbatch.pipeline.local import (
-    DEFAULT_BATCH_EVENTS,
-    Pass,
-    Progress,
-    Resources,
-    chooser,
-    grading_pass,
-)
+from evalbatch.pipeline.local import Pass, Progress, chooser, grading_pass
 from evalbatch.pipeline.merge import Merged, batch_outputs
 from evalbatch.reduce import regression
 
@@ -110,11 +103,8 @@ def write_outputs(
     *,
     suite_docs: Sequence[Mapping[str, Any]] = (),
     options: GradeOptions | None = None,
-    threads: int | None = None,
+    resources: Resources | None = None,
     regress_options: regression.RegressOptions | None = None,
-    batch_events: int = DEFAULT_BATCH_EVENTS,
-    memory_limit: str | None = None,
-    spill_dir: str | None = None,
     on_batch: Callable[[Progress], None] | None = None,
     engine: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
@@ -170,7 +160,7 @@ def write_outputs(
             options,
             engine,
             ray_address,
-            Resources(batch_events, threads, memory_limit, spill_dir),
+            resources or Resources(),
             chooser(run_filter, choose_runs if incremental_run else None),
         )
         carried = selection.carried if selection is not None else None

@@ -27,6 +27,7 @@ import polars as pl
 from evalbatch.errors import EvalbatchError
 from evalbatch.extract import sql_files, trial_tables
 from evalbatch.inputs import event_files
+from evalbatch.options import Resources
 from evalbatch.outputs.outdir import RunOutputs
 from evalbatch.version import package_version
 
@@ -67,7 +68,9 @@ def _strict_json(text: str) -> Any:
     return json.loads(text, parse_constant=refuse)
 
 
-def scored_fields(paths: Sequence[str | Path]) -> dict[tuple[str, int], ScoredFields]:
+def scored_fields(
+    paths: Sequence[str | Path], resources: Resources | None = None
+) -> dict[tuple[str, int], ScoredFields]:
     """The `eval.scored` events of the event files at `paths`, by (runId, sequence).
 
     Payloads are parsed strictly (D-7); one that is not a JSON object gives no host fields.
@@ -75,7 +78,7 @@ def scored_fields(paths: Sequence[str | Path]) -> dict[tuple[str, int], ScoredFi
     Raises:
         InputError: no event file can be used at all.
     """
-    con = trial_tables.connect()
+    con = trial_tables.connect(resources)
     try:
         sources = event_files.scan(con, [str(p) for p in paths])
         event_files.register(con, sources)

@@ -20,7 +20,7 @@ from evalbatch.errors import (
     InputError,
 )
 from evalbatch.inputs import event_files
-from evalbatch.options import GradeOptions
+from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.tables import RUN_SCHEMA
 from evalbatch.pipeline.grading import grade_paths
 from evalbatch.reduce import regression
@@ -190,6 +190,7 @@ def _side(
     suite_paths: Sequence[str | Path],
     options: GradeOptions | None,
     run_filter: event_files.RunFilter | None = None,
+    resources: Resources | None = None,
 ) -> _Side:
     """One side of a comparison: a `tasks.parquet` written by `evalbatch run`, or event logs
     graded here (§5), whose grading is then known from the grading itself."""
@@ -197,7 +198,9 @@ def _side(
     one_parquet = len(paths) == 1 and str(paths[0]).endswith(".parquet")
     if one_parquet and Path(paths[0]).is_file() and _is_task_table(paths[0]):
         return _task_table_side(name, Path(paths[0]), run_filter)
-    result = grade_paths(paths, suite_paths, options=options, run_filter=run_filter)
+    result = grade_paths(
+        paths, suite_paths, options=options, resources=resources, run_filter=run_filter
+    )
     errors = result.problems.filter(pl.col("severity") == "error")
     unread = errors.filter(pl.col("run_id").is_null())
     if unread.height:
@@ -295,6 +298,7 @@ def regress_paths(
     cand_run: str | None = None,
     run_filter: event_files.RunFilter | None = None,
     allow_mixed: bool = False,
+    resources: Resources | None = None,
 ) -> RegressionReport:
     """Pair the runs of each suite found on both sides and give a verdict per suite (§5).
 
@@ -308,8 +312,8 @@ def regress_paths(
             paired runs were graded differently; a tasks table is not usable.
     """
     options = options or regression.RegressOptions()
-    base_side = _side("base", base, suite_paths, grade_options, run_filter)
-    cand_side = _side("cand", cand, suite_paths, grade_options, run_filter)
+    base_side = _side("base", base, suite_paths, grade_options, run_filter, resources)
+    cand_side = _side("cand", cand, suite_paths, grade_options, run_filter, resources)
     _check_named_run(base_side, base_run)
     _check_named_run(cand_side, cand_run)
     common = sorted(base_side.suites & cand_side.suites)

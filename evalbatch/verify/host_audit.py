@@ -34,8 +34,8 @@ from evalbatch.errors import EXIT_FAILED, EXIT_OK, EXIT_SKIPPED, EXIT_UNUSABLE, 
 from evalbatch.extract import sql_files, trial_tables
 from evalbatch.inputs import event_files, suites
 from evalbatch.inputs.suites import load_suites
-from evalbatch.options import GradeOptions, OnMissDefault
-from evalbatch.pipeline.local import DEFAULT_BATCH_EVENTS, grade_shards_locally
+from evalbatch.options import GradeOptions, OnMissDefault, Resources
+from evalbatch.pipeline.local import grade_shards_locally
 from evalbatch.problems import severity
 from evalbatch.reduce import stats
 from evalbatch.reduce.run_summaries import RunOutcome, RunPlan
@@ -354,9 +354,7 @@ def _parse_payload(text: str | None) -> Any:
 
 def _read_host(paths: list[str], trials: pl.DataFrame, engine: Mapping[str, Any]) -> _HostRecord:
     """Read the host's eval events and the judge calls of every counted trial (one pass each)."""
-    con = trial_tables.connect(
-        engine.get("threads"), engine.get("memory_limit"), engine.get("spill_dir")
-    )
+    con = trial_tables.connect(engine.get("resources"))
     try:
         sources = event_files.scan(con, paths)
         if engine.get("run_filter") is not None:
@@ -1197,10 +1195,7 @@ def verify_paths(
     suite_docs: Sequence[Mapping[str, Any]] = (),
     summaries: Sequence[HostSummary] = (),
     options: GradeOptions | None = None,
-    threads: int | None = None,
-    batch_events: int = DEFAULT_BATCH_EVENTS,
-    memory_limit: str | None = None,
-    spill_dir: str | None = None,
+    resources: Resources | None = None,
     run_filter: event_files.RunFilter | None = None,
 ) -> VerifyReport:
     """Recompute every eval run in `events` and compare with the host's record (CONTRACT §8).
@@ -1215,13 +1210,7 @@ def verify_paths(
         SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
     """
     options = options or GradeOptions()
-    engine = {
-        "batch_events": batch_events,
-        "threads": threads,
-        "memory_limit": memory_limit,
-        "spill_dir": spill_dir,
-        "run_filter": run_filter,
-    }
+    engine = {"resources": resources, "run_filter": run_filter}
     host_summaries = [*load_summaries(summary_paths), *summaries]
     choices = load_suites(suite_paths, suite_docs)
     paths = [str(p) for p in events]
