@@ -18,7 +18,7 @@ import pytest
 
 from evalbatch import api
 from evalbatch.errors import EXIT_SKIPPED, InputError, SuiteError
-from evalbatch.outputs.writer import summaries_jsonl
+from evalbatch.pipeline.grading import summaries_jsonl
 from tests.conftest import (
     AGENT,
     OTHER_SUITE_ID,

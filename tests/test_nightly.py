@@ -24,7 +24,7 @@ import pytest
 
 from evalbatch import api, cli
 from evalbatch.options import GradeOptions
-from evalbatch.outputs import writer
+from evalbatch.outputs import output_format
 from tests.conftest import (
     OTHER_SUITE_ID,
     OUTPUT_FILES,
@@ -321,7 +321,7 @@ KILLER = textwrap.dedent(
     """
     import os, signal, sys
     import pyarrow.parquet as pq
-    from evalbatch.outputs import writer
+    from evalbatch.outputs import output_format, writer
     target, count = sys.argv[1], int(sys.argv[2])
     calls = 0
 
@@ -504,7 +504,7 @@ def test_stale_working_directories_are_cleared(tmp_path: Path) -> None:
     A dead run's private working directory is removed by the next run (it holds the lock,
     so no live run owns one)."""
     out = tmp_path / "out"
-    (out / f"{writer.WORK_PREFIX}dead").mkdir(parents=True)
-    (out / f"{writer.WORK_PREFIX}dead" / "summaries.partial").write_text("half")
+    (out / f"{output_format.WORK_PREFIX}dead").mkdir(parents=True)
+    (out / f"{output_format.WORK_PREFIX}dead" / "summaries.partial").write_text("half")
     api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES])
     assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)

@@ -22,6 +22,7 @@ from evalbatch import api, problems
 from evalbatch.cli import cli
 from evalbatch.inputs.suites import validate_summary
 from evalbatch.outputs import writer
+from evalbatch.pipeline.grading import write_result
 from tests.conftest import (
     AGENT,
     OTHER_SUITE_ID,
@@ -438,7 +439,7 @@ def test_s4_failed_write_keeps_previous_file(
 
     monkeypatch.setattr(writer.TableWriter, "close", failing)
     with pytest.raises(OSError, match="disk full"):
-        writer.write(result, out)
+        write_result(result, out)
     assert (out / "trials.parquet").read_bytes() == old
     leftovers = {p.name for p in out.iterdir()} - set(OUTPUT_FILES)
     assert leftovers == set()

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from evalbatch import api
-from evalbatch.outputs import tables
+from evalbatch.outputs import output_format
 from evalbatch.reduce import stats
 from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES
 
@@ -26,12 +26,12 @@ SNAPSHOT = Path(__file__).parent / "data" / "table_schemas.json"
 def _current() -> dict[str, list[list[str]]]:
     return {
         name: [[column, str(dtype)] for column, dtype in schema.items()]
-        for name, schema in tables.schemas().items()
+        for name, schema in output_format.schemas().items()
     }
 
 
 def write_snapshot() -> None:
-    doc = {"schema_version": tables.SCHEMA_VERSION, "tables": _current()}
+    doc = {"schema_version": output_format.SCHEMA_VERSION, "tables": _current()}
     SNAPSHOT.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
 
 
@@ -39,17 +39,17 @@ def test_columns_change_only_with_a_version_bump() -> None:
     """E-53 (versioned tables)."""
     snapshot = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
     if snapshot["tables"] != _current():
-        if snapshot["schema_version"] >= tables.SCHEMA_VERSION:
-            pytest.fail("the output tables' columns changed: bump tables.SCHEMA_VERSION")
+        if snapshot["schema_version"] >= output_format.SCHEMA_VERSION:
+            pytest.fail("the output tables' columns changed: bump output_format.SCHEMA_VERSION")
         pytest.fail("the version is bumped: rewrite the snapshot (see this module's docstring)")
-    assert snapshot["schema_version"] == tables.SCHEMA_VERSION
+    assert snapshot["schema_version"] == output_format.SCHEMA_VERSION
 
 
 def test_every_column_is_documented_and_nothing_else() -> None:
     """E-53 (versioned tables)."""
-    for name, schema in tables.schemas().items():
-        assert list(tables.COLUMNS[name]) == list(schema), name
-        assert all(text.strip() for text in tables.COLUMNS[name].values()), name
+    for name, schema in output_format.schemas().items():
+        assert list(output_format.COLUMNS[name]) == list(schema), name
+        assert all(text.strip() for text in output_format.COLUMNS[name].values()), name
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +64,10 @@ def test_files_carry_their_table_and_schema_version(sample_out: Path, name: str)
     """E-53 (versioned tables)."""
     schema = pq.read_schema(sample_out / f"{name}.parquet")
     assert schema.metadata[b"evalbatch.table"] == name.encode()
-    assert schema.metadata[b"evalbatch.schema_version"] == str(tables.SCHEMA_VERSION).encode()
-    assert schema.names == list(tables.COLUMNS[name])
+    assert (
+        schema.metadata[b"evalbatch.schema_version"] == str(output_format.SCHEMA_VERSION).encode()
+    )
+    assert schema.names == list(output_format.COLUMNS[name])
 
 
 def test_tasks_hold_pass_at_k_and_pass_hat_k_for_every_k(sample_out: Path) -> None:

@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from evalbatch.errors import OutputError, OutputLocked
-
-LOCK_NAME = ".evalbatch.lock"
+from evalbatch.outputs.output_format import LOCK_FILE
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,7 @@ class OutputLock:
     """
 
     def __init__(self, out_dir: str | Path) -> None:
-        self.path = Path(out_dir) / LOCK_NAME
+        self.path = Path(out_dir) / LOCK_FILE
         self.stale: Holder | None = None
         self._handle: Any = None
         self._made_dir = False

@@ -18,18 +18,7 @@ from typing import Any
 import polars as pl
 
 from evalbatch.errors import InputError, OutputError, write_failed
-
-#: the tables a command may ask for, with the columns it relies on
-TABLE_COLUMNS: dict[str, frozenset[str]] = {
-    "runs": frozenset({"run_id", "suite_id", "suite_version", "graded"}),
-    "tasks": frozenset(
-        {"run_id", "suite_id", "task_pos", "task_id", "score", "gating_score", "passed", "n"}
-    ),
-    "trials": frozenset(
-        {"run_id", "task_id", "trial_index", "sequence", "counted", "kind", "score", "passed"}
-    ),
-    "problems": frozenset({"run_id", "code", "severity"}),
-}
+from evalbatch.outputs.output_format import REQUIRED_COLUMNS, SUMMARIES_FILE, table_file
 
 
 @dataclass
@@ -72,7 +61,7 @@ def _read_table(path: Path, name: str) -> pl.DataFrame:
         frame = pl.read_parquet(path)
     except Exception as exc:  # polars raises several error types for a damaged file
         raise InputError(f"{path}: not a readable Parquet file") from exc
-    missing = sorted(TABLE_COLUMNS[name] - set(frame.columns))
+    missing = sorted(REQUIRED_COLUMNS[name] - set(frame.columns))
     if missing:
         raise InputError(f"{path}: not a {name} table of `evalbatch run` (no {', '.join(missing)})")
     return frame
@@ -87,7 +76,7 @@ def load(
         InputError: OUT_DIR is not an `evalbatch run` output directory, or a file is unreadable.
     """
     root = Path(out_dir)
-    summaries_path = root / "summaries.jsonl"
+    summaries_path = root / SUMMARIES_FILE
     if not root.is_dir():
         raise InputError(f"{root}: no such directory (give the --out directory of evalbatch run)")
     if not summaries_path.is_file():
@@ -96,12 +85,12 @@ def load(
         )
     read: dict[str, pl.DataFrame] = {}
     for name in tables:
-        path = root / f"{name}.parquet"
+        path = root / table_file(name)
         if not path.is_file():
-            raise InputError(f"{root}: no {name}.parquet here (rerun `evalbatch run` into it)")
+            raise InputError(f"{root}: no {path.name} here (rerun `evalbatch run` into it)")
         read[name] = _read_table(path, name)
     for name in optional:
-        path = root / f"{name}.parquet"
+        path = root / table_file(name)
         if path.is_file():
             read[name] = _read_table(path, name)
     return RunOutputs(path=root, summaries=_read_summaries(summaries_path), tables=read)

@@ -18,23 +18,22 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalbatch.outputs import tables
-from evalbatch.outputs.tables import TRIAL_SCHEMA
-
-if TYPE_CHECKING:
-    from evalbatch.pipeline.grading import GradeResult
-    from evalbatch.pipeline.incremental import Manifest
-
-TABLES = ("runs", "tasks", "trials", "problems")
-MANIFEST_NAME = "manifest.json"
-#: the private working directories of runs into an output directory
-WORK_PREFIX = ".evalbatch-"
+from evalbatch.outputs import output_format
+from evalbatch.outputs.manifest import Manifest, describe_file
+from evalbatch.outputs.output_format import (
+    MANIFEST_FILE,
+    OUTPUT_FILES,
+    SUMMARIES_FILE,
+    TRIAL_SCHEMA,
+    WORK_PREFIX,
+    table_file,
+)
 
 
 def clear_stale_work(out_dir: Path) -> int:
@@ -73,7 +72,7 @@ class TableWriter:
         self.schema = pl.Schema(schema)
         self.arrow_schema = _arrow_schema(self.schema)
         if table is not None:  # which table, and which version of its columns (tables.py)
-            self.arrow_schema = self.arrow_schema.with_metadata(tables.metadata(table))
+            self.arrow_schema = self.arrow_schema.with_metadata(output_format.metadata(table))
         self.writer = pq.ParquetWriter(
             path, self.arrow_schema, compression="zstd", write_statistics=False
         )
@@ -152,7 +151,7 @@ class OutputWriter:
         self.trials: TableWriter | None = None
         try:
             self.summaries = (self.work / "summaries.partial").open("w", encoding="utf-8")
-            self.trials = TableWriter(self.work / "trials.parquet", TRIAL_SCHEMA, "trials")
+            self.trials = TableWriter(self.work / table_file("trials"), TRIAL_SCHEMA, "trials")
         except BaseException:
             self.abort()
             raise
@@ -198,13 +197,11 @@ class OutputWriter:
         `manifest.json` goes first and the new one comes last, so a crash in between leaves no
         manifest and the next incremental run grades everything rather than trusting rows that
         may have been replaced."""
-        from evalbatch.pipeline.incremental import describe_file
-
         assert self.trials is not None
         self.summaries.close()
         with (
             (self.work / "summaries.partial").open(encoding="utf-8") as partial,
-            (self.work / "summaries.jsonl").open("w", encoding="utf-8") as final,
+            (self.work / SUMMARIES_FILE).open("w", encoding="utf-8") as final,
         ):
             for line in partial:
                 if line.startswith(_PENDING):
@@ -214,12 +211,12 @@ class OutputWriter:
         (self.work / "summaries.partial").unlink()
         self.trials.close()
         for name, frame in (("runs", runs), ("tasks", tasks), ("problems", problems)):
-            _write_table(self.work / f"{name}.parquet", frame, name)
-        names = ["summaries.jsonl", *(f"{name}.parquet" for name in TABLES)]
+            _write_table(self.work / table_file(name), frame, name)
+        names = list(OUTPUT_FILES)
         if manifest is not None:
             manifest.files = {name: describe_file(self.work / name) for name in names}
-            (self.work / MANIFEST_NAME).write_text(manifest.text(), encoding="utf-8")
-            names.append(MANIFEST_NAME)
+            (self.work / MANIFEST_FILE).write_text(manifest.text(), encoding="utf-8")
+            names.append(MANIFEST_FILE)
         self._put_in_place(names)
         shutil.rmtree(self.work, ignore_errors=True)
         written = {name.split(".")[0]: self.out / name for name in names}
@@ -231,7 +228,7 @@ class OutputWriter:
         directory, so when a rename fails the ones already done are undone and the directory is
         as it was (where the file system has no hard links, a failed rename can only stop)."""
         kept: dict[str, Path] = {}
-        for name in dict.fromkeys([*names, MANIFEST_NAME]):
+        for name in dict.fromkeys([*names, MANIFEST_FILE]):
             backup = self.work / f"{_PREVIOUS}{name}"
             try:
                 os.link(self.out / name, backup, follow_symlinks=False)
@@ -245,7 +242,7 @@ class OutputWriter:
         mode = _file_mode()
         done: list[str] = []
         try:
-            (self.out / MANIFEST_NAME).unlink(missing_ok=True)
+            (self.out / MANIFEST_FILE).unlink(missing_ok=True)
             for name in names:
                 os.chmod(self.work / name, mode)
                 os.replace(self.work / name, self.out / name)
@@ -262,9 +259,9 @@ class OutputWriter:
                     os.replace(kept[name], self.out / name)
                 else:
                     (self.out / name).unlink()
-        if MANIFEST_NAME in kept:
+        if MANIFEST_FILE in kept:
             with contextlib.suppress(OSError):
-                os.replace(kept[MANIFEST_NAME], self.out / MANIFEST_NAME)
+                os.replace(kept[MANIFEST_FILE], self.out / MANIFEST_FILE)
 
     def abort(self) -> None:
         """Leave the output directory as it was: close what is open and remove the working
@@ -276,19 +273,3 @@ class OutputWriter:
         if self.trials is not None:
             self.trials.discard()
         shutil.rmtree(self.work, ignore_errors=True)
-
-
-def summaries_jsonl(result: GradeResult) -> str:
-    """One line per graded run, sorted by runId: {"runId": ..., "summary": ...}."""
-    return "".join(summary_line(run_id, s) for run_id, s in sorted(result.summaries.items()))
-
-
-def write(result: GradeResult, out_dir: str | Path) -> dict[str, Path]:
-    """Write an in-memory result into `out_dir` (created if needed); returns what went where."""
-    writer = OutputWriter(out_dir)
-    try:
-        writer.add(sorted(result.summaries.items()), result.trials)
-        return writer.finish({}, result.runs, result.tasks, result.problems)
-    except BaseException:
-        writer.abort()
-        raise

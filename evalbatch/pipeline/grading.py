@@ -19,7 +19,8 @@ from evalbatch.errors import (
 from evalbatch.inputs import event_files
 from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
-from evalbatch.outputs.tables import TRIAL_SCHEMA
+from evalbatch.outputs.output_format import TRIAL_SCHEMA
+from evalbatch.outputs.writer import OutputWriter, summary_line
 from evalbatch.pipeline.local import Progress, chooser, grading_pass
 from evalbatch.pipeline.merge import Merged, batch_outputs
 from evalbatch.reduce import regression
@@ -120,3 +121,19 @@ def grade_events(
         path = Path(tmp) / "events.parquet"
         pq.write_table(table, path)
         return grade_paths([path], suite_docs=suite_docs, options=options)
+
+
+def summaries_jsonl(result: GradeResult) -> str:
+    """One line per graded run, sorted by runId: {"runId": ..., "summary": ...}."""
+    return "".join(summary_line(run_id, s) for run_id, s in sorted(result.summaries.items()))
+
+
+def write_result(result: GradeResult, out_dir: str | Path) -> dict[str, Path]:
+    """Write an in-memory result into `out_dir` (created if needed); returns what went where."""
+    files = OutputWriter(out_dir)
+    try:
+        files.add(sorted(result.summaries.items()), result.trials)
+        return files.finish({}, result.runs, result.tasks, result.problems)
+    except BaseException:
+        files.abort()
+        raise

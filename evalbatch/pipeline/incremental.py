@@ -19,179 +19,19 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from evalbatch.extract import sql_files
 from evalbatch.inputs import event_files, suites
 from evalbatch.options import GradeOptions
+from evalbatch.outputs import output_format
+from evalbatch.outputs.manifest import Manifest, Untrusted, check_outputs, read_manifest
 from evalbatch.version import package_version
-
-MANIFEST_NAME = "manifest.json"
-#: 2: each output file's size, sha256 and rows are recorded (an older manifest: full regrade)
-MANIFEST_FORMAT = 2
-OUTPUT_NAMES = (
-    "summaries.jsonl",
-    "runs.parquet",
-    "tasks.parquet",
-    "trials.parquet",
-    "problems.parquet",
-)
-_CHUNK = 1 << 20
-
-
-class Untrusted(Exception):
-    """The previous outputs cannot be carried from; the message says which file and which check
-    (content-free: names, counts and sizes only)."""
-
-
-@dataclass(frozen=True)
-class FileRecord:
-    """One output file as it was written: what the next incremental run checks before it
-    carries a row from it."""
-
-    bytes: int
-    sha256: str
-    rows: int  # lines of summaries.jsonl, rows of a Parquet table
-
-
-def _scan_file(path: Path) -> tuple[int, str, int, bool]:
-    """Size, sha256, newline count and whether the file ends with a newline, in one read."""
-    digest = hashlib.sha256()
-    size = newlines = 0
-    last = b"\n"
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-            newlines += chunk.count(b"\n")
-            last = chunk[-1:]
-    return size, digest.hexdigest(), newlines, last == b"\n"
-
-
-def _parquet_rows(path: Path) -> int:
-    try:
-        return pq.read_metadata(path).num_rows
-    except (OSError, ValueError, pa.ArrowException) as exc:  # a bad footer: ArrowInvalid
-        raise Untrusted(f"{path.name}: not a readable Parquet file") from exc
-
-
-def describe_file(path: Path) -> FileRecord:
-    """The record of one output file just written."""
-    size, sha256, newlines, _ = _scan_file(path)
-    rows = newlines if path.suffix == ".jsonl" else _parquet_rows(path)
-    return FileRecord(bytes=size, sha256=sha256, rows=rows)
-
-
-def check_file(path: Path, recorded: FileRecord) -> None:
-    """Raise `Untrusted` unless `path` is whole and is the file `recorded` describes: readable,
-    its last line whole (summaries.jsonl), its rows, size and sha256 as recorded. The sha256
-    settles it (every line whole JSON, every Parquet page intact); the checks before it only
-    name the fault better."""
-    try:
-        size, sha256, newlines, whole = _scan_file(path)
-    except FileNotFoundError as exc:
-        raise Untrusted(f"{path.name}: missing") from exc
-    except OSError as exc:
-        raise Untrusted(f"{path.name}: cannot be read ({exc.strerror or 'I/O error'})") from exc
-    if path.suffix == ".jsonl":
-        if not whole:
-            raise Untrusted(f"{path.name}: its last line is not whole (the file is truncated)")
-        rows = newlines
-    else:
-        rows = _parquet_rows(path)
-    if rows != recorded.rows:
-        unit = "lines" if path.suffix == ".jsonl" else "rows"
-        raise Untrusted(f"{path.name}: {rows} {unit}, {MANIFEST_NAME} records {recorded.rows}")
-    if size != recorded.bytes:
-        raise Untrusted(f"{path.name}: {size} bytes, {MANIFEST_NAME} records {recorded.bytes}")
-    if sha256 != recorded.sha256:
-        raise Untrusted(f"{path.name}: its sha256 is not the one {MANIFEST_NAME} records")
-
-
-@dataclass(frozen=True)
-class RunEntry:
-    """What one run's grade depended on."""
-
-    events: str
-    suite_key: tuple[str, str] | None = None  # (suiteId, version) its eval.started claims
-    suite: str | None = None  # sha256 of the suite file it was graded with (suite_digest)
-    baseline: str | None = None  # the baselineRunId its eval.started names
-
-
-@dataclass
-class Manifest:
-    settings: dict[str, Any]
-    runs: dict[str, RunEntry]
-    files: dict[str, FileRecord] = field(default_factory=dict)  # filled in once written
-
-    def text(self) -> str:
-        runs = {}
-        for run_id, entry in sorted(self.runs.items()):
-            doc = {k: v for k, v in asdict(entry).items() if v is not None}
-            if entry.suite_key is not None:
-                doc["suite_key"] = list(entry.suite_key)
-            runs[run_id] = doc
-        body = {
-            "format": MANIFEST_FORMAT,
-            "settings": self.settings,
-            "runs": runs,
-            "files": {name: asdict(record) for name, record in sorted(self.files.items())},
-        }
-        return json.dumps(body, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
-
-
-def read_manifest(out_dir: Path) -> Manifest:
-    """The manifest of the last run into `out_dir`.
-
-    Raises:
-        Untrusted: there is none, or none this version can use (the reason says which).
-    """
-    path = out_dir / MANIFEST_NAME
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise Untrusted(f"no {MANIFEST_NAME} in the output directory") from exc
-    except (OSError, ValueError) as exc:
-        raise Untrusted(f"{MANIFEST_NAME}: not readable JSON") from exc
-    found = doc.get("format") if isinstance(doc, dict) else None
-    if found != MANIFEST_FORMAT:
-        raise Untrusted(
-            f"{MANIFEST_NAME}: format {found if isinstance(found, int) else '?'}, "
-            f"this evalbatch reads format {MANIFEST_FORMAT}"
-        )
-    try:
-        runs = {}
-        for run_id, entry in doc["runs"].items():
-            key = entry.get("suite_key")
-            runs[run_id] = RunEntry(
-                events=entry["events"],
-                suite_key=(key[0], key[1]) if key else None,
-                suite=entry.get("suite"),
-                baseline=entry.get("baseline"),
-            )
-        files = {
-            name: FileRecord(bytes=int(r["bytes"]), sha256=str(r["sha256"]), rows=int(r["rows"]))
-            for name, r in doc["files"].items()
-        }
-        return Manifest(settings=doc["settings"], runs=runs, files=files)
-    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
-        raise Untrusted(f"{MANIFEST_NAME}: not a manifest of this evalbatch") from exc
-
-
-def check_outputs(out_dir: Path, manifest: Manifest) -> None:
-    """Raise `Untrusted` unless every output file is the one `manifest` records."""
-    for name in OUTPUT_NAMES:
-        recorded = manifest.files.get(name)
-        if recorded is None:
-            raise Untrusted(f"{MANIFEST_NAME} records no {name}")
-        check_file(out_dir / name, recorded)
 
 
 def settings(options: GradeOptions) -> dict[str, Any]:
@@ -306,6 +146,11 @@ def select(
     return Selection(dirty, fingerprints, previous, carried)
 
 
+def _read_table(out_dir: Path, table: str, keep: pl.Expr) -> pl.DataFrame:
+    """The rows of one previous output table that are carried over."""
+    return pl.read_parquet(out_dir / output_format.table_file(table)).filter(keep)
+
+
 def _run_id_of_line(line: str) -> str:
     """The runId of a summaries.jsonl line: `{"runId": "...", "summary": ...}`."""
     prefix = '{"runId": '
@@ -331,11 +176,11 @@ class Carried:
         keep = pl.col("run_id").is_in(sorted(runs))
         return cls(
             runs=runs,
-            summaries_path=out_dir / "summaries.jsonl",
-            trials_path=out_dir / "trials.parquet",
-            run_rows=pl.read_parquet(out_dir / "runs.parquet").filter(keep),
-            task_rows=pl.read_parquet(out_dir / "tasks.parquet").filter(keep),
-            problem_rows=pl.read_parquet(out_dir / "problems.parquet").filter(keep),
+            summaries_path=out_dir / output_format.SUMMARIES_FILE,
+            trials_path=out_dir / output_format.table_file("trials"),
+            run_rows=_read_table(out_dir, "runs", keep),
+            task_rows=_read_table(out_dir, "tasks", keep),
+            problem_rows=_read_table(out_dir, "problems", keep),
         )
 
     def summary_lines(self) -> Iterator[tuple[str, str]]:

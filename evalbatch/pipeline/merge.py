@@ -12,7 +12,7 @@ import polars as pl
 
 from evalbatch import problems
 from evalbatch.inputs import event_files, suites
-from evalbatch.outputs.tables import PROBLEM_SCHEMA, RUN_SCHEMA, TASK_SCHEMA, TRIAL_SCHEMA
+from evalbatch.outputs.output_format import PROBLEM_SCHEMA, RUN_SCHEMA, TASK_SCHEMA, TRIAL_SCHEMA
 from evalbatch.pipeline import incremental
 from evalbatch.pipeline.local import Pass, Progress
 from evalbatch.pipeline.shard import Batch

@@ -22,7 +22,8 @@ from evalbatch.errors import (
 from evalbatch.inputs import event_files, suites
 from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
-from evalbatch.outputs.tables import TRIAL_SCHEMA
+from evalbatch.outputs.manifest import Manifest, RunEntry
+from evalbatch.outputs.output_format import TRIAL_SCHEMA
 from evalbatch.pipeline import incremental
 from evalbatch.pipeline.local import Pass, Progress, chooser, grading_pass
 from evalbatch.pipeline.merge import Merged, batch_outputs
@@ -115,7 +116,7 @@ def write_outputs(
     """Grade like `grade_paths` and write the outputs (§4) into `out_dir`, batch by batch.
 
     Summaries and trial rows go to disk as each batch is graded; only the small per-run and
-    per-task tables stay in memory. The files are identical to `writer.write(grade_paths(...))`
+    per-task tables stay in memory. The files are identical to `write_result(grade_paths(...))`
     and appear only when complete. One run writes to a directory at a time (a lock in it, E-49).
     With `incremental_run`, only runs that are new or changed since the last incremental run
     into `out_dir` are graded and the others' rows are carried over (E-50), once every previous
@@ -216,7 +217,7 @@ def _manifest(
     runs: pl.DataFrame,
     choices: dict[tuple[str, str], suites.SuiteChoice],
     options: GradeOptions,
-) -> incremental.Manifest:
+) -> Manifest:
     """The manifest of what is being written: carried runs keep their entries, graded runs get
     new ones from what grading saw (the writer adds each file's record once it is complete)."""
     keys = {
@@ -226,16 +227,16 @@ def _manifest(
         .iter_rows()
     }
     previous = selection.previous.runs if selection.previous is not None else {}
-    entries: dict[str, incremental.RunEntry] = {}
+    entries: dict[str, RunEntry] = {}
     for run_id, fingerprint in selection.fingerprints.items():
         if selection.dirty is not None and run_id not in selection.dirty:
             entries[run_id] = previous[run_id]
             continue
         key = keys.get(run_id)
-        entries[run_id] = incremental.RunEntry(
+        entries[run_id] = RunEntry(
             events=fingerprint,
             suite_key=key,
             suite=incremental.suite_digest(choices.get(key)) if key is not None else None,
             baseline=merged.declared_baselines.get(run_id),
         )
-    return incremental.Manifest(incremental.settings(options), entries)
+    return Manifest(incremental.settings(options), entries)

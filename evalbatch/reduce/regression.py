@@ -128,7 +128,7 @@ def _mean(column: pl.Series) -> float | None:
 
 
 #: the columns a tasks table must hold for a comparison, with their types (those of
-#: `outputs.tables.TASK_SCHEMA`)
+#: `outputs.output_format.TASK_SCHEMA`)
 TASK_COLUMNS: dict[str, type[pl.DataType]] = {
     "run_id": pl.String,
     "suite_id": pl.String,

@@ -21,7 +21,7 @@ from evalbatch.errors import (
 )
 from evalbatch.inputs import event_files
 from evalbatch.options import GradeOptions, Resources
-from evalbatch.outputs.tables import RUN_SCHEMA
+from evalbatch.outputs.output_format import RUN_SCHEMA
 from evalbatch.pipeline.grading import grade_paths
 from evalbatch.reduce import regression
 from evalbatch.text import printable
