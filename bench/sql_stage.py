@@ -5,11 +5,12 @@ whole command.
 
     python bench/sql_stage.py --events 2M      # needs bench/data/<size>/ from bench/run.py
 
-The events pass is the first SQL query (sql/events.sql with what it reads): every payload parsed
-once, plus the strict-JSON checks DuckDB's lenient parser needs (NaN, trailing commas, repeated
-keys: D-3, D-7, E-60..E-61), the duplicate-key collapse (D-3) and the 16-digit check (D-7). The
-whole SQL stage adds the per-type tables, eval spans, trial segments and brackets (§2). Wall
-time and peak RSS come from wait4; each stage is run `--repeat` times and the fastest is kept.
+The events pass is the first SQL query (sql/events/events.sql with what it reads,
+`extract.events_pass`): every payload parsed once, plus the strict-JSON checks DuckDB's lenient
+parser needs (NaN, trailing commas, repeated keys: D-3, D-7, E-60..E-61), the duplicate-key
+collapse (D-3) and the 16-digit check (D-7). The whole SQL stage adds the per-type tables, eval
+spans, trial segments and brackets (§2). Wall time and peak RSS come from wait4; each stage is run
+`--repeat` times and the fastest is kept.
 """
 
 from __future__ import annotations
@@ -37,11 +38,7 @@ else:
     con = extract.connect()
     sources = inputs.scan(con, files)
     if stage == "events":
-        inputs.register(con, sources, None)
-        sql.materialize(con, "eval_run_ids")
-        sql.materialize(con, "duplicate_keys")
-        sql.define_view(con, "event_rows")
-        sql.materialize(con, "events")
+        extract.events_pass(con, sources, None)
     else:
         extract.extract(con, sources, None)
         con.execute(sql.load("batch_fingerprints").text).fetchall()
