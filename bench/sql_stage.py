@@ -5,11 +5,12 @@ whole command.
 
     python bench/sql_stage.py --events 2M      # needs bench/data/<size>/ from bench/run.py
 
-The events pass is the first SQL query (sql/events.sql with what it reads): every payload parsed
-once, plus the strict-JSON checks DuckDB's lenient parser needs (NaN, trailing commas, repeated
-keys: D-3, D-7, E-60..E-61), the duplicate-key collapse (D-3) and the 16-digit check (D-7). The
-whole SQL stage adds the per-type tables, eval spans, trial segments and brackets (§2). Wall
-time and peak RSS come from wait4; each stage is run `--repeat` times and the fastest is kept.
+The events pass is the first SQL query (sql/events/events.sql with what it reads,
+`extract.events_pass`): every payload parsed once, plus the strict-JSON checks DuckDB's lenient
+parser needs (NaN, trailing commas, repeated keys: D-3, D-7, E-60..E-61), the duplicate-key
+collapse (D-3) and the 16-digit check (D-7). The whole SQL stage adds the per-type tables, eval
+spans, trial segments and brackets (§2). Wall time and peak RSS come from wait4; each stage is run
+`--repeat` times and the fastest is kept.
 """
 
 from __future__ import annotations
@@ -39,11 +40,7 @@ else:
     con = trial_tables.connect()
     sources = event_files.scan(con, files)
     if stage == "events":
-        event_files.register(con, sources, None)
-        sql_files.materialize(con, "eval_run_ids")
-        sql_files.materialize(con, "duplicate_keys")
-        sql_files.define_view(con, "event_rows")
-        sql_files.materialize(con, "events")
+        trial_tables.events_pass(con, sources, None)
     else:
         trial_tables.extract(con, sources, None)
         con.execute(sql_files.load("batch_fingerprints").text).fetchall()

@@ -1,12 +1,19 @@
-"""Every query under sql/ loads, names itself, documents itself and cites the contract."""
+"""Every query under sql/ loads, names itself, documents itself and cites the contract; the
+folders of sql/ hold the stage in its order, and each relation of the stage has a golden case."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from evalbatch.extract import sql_files, trial_tables
+from tests.test_sql_golden import CASES
+
+#: the folders of sql/ that hold the queries of the stage's readers, not the stage itself
+CONSUMER_FOLDERS = ("provenance", "verify", "explain", "export")
 
 
 def test_every_sql_file_loads_with_a_header() -> None:
@@ -26,3 +33,69 @@ def test_every_sql_file_loads_with_a_header() -> None:
 def test_missing_query_is_reported() -> None:
     with pytest.raises(sql_files.SqlFileError):
         sql_files.load("no_such_query")
+
+
+def test_queries_sit_in_the_folders_of_the_data_flow() -> None:
+    """Layout issue item 6: the shared macros at the top; every query in a folder of the stage
+    (events, typed, spans, trials) or of one of its readers (verify, explain, ...)."""
+    folders = {f.name: f.folder for f in sql_files.all_files()}
+    assert folders.pop("macros") == ""
+    assert set(folders.values()) == {*sql_files.STAGE_FOLDERS, *CONSUMER_FOLDERS}
+
+
+def test_the_stage_order_names_each_stage_relation_once_after_what_it_reads() -> None:
+    """The stage's dependency order (`trial_tables.EVENTS_PASS`, then `PIPELINE`) is the one
+    list of what the stage stores: each of its relations sits in a folder of the stage, once, and
+    reads no relation built after it."""
+    order = [*trial_tables.EVENTS_PASS, *trial_tables.PIPELINE]
+    assert len(order) == len(set(order))
+    assert {sql_files.load(name).folder for name in order} <= set(sql_files.STAGE_FOLDERS)
+    for position, name in enumerate(order):
+        text = re.sub(r"--.*", "", sql_files.load(name).text)  # the query, without its comments
+        later = [other for other in order[position + 1 :] if re.search(rf"\b{other}\b", text)]
+        assert not later, f"{name} reads {later}, built after it"
+
+
+def test_the_span_rule_is_written_once() -> None:
+    """Layout issue item 6: span_calls, span_usage and span_brackets are the one table macro
+    span_events (§2.1, E-2) over their per-type relation, not three copies of its query."""
+    assert "MACRO span_events(source) AS TABLE" in sql_files.load("macros").text
+    for name, source in (
+        ("span_calls", "tool_called_events"),
+        ("span_usage", "usage_events"),
+        ("span_brackets", "bracket_events"),
+    ):
+        assert sql_files.load(name).text == f"SELECT * FROM span_events('{source}')"
+
+
+def test_every_stage_relation_has_a_golden_case() -> None:
+    """Layout issue item 6: each relation in sql/events, typed, spans and trials has its case in
+    tests/test_sql_golden.py."""
+    stage = {f.name for f in sql_files.all_files() if f.folder in sql_files.STAGE_FOLDERS}
+    assert stage == set(CASES)
+
+
+@pytest.fixture
+def sql_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An empty `sql/` the loader reads instead of the repository's."""
+    monkeypatch.setattr(sql_files, "sql_dir", lambda: tmp_path)
+    sql_files.load.cache_clear()
+    sql_files._paths.cache_clear()
+    yield tmp_path
+    sql_files.load.cache_clear()
+    sql_files._paths.cache_clear()
+
+
+def test_a_query_is_found_by_name_in_any_folder(sql_root: Path) -> None:
+    (sql_root / "typed").mkdir()
+    (sql_root / "typed" / "q.sql").write_text("-- name: q\n-- One row (§2.2).\nSELECT 1\n")
+    assert sql_files.load("q") == sql_files.SqlFile("q", "One row (§2.2).", "SELECT 1", "typed")
+
+
+def test_two_files_of_one_name_are_an_error(sql_root: Path) -> None:
+    """A name must say which query it is: the same name in two folders is refused."""
+    for folder in ("spans", "verify"):
+        (sql_root / folder).mkdir()
+        (sql_root / folder / "q.sql").write_text("-- name: q\n-- One row (§2.2).\nSELECT 1\n")
+    with pytest.raises(sql_files.SqlFileError, match="two SQL files named q"):
+        sql_files.load("q")

@@ -1,8 +1,13 @@
 """The SQL stage's queries, kept as files under `sql/` and run by name.
 
 Each file holds one SELECT and opens with a `-- name:` line and a comment saying what the relation
-holds and which contract rule it implements. `materialize` stores a query's result as a temporary
-table that later queries read by the same name.
+holds and which contract rule it implements. The files sit in sub-folders that read as the data
+flow: the stage's `events/` (rows of eval runs, parsed once), `typed/` (one relation per event
+type), `spans/` (events placed in eval spans and trial segments), `trials/` (one row per trial,
+its calls, usage and problems), then the queries of the stage's consumers (`provenance/`,
+`verify/`, `explain/`, `export/`). A query is found by its name alone, wherever it sits.
+`materialize` stores a query's result as a temporary table that later queries read by the same
+name.
 """
 
 from __future__ import annotations
@@ -16,14 +21,19 @@ import duckdb
 
 from evalbatch.errors import SqlFileError
 
+#: the sub-folders of `sql/` that hold the SQL stage itself, in the order data flows through them
+STAGE_FOLDERS = ("events", "typed", "spans", "trials")
+
 
 @dataclass(frozen=True)
 class SqlFile:
-    """One query: its name (the relation it returns), its header comment and its text."""
+    """One query: its name (the relation it returns), its header comment, its text and the
+    sub-folder of `sql/` it sits in ("" for the top level)."""
 
     name: str
     description: str
     text: str
+    folder: str
 
 
 def sql_dir() -> Path:
@@ -35,11 +45,27 @@ def sql_dir() -> Path:
 
 
 @cache
+def _paths() -> dict[str, Path]:
+    """Every `.sql` file under `sql/`, by its name: two files of one name would make a query's
+    name ambiguous, so that is an error."""
+    root = sql_dir()
+    found: dict[str, Path] = {}
+    for path in sorted(root.rglob("*.sql")):
+        if path.stem in found:
+            raise SqlFileError(
+                f"two SQL files named {path.stem}: {found[path.stem].relative_to(root)} and "
+                f"{path.relative_to(root)}"
+            )
+        found[path.stem] = path
+    return found
+
+
+@cache
 def load(name: str) -> SqlFile:
-    """Read `sql/<name>.sql`, checking its header names it."""
-    path = sql_dir() / f"{name}.sql"
-    if not path.is_file():
-        raise SqlFileError(f"missing SQL file {path}")
+    """Read the query `name` (`sql/**/<name>.sql`), checking its header names it."""
+    path = _paths().get(name)
+    if path is None:
+        raise SqlFileError(f"missing SQL file {name}.sql under {sql_dir()}")
     text = path.read_text(encoding="utf-8")
     header = [line[2:].strip() for line in text.splitlines() if line.startswith("--")]
     if not header or header[0] != f"name: {name}":
@@ -47,12 +73,18 @@ def load(name: str) -> SqlFile:
     body = "\n".join(line for line in text.splitlines() if not line.startswith("--")).strip()
     if not body:
         raise SqlFileError(f"{path}: empty query")
-    return SqlFile(name=name, description=" ".join(header[1:]), text=body)
+    folder = path.parent.relative_to(sql_dir()).as_posix()
+    return SqlFile(
+        name=name,
+        description=" ".join(header[1:]),
+        text=body,
+        folder="" if folder == "." else folder,
+    )
 
 
 def all_files() -> list[SqlFile]:
     """Every query under `sql/`, by name."""
-    return [load(path.stem) for path in sorted(sql_dir().glob("*.sql"))]
+    return [load(name) for name in sorted(_paths())]
 
 
 def materialize(con: duckdb.DuckDBPyConnection, name: str) -> None:

@@ -18,7 +18,15 @@ from evalbatch.extract import sql_files
 from evalbatch.inputs import event_files
 from evalbatch.options import Resources
 
-#: the queries that build the trial tables from `events`, in dependency order
+#: the events pass, in dependency order: which runs are eval runs, the keys held by more than one
+#: row (D-3), each event's row (a view, read once) and the parsed `events` table built from them
+EVENTS_PASS = ("eval_run_ids", "duplicate_keys", "event_rows", "events")
+#: the queries of `EVENTS_PASS` kept as views rather than tables
+VIEWS = frozenset({"event_rows"})
+
+#: the queries that build the trial tables from `events`, in dependency order: per-type events
+#: (sql/typed), eval runs and the events of their spans (sql/spans), then the trial rows
+#: (sql/trials); `event_problems` and `usage_problems` are read from these when asked for
 PIPELINE = (
     "tool_called_events",
     "usage_events",
@@ -136,16 +144,17 @@ def _conflicts(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
     ]
 
 
-def _build(
+def events_pass(
     con: duckdb.DuckDBPyConnection, sources: event_files.Sources, runs: event_files.RunRange | None
-) -> list[tuple[str, int]]:
-    """Materialize every table of the SQL stage; returns the conflicting (run, sequence) keys."""
+) -> None:
+    """Build `events` from the event files, as `EVENTS_PASS` orders it, with the payloads DuckDB
+    reads leniently re-read as JSON (D-7)."""
     event_files.register(con, sources, runs)
-    sql_files.materialize(con, "eval_run_ids")
-    sql_files.materialize(con, "duplicate_keys")
-    conflicts = _conflicts(con)
-    sql_files.define_view(con, "event_rows")
-    sql_files.materialize(con, "events")
+    for name in EVENTS_PASS:
+        if name in VIEWS:
+            sql_files.define_view(con, name)
+        else:
+            sql_files.materialize(con, name)
     if _payload_fixes(con):
         con.execute(
             "CREATE OR REPLACE TEMP VIEW event_rows AS " + sql_files.load("fixed_event_rows").text
@@ -156,6 +165,14 @@ def _build(
             "(SELECT run_id, sequence FROM fixed_events)"
         )
         con.execute("INSERT INTO events SELECT * FROM fixed_events")
+
+
+def _build(
+    con: duckdb.DuckDBPyConnection, sources: event_files.Sources, runs: event_files.RunRange | None
+) -> list[tuple[str, int]]:
+    """Materialize every table of the SQL stage; returns the conflicting (run, sequence) keys."""
+    events_pass(con, sources, runs)
+    conflicts = _conflicts(con)
     for name in PIPELINE:
         sql_files.materialize(con, name)
     return conflicts

@@ -1,0 +1,602 @@
+"""One golden case per relation of the SQL stage: a few event rows in, that relation's rows out.
+
+Each case names the relation, the rules its header in `sql/` says it implements (the test id
+shows them), the columns it asserts and the exact rows expected, ordered by those columns. The
+events go through the whole stage as `evalbatch run` reads them (a Parquet file, `extract`), so a
+case sees the relation as grading does. Sequences are numbered from 0 and timestamps are 100 ms
+apart (tests/logbuilder.py), so sequence n is at n * 100 ms; comments give the sequences.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalbatch import problems
+from evalbatch.extract import sql_files, trial_tables
+from tests.logbuilder import LogBuilder, write_raw_events
+
+Rows = list[dict[str, Any]]
+Expected = list[tuple[Any, ...]]
+
+
+@dataclass(frozen=True)
+class Golden:
+    """A relation's golden case: `build` returns the event rows and the expected rows."""
+
+    relation: str
+    rule: str  # the rule ids of the relation's header this case checks
+    columns: str  # the columns compared, also the order rows are compared in
+    build: Callable[[], tuple[Rows, Expected]]
+
+    @property
+    def id(self) -> str:
+        """The test id: the relation and its rules ("§2.1" as "s2.1", as test names spell it)."""
+        return f"{self.relation} [{self.rule.replace('§', 's')}]"
+
+
+CASES: dict[str, Golden] = {}
+
+
+def golden(
+    relation: str, rule: str, columns: str
+) -> Callable[[Callable[[], tuple[Rows, Expected]]], Callable[[], tuple[Rows, Expected]]]:
+    """Register the decorated function as the golden case of `relation`."""
+
+    def register(
+        build: Callable[[], tuple[Rows, Expected]],
+    ) -> Callable[[], tuple[Rows, Expected]]:
+        assert relation not in CASES, f"two golden cases for {relation}"
+        CASES[relation] = Golden(relation, rule, columns, build)
+        return build
+
+    return register
+
+
+def again(log: LogBuilder, **changes: Any) -> None:
+    """Write the last event's row once more (same runId and sequence), with `changes`."""
+    log.rows.append({**log.rows[-1], **changes})
+
+
+def null_payload(log: LogBuilder) -> None:
+    """Make the last event's payload cell null (not the JSON text `null`)."""
+    log.rows[-1]["payload"] = None
+
+
+def started(suite: str = "s", **fields: Any) -> dict[str, Any]:
+    """A small eval.started payload."""
+    return {"suiteId": suite, "suiteVersion": "1", **fields}
+
+
+def scored(task: str = "t", **fields: Any) -> dict[str, Any]:
+    """A small eval.scored payload."""
+    return {"taskId": task, "score": 1, "passed": True, **fields}
+
+
+def usage(**fields: Any) -> dict[str, Any]:
+    """A small provider.usage payload (1 input and 1 output token unless given)."""
+    return {"inputTokens": 1, "outputTokens": 1, **fields}
+
+
+def call(tool: str, agent: str | None = "a1", **fields: Any) -> dict[str, Any]:
+    """A small agent.tool-called payload; `agent=None` names no agent."""
+    named = {} if agent is None else {"agentId": agent}
+    return {**named, "toolName": tool, **fields}
+
+
+def invocation(invocation_id: str, agent: str | None = "a1", **fields: Any) -> dict[str, Any]:
+    """A small invocation bracket payload."""
+    named = {} if agent is None else {"agentId": agent}
+    return {**named, "invocationId": invocation_id, **fields}
+
+
+# -- sql/events: the rows of eval runs, each payload parsed once ----------------------------------
+
+
+@golden("eval_run_ids", "§2.1, E-1", "run_id")
+def _eval_run_ids() -> tuple[Rows, Expected]:
+    """A run is an eval run when it has an eval.started; other runs are never read further."""
+    eval_run, other = LogBuilder("run-a"), LogBuilder("run-b")
+    eval_run.add("eval.started", started())
+    other.add("agent.tool-called", call("crm:lookup"))
+    other.add("eval.scored", scored())
+    return eval_run.rows + other.rows, [("run-a",)]
+
+
+@golden("duplicate_keys", "D-3", "run_id, sequence")
+def _duplicate_keys() -> tuple[Rows, Expected]:
+    """Keys of an eval run held by more than one row, equal or not; other runs are not read."""
+    log, other = LogBuilder("run-a"), LogBuilder("run-b")
+    log.add("eval.started", started())  # 0
+    log.add("agent.tool-called", call("crm:lookup"))  # 1, twice alike
+    again(log)
+    log.add("provider.usage", usage())  # 2, twice with different payloads
+    again(log, payload='{"inputTokens": 2}')
+    log.add("provider.usage", usage())  # 3, once
+    other.add("provider.usage", usage())  # not an eval run
+    again(other)
+    return log.rows + other.rows, [("run-a", 1), ("run-a", 2)]
+
+
+@golden("duplicate_events", "D-1, D-3", "run_id, sequence, type, payload")
+def _duplicate_events() -> tuple[Rows, Expected]:
+    """The rows behind a duplicated key, v1 type names mapped, a null payload cell read as
+    `null`, for Python to decide whether they are one event."""
+    log = LogBuilder("run-a")
+    log.add("eval.started", started())  # 0
+    log.add("agent.toolCalled", call("crm:b"))  # 1: v1 name, then its v2 name
+    again(log, type="agent.tool-called", payload='{"toolName": "crm:a"}')
+    log.add("custom.note", None)  # 2: JSON null, then a null cell
+    again(log, payload=None)
+    log.add("custom.note", {"n": 1})  # 3: not duplicated
+    return log.rows, [
+        ("run-a", 1, "agent.tool-called", '{"agentId": "a1", "toolName": "crm:b"}'),
+        ("run-a", 1, "agent.tool-called", '{"toolName": "crm:a"}'),
+        ("run-a", 2, "custom.note", "null"),
+        ("run-a", 2, "custom.note", "null"),
+    ]
+
+
+@golden("event_rows", "D-1, E-6, D-3", "run_id, sequence, type, payload")
+def _event_rows() -> tuple[Rows, Expected]:
+    """One row per event of an eval run: v1 names mapped, a null payload cell read as JSON
+    null, a duplicated key kept once with its earliest timestamp."""
+    log, other = LogBuilder("run-a"), LogBuilder("run-b")
+    log.add("eval.started", {})  # 0
+    log.add("agent.invocation.started", {})  # 1: v1 name
+    log.add("custom.note", None)  # 2: null cell
+    null_payload(log)
+    log.add("provider.usage", {"inputTokens": 1})  # 3 at 300 ms, and again at 50 ms
+    again(log, timestamp="2026-10-14T12:00:00.050Z", payload='{"inputTokens": 2}')
+    other.add("custom.note", {})  # not an eval run
+    return log.rows + other.rows, [
+        ("run-a", 0, "eval.started", "{}"),
+        ("run-a", 1, "agent.invocation-started", "{}"),
+        ("run-a", 2, "custom.note", "null"),
+        ("run-a", 3, "provider.usage", '{"inputTokens": 2}'),
+    ]
+
+
+@golden(
+    "events",
+    "§2.2, D-2, D-3",
+    "sequence, type, graded_type, payload_json, payload_suspect, f, trial_index_text",
+)
+def _events() -> tuple[Rows, Expected]:
+    """Each payload parsed once: the fields its type's grading reads (aliases side by side),
+    whether it is JSON at all (a graded type's payload that is not is a D-3 problem), nothing
+    parsed for other types; the trialIndex text kept where a fraction may hide."""
+    log = LogBuilder("run-a")
+    log.add("eval.started", started(trialCount=2))  # 0
+    tool = {"agent": {"agentId": "a2"}, "toolId": "crm:find", "arguments": {"id": 1}}
+    log.add("agent.tool-called", tool)  # 1
+    log.add("provider.usage", raw="not json")  # 2
+    log.add("custom.note", {"taskId": "t"})  # 3: a type grading does not read
+    log.add("eval.scored", raw='{"taskId": "t", "trialIndex": 1.5}')  # 4
+    return log.rows, [
+        (0, "eval.started", True, True, False, ['"s"', '"1"', None, "2", None], None),
+        (
+            1,
+            "agent.tool-called",
+            True,
+            True,
+            False,
+            [None, '"a2"', None, '"crm:find"', None, '{"id":1}'],
+            None,
+        ),
+        (2, "provider.usage", True, False, False, None, None),
+        (3, "custom.note", False, True, False, None, None),
+        (4, "eval.scored", True, True, False, ['"t"', "1.5", None, None, None, None], "1.5"),
+    ]
+
+
+@golden("fixed_event_rows", "D-7", "sequence, type, payload")
+def _fixed_event_rows() -> tuple[Rows, Expected]:
+    """Payloads DuckDB reads leniently, as a JSON parser reads them: a repeated key of an eval or
+    bracket payload keeps its last value; NaN, Infinity and a trailing comma are not JSON (the
+    empty text)."""
+    log = LogBuilder("run-a")
+    log.add("eval.started", started())  # 0
+    log.add("eval.scored", raw='{"taskId": "t1", "taskId": "t2"}')  # 1
+    log.add("provider.usage", raw='{"inputTokens": NaN}')  # 2
+    log.add("provider.usage", raw='{"inputTokens": 1,}')  # 3
+    log.add("provider.usage", usage())  # 4: plain JSON, not re-read
+    return log.rows, [
+        (1, "eval.scored", '{"taskId":"t2"}'),
+        (2, "provider.usage", ""),
+        (3, "provider.usage", ""),
+    ]
+
+
+# -- sql/typed: one relation per event type -------------------------------------------------------
+
+
+@golden(
+    "tool_called_events",
+    "§2.2, D-2, D-7",
+    "sequence, agent_id, tool_name, inputs, exact_payload IS NOT NULL",
+)
+def _tool_called_events() -> tuple[Rows, Expected]:
+    """agentId | agent.agentId, toolName | toolId, inputs | arguments (absent reads as {}, an
+    explicit null stays null); the payload text kept where a number could lose digits."""
+    log = LogBuilder("run-a")
+    log.add("eval.started", started())  # 0
+    log.add("agent.tool-called", call("crm:lookup", inputs={"id": 1}))  # 1
+    aliases = {"agent": {"agentId": "a2"}, "toolId": "crm:find", "arguments": [1]}
+    log.add("agent.toolCalled", aliases)  # 2: v1 name, the second spellings
+    log.add("agent.tool-called", call("crm:list", agent=None))  # 3
+    log.add("agent.tool-called", call("crm:get", inputs=None))  # 4
+    log.add("agent.tool-called", raw='{"toolName": "crm:big", "inputs": 12345678901234567890}')
+    return log.rows, [
+        (1, "a1", "crm:lookup", '{"id":1}', False),
+        (2, "a2", "crm:find", "[1]", False),
+        (3, None, "crm:list", "{}", False),
+        (4, "a1", "crm:get", "null", False),
+        (5, None, "crm:big", "12345678901234567890", True),
+    ]
+
+
+@golden(
+    "usage_events",
+    "§2.2, D-11, D-14, E-77",
+    "sequence, input_tokens, output_tokens, cost_state, cost_usd_estimate, currency_usd, cache_hit",
+)
+def _usage_events() -> tuple[Rows, Expected]:
+    """Tokens only when an integral JSON number in 0..max_tokens(); the cost absent, ok (a number
+    in 0..max_cost_usd(), kept as an exact decimal) or invalid; USD unless another currency is
+    named; cacheHit only when JSON true."""
+    log = LogBuilder("run-a")
+    log.add("eval.started", started())  # 0
+    log.add("provider.usage", usage(inputTokens=10, outputTokens=5, costEstimateUsd=0.25))  # 1
+    log.add("provider.usage", usage(inputTokens=1.5, outputTokens="5"))  # 2
+    log.add("provider.usage", usage(costEstimateUsd="0.1", currency="eur", cacheHit=True))  # 3
+    log.add("provider.usage", usage(costEstimateUsd=-1, currency=None, cacheHit="true"))  # 4
+    big = problems.MAX_TOKENS + 1
+    log.add("provider.usage", usage(inputTokens=big, costEstimateUsd=2, currency="usd"))  # 5
+    return log.rows, [
+        (1, 10, 5, "ok", Decimal("0.25"), True, False),
+        (2, None, None, "absent", None, True, False),
+        (3, 1, 1, "invalid", None, False, True),
+        (4, 1, 1, "invalid", None, True, False),
+        (5, None, 1, "ok", Decimal(2), True, False),
+    ]
+
+
+@golden("bracket_events", "§2.1, D-2", "sequence, type, agent_id, invocation_id, model_class")
+def _bracket_events() -> tuple[Rows, Expected]:
+    """Invocation starts with their agent (agentId | agent.agentId), invocationId and
+    modelClass; completions with their invocationId only."""
+    log = LogBuilder("run-a")
+    log.add("eval.started", started())  # 0
+    log.add("agent.invocation-started", invocation("inv-1", modelClass="large"))  # 1
+    log.add("agent.invocation.started", {"agent": {"agentId": "a2"}, "invocationId": "inv-2"})
+    log.add("agent.invocation-completed", invocation("inv-2", agent="a2"))  # 3
+    log.add("agent.tool-called", call("crm:lookup"))  # 4: not a bracket event
+    return log.rows, [
+        (1, "agent.invocation-started", "a1", "inv-1", "large"),
+        (2, "agent.invocation-started", "a2", "inv-2", None),
+        (3, "agent.invocation-completed", None, "inv-2", None),
+    ]
+
+
+@golden(
+    "scored_events",
+    "§2.2, D-5, D-11, E-77",
+    "sequence, task_id, trial_index_present, trial_index, host_score, host_passed, "
+    "host_latency_ms, host_cost_present, host_cost_usd",
+)
+def _scored_events() -> tuple[Rows, Expected]:
+    """trialIndex a non-negative integral JSON number as written (1.0 counts,
+    1.0000000000000001 does not); score in [0, 1], passed a boolean, latency and cost numbers in
+    range, the cost an exact decimal; a string is never a number."""
+    log = LogBuilder("run-a")
+    log.add("eval.started", started())  # 0
+    log.add("eval.scored", scored(trialIndex=1.0, score=0.5, latencyMs=120, costUsd=0.25))  # 1
+    text = '{"taskId": "t", "trialIndex": 1.0000000000000001, "score": 1.5, "passed": "yes"}'
+    log.add("eval.scored", raw=text)  # 2
+    log.add("eval.scored", scored(trialIndex=-1, score="1", latencyMs=-5, costUsd="0.1"))  # 3
+    log.add("eval.scored", {"taskId": 7, "trialIndex": "2", "passed": False})  # 4
+    return log.rows, [
+        (1, "t", True, 1, 0.5, True, 120.0, True, Decimal("0.25")),
+        (2, "t", True, None, None, None, None, False, None),
+        (3, "t", True, None, None, True, None, True, None),
+        (4, None, True, None, None, False, None, False, None),
+    ]
+
+
+@golden(
+    "started_events",
+    "§2.1, E-2, E-78",
+    "run_id, suite_id, suite_version, live_shadow, trial_count_present, trial_count, "
+    "baseline_run_id",
+)
+def _started_events() -> tuple[Rows, Expected]:
+    """suiteId, suiteVersion, live-shadow among the modes, trialCount (an integral number of at
+    least 1; above E-78's limit it reads as max_trials() + 1) and baselineRunId."""
+    runs = {name: LogBuilder(name) for name in ("run-a", "run-b", "run-c", "run-d")}
+    modes = ["golden", "live-shadow"]
+    runs["run-a"].add("eval.started", started(modes=modes, trialCount=3, baselineRunId="run-0"))
+    runs["run-b"].add("eval.started", started(modes="live-shadow", trialCount=0))
+    runs["run-c"].add("eval.started", started(trialCount=problems.MAX_TRIALS * 10))
+    runs["run-d"].add("eval.started", {"suiteId": "s", "trialCount": 2.5})
+    rows = [row for log in runs.values() for row in log.rows]
+    return rows, [
+        ("run-a", "s", "1", True, True, 3, "run-0"),
+        ("run-b", "s", "1", False, True, None, None),
+        ("run-c", "s", "1", False, True, problems.MAX_TRIALS + 1, None),
+        ("run-d", "s", None, False, True, None, None),
+    ]
+
+
+# -- sql/spans: eval runs, and events placed in eval spans and trial segments ----------------------
+
+
+@golden("eval_runs", "§2.1", "run_id, start_seq, started_count, suite_id, trial_count, end_seq")
+def _eval_runs() -> tuple[Rows, Expected]:
+    """Where each eval starts (its first eval.started, whose fields count) and ends (the first
+    eval.completed after it), and how often it started."""
+    done, restarted = LogBuilder("run-a"), LogBuilder("run-b")
+    done.add("eval.started", started(trialCount=2))  # 0
+    done.add("eval.scored", scored())  # 1
+    done.add("eval.completed", {})  # 2
+    done.add("eval.completed", {})  # 3
+    restarted.add("eval.completed", {})  # 0: before the start, ends nothing
+    restarted.add("eval.started", started())  # 1
+    restarted.add("eval.started", started("other"))  # 2
+    return done.rows + restarted.rows, [
+        ("run-a", 0, 1, "s", 2, 2),
+        ("run-b", 1, 2, "s", None, None),
+    ]
+
+
+@golden("span_scored", "§2.1, E-2", "run_id, sequence, task_id, segment_no, segment_start_seq")
+def _span_scored() -> tuple[Rows, Expected]:
+    """The eval.scored events after a run's only eval.started and before its eval.completed,
+    numbered; each segment starts after the previous eval.scored (or the eval.started)."""
+    log, restarted = LogBuilder("run-a"), LogBuilder("run-b")
+    log.add("eval.scored", scored("t0"))  # 0: before the span
+    log.add("eval.started", started())  # 1
+    log.add("custom.note", {})  # 2
+    log.add("eval.scored", scored("t1"))  # 3
+    log.add("eval.scored", scored("t2"))  # 4
+    log.add("eval.completed", {})  # 5
+    log.add("eval.scored", scored("t3"))  # 6: after the span
+    restarted.add("eval.started", started())
+    restarted.add("eval.scored", scored())
+    restarted.add("eval.started", started())
+    return log.rows + restarted.rows, [
+        ("run-a", 3, "t1", 0, 1),
+        ("run-a", 4, "t2", 1, 3),
+    ]
+
+
+def _span_log(add: Callable[[LogBuilder], None]) -> tuple[Rows, Expected]:
+    """Events (written by `add`) before an eval, in its first two segments, after its last
+    eval.scored and after its eval.completed, and in a restarted eval: the rows of span_events
+    (sql/macros.sql) are those of the span, each with its segment."""
+    log, restarted = LogBuilder("run-a"), LogBuilder("run-b")
+    add(log)  # 0: before eval.started
+    log.add("eval.started", started())  # 1
+    add(log)  # 2: segment 0
+    log.add("eval.scored", scored())  # 3
+    add(log)  # 4: segment 1
+    log.add("eval.scored", scored())  # 5
+    add(log)  # 6: after the last eval.scored, a segment no trial owns
+    log.add("eval.completed", {})  # 7
+    add(log)  # 8: after eval.completed
+    restarted.add("eval.started", started())
+    add(restarted)
+    restarted.add("eval.started", started())
+    return log.rows + restarted.rows, [("run-a", 2, 0), ("run-a", 4, 1), ("run-a", 6, 2)]
+
+
+@golden("span_calls", "§2.1, E-2", "run_id, sequence, segment_no")
+def _span_calls() -> tuple[Rows, Expected]:
+    """The tool calls of each eval's span, each with its trial segment."""
+    return _span_log(lambda log: log.add("agent.tool-called", call("crm:lookup")))
+
+
+@golden("span_usage", "§2.1, E-2", "run_id, sequence, segment_no")
+def _span_usage() -> tuple[Rows, Expected]:
+    """The provider.usage events of each eval's span, each with its trial segment."""
+    return _span_log(lambda log: log.add("provider.usage", usage()))
+
+
+@golden("span_brackets", "§2.1, E-2", "run_id, sequence, segment_no")
+def _span_brackets() -> tuple[Rows, Expected]:
+    """The invocation bracket events of each eval's span, each with its trial segment."""
+    return _span_log(lambda log: log.add("agent.invocation-completed", invocation("inv-1")))
+
+
+# -- sql/trials: one row per trial, its calls and usage, and the problems found --------------------
+
+
+@golden(
+    "trial_segments",
+    "§2.1, §2.2",
+    "segment_no, scored_seq, segment_start_seq, task_id, has_bracket, bracket_closed, "
+    "bracket_start_seq, bracket_end_seq, target_agent_id, model_class, bracket_span_ms",
+)
+def _trial_segments() -> tuple[Rows, Expected]:
+    """Each eval.scored's segment and bracket: the first invocation start through the completion
+    with its invocationId (a nested invocation does not end it, another id does not close it),
+    else through the eval.scored; no start, no bracket. The target agent and model class are the
+    first start's; the span is read off the timestamps."""
+    log = LogBuilder("run-a")
+    log.add("eval.started", started())  # 0
+    log.add("agent.invocation-started", invocation("inv-1", modelClass="large"))  # 1, 100 ms
+    log.add("agent.invocation-started", invocation("inv-2", agent="a2"))  # 2
+    log.add("agent.invocation-completed", invocation("inv-2", agent="a2"))  # 3
+    log.add("agent.invocation-completed", invocation("inv-1"))  # 4, 400 ms
+    log.add("eval.scored", scored("t1"))  # 5
+    log.add("agent.invocation-started", invocation("inv-3"))  # 6, 600 ms: never closed
+    log.add("agent.invocation-completed", invocation("inv-9"))  # 7
+    log.add("eval.scored", scored("t2"))  # 8, 800 ms
+    log.add("provider.usage", usage())  # 9: no bracket
+    log.add("eval.scored", scored("t3"))  # 10
+    log.add("eval.completed", {})  # 11
+    return log.rows, [
+        (0, 5, 0, "t1", True, True, 1, 4, "a1", "large", 300.0),
+        (1, 8, 5, "t2", True, False, 6, 8, "a1", None, 200.0),
+        (2, 10, 8, "t3", False, False, None, 10, None, None, None),
+    ]
+
+
+@golden(
+    "trial_calls",
+    "§2.2, §3.3",
+    "segment_no, call_pos, sequence, tool_name, by_target, inputs",
+)
+def _trial_calls() -> tuple[Rows, Expected]:
+    """The calls strictly inside a trial's bracket, every agent's, numbered in sequence order;
+    `by_target` marks the bracket agent's (a call naming no agent is nobody's)."""
+    log = LogBuilder("run-a")
+    log.add("eval.started", started())  # 0
+    log.add("agent.tool-called", call("crm:before"))  # 1: in the segment, before the bracket
+    log.add("agent.invocation-started", invocation("inv-1"))  # 2
+    log.add("agent.tool-called", call("crm:lookup", inputs={"id": 1}))  # 3
+    log.add("agent.tool-called", call("crm:helper", agent="a2"))  # 4
+    log.add("agent.tool-called", call("crm:anon", agent=None))  # 5
+    log.add("agent.invocation-completed", invocation("inv-1"))  # 6
+    log.add("agent.tool-called", call("crm:after"))  # 7: after the bracket
+    log.add("eval.scored", scored())  # 8
+    log.add("eval.completed", {})  # 9
+    return log.rows, [
+        (0, 0, 3, "crm:lookup", True, '{"id":1}'),
+        (0, 1, 4, "crm:helper", False, "{}"),
+        (0, 2, 5, "crm:anon", False, "{}"),
+    ]
+
+
+@golden(
+    "trial_usage",
+    "§2.2, D-6, D-14",
+    "segment_no, tool_call_count, model_call_count, input_tokens, output_tokens, usage_cost_usd",
+)
+def _trial_usage() -> tuple[Rows, Expected]:
+    """Efficiency counts inside the bracket only (every agent's calls); the USD cost of every
+    usage in the segment, judge calls included (D-6), a cache hit costing 0 and another
+    currency left out (D-14)."""
+    log = LogBuilder("run-a")
+    log.add("eval.started", started())  # 0
+    log.add("agent.invocation-started", invocation("inv-1"))  # 1
+    log.add("agent.tool-called", call("crm:lookup"))  # 2
+    log.add("agent.tool-called", call("crm:helper", agent="a2"))  # 3
+    log.add("provider.usage", usage(inputTokens=10, outputTokens=5, costEstimateUsd=0.1))  # 4
+    cached = usage(inputTokens=20, outputTokens=5, costEstimateUsd=0.2, cacheHit=True)
+    log.add("provider.usage", cached)  # 5: a cache hit costs 0
+    log.add("agent.invocation-completed", invocation("inv-1"))  # 6
+    judge = usage(inputTokens=100, outputTokens=50, costEstimateUsd=0.3)
+    log.add("provider.usage", judge)  # 7: a judge call, outside the bracket
+    log.add("provider.usage", usage(costEstimateUsd=1, currency="EUR"))  # 8: judge, not USD
+    log.add("eval.scored", scored("t1"))  # 9
+    log.add("eval.scored", scored("t2"))  # 10: an empty segment
+    log.add("eval.completed", {})  # 11
+    return log.rows, [
+        (0, 2, 2, 30, 10, Decimal("0.4")),
+        (1, 0, 0, 0, 0, Decimal(0)),
+    ]
+
+
+@golden("run_cost_source", "D-14", "run_id")
+def _run_cost_source() -> tuple[Rows, Expected]:
+    """Runs with a provider.usage whose cost is a number in range, whatever its currency or
+    cacheHit, take task costs from usage."""
+    runs = {name: LogBuilder(name) for name in ("run-a", "run-b", "run-c", "run-d")}
+    for log in runs.values():
+        log.add("eval.started", started())
+    runs["run-a"].add("provider.usage", usage(costEstimateUsd=0.1))
+    runs["run-b"].add("provider.usage", usage())
+    runs["run-c"].add("provider.usage", usage(costEstimateUsd=2, currency="EUR", cacheHit=True))
+    runs["run-d"].add("provider.usage", usage(costEstimateUsd=-1))
+    return [row for log in runs.values() for row in log.rows], [("run-a",), ("run-c",)]
+
+
+@golden("event_problems", "§6, D-3, §2.1, E-3, E-5, E-10, E-80", "run_id, sequence, code")
+def _event_problems() -> tuple[Rows, Expected]:
+    """Problems of single events, one row per occurrence."""
+    log, unfinished = LogBuilder("run-a"), LogBuilder("run-b")
+    log.add("eval.started", started(trialCount=0))  # 0: trial-count-invalid
+    log.add("provider.usage", raw="not json")  # 1: payload-invalid
+    log.add("custom.note", raw="not json")  # 2: payload-ignored
+    log.add("custom.note", {})  # 3: type-missing
+    log.rows[-1]["type"] = None
+    log.skip()  # 4 is missing
+    log.add("eval.scored", scored())  # 5: sequence-gap
+    log.add("eval.completed", {})  # 6
+    log.add("eval.scored", scored())  # 7: scored-after-completed
+    log.add("eval.started", started())  # 8: eval-restarted
+    log.add("custom.note", {}, sequence=-1)  # sequence-invalid
+    unfinished.add("eval.started", started())  # 0: eval-incomplete
+    return log.rows + unfinished.rows, [
+        ("run-a", 0, "trial-count-invalid"),
+        ("run-a", 1, "payload-invalid"),
+        ("run-a", 2, "payload-ignored"),
+        ("run-a", 3, "type-missing"),
+        ("run-a", 5, "sequence-gap"),
+        ("run-a", 7, "scored-after-completed"),
+        ("run-a", 8, "eval-restarted"),
+        ("run-a", None, "sequence-invalid"),
+        ("run-b", 0, "eval-incomplete"),
+    ]
+
+
+@golden("usage_problems", "§2.2, D-14", "segment_no, sequence, code")
+def _usage_problems() -> tuple[Rows, Expected]:
+    """provider.usage events of the span whose tokens or cost cannot be used as they stand."""
+    log = LogBuilder("run-a")
+    log.add("eval.started", started())  # 0
+    log.add("provider.usage", usage(inputTokens=-1))  # 1
+    log.add("provider.usage", usage(costEstimateUsd="0.1"))  # 2
+    log.add("provider.usage", usage(costEstimateUsd=0.1, currency="EUR"))  # 3
+    log.add("provider.usage", usage(costEstimateUsd=0.1))  # 4: fine
+    log.add("eval.scored", scored())  # 5
+    log.add("provider.usage", usage(outputTokens=1.5, costEstimateUsd=1, currency="GBP"))  # 6
+    log.add("eval.completed", {})  # 7
+    return log.rows, [
+        (0, 1, "usage-tokens-invalid"),
+        (0, 2, "cost-invalid"),
+        (0, 3, "non-usd-cost"),
+        (1, 6, "non-usd-cost"),
+        (1, 6, "usage-tokens-invalid"),
+    ]
+
+
+# -------------------------------------------------------------------------------------------------
+
+
+def relation_rows(tmp_path: Path, case: Golden) -> list[tuple[Any, ...]]:
+    """Run the stage over the case's events and read its relation's rows."""
+    rows, _ = case.build()
+    path = write_raw_events(tmp_path / "events.parquet", rows)
+    con = trial_tables.connect()
+    try:
+        trial_tables.extract(con, [str(path)])
+        stored = case.relation in trial_tables.PIPELINE or (
+            case.relation in trial_tables.EVENTS_PASS and case.relation not in trial_tables.VIEWS
+        )
+        source = f'"{case.relation}"' if stored else f"({sql_files.load(case.relation).text})"
+        return con.sql(f"SELECT {case.columns} FROM {source} ORDER BY ALL").fetchall()
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("case", list(CASES.values()), ids=lambda case: case.id)
+def test_relation_golden(tmp_path: Path, case: Golden) -> None:
+    """The relation's rows for the case's events are exactly the expected ones."""
+    _, expected = case.build()
+    assert relation_rows(tmp_path, case) == expected, case.build.__doc__
+
+
+@pytest.mark.parametrize("case", list(CASES.values()), ids=lambda case: case.id)
+def test_golden_case_names_rules_of_its_relation(case: Golden) -> None:
+    """Each rule a case names is one its SQL file's header cites."""
+    description = sql_files.load(case.relation).description
+    for rule in re.split(r",\s*", case.rule):
+        assert re.search(rf"{re.escape(rule)}(?!\.?\d)", description), (case.relation, rule)
