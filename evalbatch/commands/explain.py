@@ -23,9 +23,6 @@ from evalbatch.commands.types import printable
 from evalbatch.errors import EXIT_OK, EXIT_SKIPPED
 from evalbatch.options import GradeOptions, OnMissDefault
 
-#: exit codes: explained; run not graded (unusable input, an unknown run, task or trial, or a
-#: usage error is 2, as `faults` reports it)
-
 
 @click.command(
     name="explain",
