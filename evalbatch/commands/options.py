@@ -6,6 +6,7 @@ from typing import get_args
 
 import click
 
+from evalbatch import api
 from evalbatch.commands.types import MAX_THREADS, FiniteFloatRange, MemoryLimit
 from evalbatch.options import OnMissDefault
 
@@ -50,4 +51,13 @@ spill_dir_option = click.option(
     type=click.Path(),
     default=None,
     help="Where DuckDB may spill past the memory limit.",
+)
+
+#: a verify recomputes exactly as run grades, so they share how runs are batched
+batch_events_option = click.option(
+    "--batch-events",
+    type=click.IntRange(1),
+    default=api.DEFAULT_BATCH_EVENTS,
+    show_default=True,
+    help="Grade whole runs in batches of about this many events (bounds memory).",
 )
