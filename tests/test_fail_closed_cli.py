@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import click
 import duckdb
 import polars as pl
 import pytest
@@ -172,6 +173,53 @@ def test_e83_out_of_memory_is_named_not_internal(
     assert code == 2
     assert err.startswith("evalbatch: out of memory") and "--memory-limit" in err, err
     assert_named(out, err)
+
+
+#: each command of `evalbatch` with arguments that name no usable input (a missing path)
+UNUSABLE_ARGS: dict[str, list[str]] = {
+    "run": ["{missing}", "--out", "{tmp}/out"],
+    "validate": ["{missing}"],
+    "regress": ["{missing}", "{missing}"],
+    "verify": ["{missing}"],
+    "ingest": ["{missing}", "--out", "{tmp}/ingested"],
+    "sql": ["{missing}", "-e", "SELECT 1"],
+    "explain": ["{missing}", "--run", "acme/run-0001"],
+    "report": ["{missing}"],
+    "export otel": ["{missing}"],
+    "export eee": ["{missing}", "--model-id", "acme/agent", "--org", "acme"],
+}
+
+
+def _leaf_commands(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
+    found: dict[str, click.Command] = {}
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            found |= _leaf_commands(command, f"{prefix}{name} ")
+        else:
+            found[f"{prefix}{name}"] = command
+    return found
+
+
+def test_e83_every_command_is_walked_for_its_fault_line() -> None:
+    """A guard on the next test: a command added to `evalbatch` must be added to it too."""
+    assert sorted(_leaf_commands(cli)) == sorted(UNUSABLE_ARGS)
+
+
+@pytest.mark.parametrize("path", sorted(UNUSABLE_ARGS))
+def test_e83_a_command_stops_on_a_fault_the_same_way_however_invoked(
+    path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """E-83, CONTRACT §6: unusable input is one line `evalbatch: ...` and exit code 2, whether
+    the command starts as `evalbatch` (`main()`) or is invoked on its own through click's runner
+    (a notebook, a test), where `main()`'s handling does not run; never a traceback."""
+    args = [a.format(missing=tmp_path / "missing", tmp=tmp_path) for a in UNUSABLE_ARGS[path]]
+    code, out, err = run_main(monkeypatch, capsys, *path.split(), *args)
+    alone = CliRunner().invoke(_leaf_commands(cli)[path], args)
+    assert code == 2, err
+    assert err.startswith("evalbatch: ") and err.count("\n") == 1, err
+    assert_named(out, err)
+    assert (alone.exit_code, alone.stdout, alone.stderr) == (code, out, err)
+    assert alone.exception is None or isinstance(alone.exception, SystemExit)
 
 
 # --------------------------------------------------------------------------------------------
@@ -648,7 +696,7 @@ def test_h_an_unnamed_fault_prints_its_type_not_its_text(
     def broken(paths: object) -> None:
         raise RuntimeError('could not parse {"tool": "crm:lookup-order-SECRET"}')
 
-    monkeypatch.setattr("evalbatch.inputs.suites.validate_suite", broken)
+    monkeypatch.setattr("evalbatch.inputs.event_files.suites.validate_suite", broken)
     code, out, err = run_main(monkeypatch, capsys, "validate", SAMPLE_SUITES)
     assert code == 2
     assert "internal error: RuntimeError" in err

@@ -24,9 +24,6 @@ from evalbatch.errors import EXIT_OK, EXIT_SKIPPED
 from evalbatch.explain import run_explanation as explaining
 from evalbatch.options import GradeOptions, OnMissDefault, Resources
 
-#: exit codes: explained; run not graded (unusable input, an unknown run, task or trial, or a
-#: usage error is 2, as `faults` reports it)
-
 
 @click.command(
     name="explain",

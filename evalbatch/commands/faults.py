@@ -18,8 +18,6 @@ import duckdb
 from evalbatch.commands.types import printable
 from evalbatch.errors import EXIT_UNUSABLE, EvalbatchError, OutputError, os_reason
 
-#: the exit code of an error without its own (unusable input, a usage error)
-
 
 class CommandFailed(click.ClickException):
     """A fault a user can act on: `evalbatch: <message>` on stderr, then `exit_code`."""

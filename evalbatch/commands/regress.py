@@ -1,0 +1,165 @@
+"""`evalbatch regress BASE CAND`: the paired regression verdict of CAND against BASE, per suite.
+
+`evalbatch.api.regress_paths` does the comparison; this module parses the options, prints the
+comparisons (`printing.print_comparison`, or JSON) and what was not compared, and applies
+--fail-on to the report's exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from typing import Literal
+
+import click
+
+from evalbatch import api
+from evalbatch.commands import faults, filters, printing, resources
+from evalbatch.commands.types import FiniteFloatRange, printable
+from evalbatch.errors import EXIT_FAILED
+from evalbatch.options import Resources
+from evalbatch.reduce import regression
+
+
+@click.command(name="regress", cls=faults.Command)
+@click.argument("base")
+@click.argument("cand")
+@click.option(
+    "--suites", "suite_paths", multiple=True, type=click.Path(), help="Suite file or directory."
+)
+@click.option(
+    "--method",
+    type=click.Choice(regression.METHODS),
+    default="paired-bootstrap",
+    show_default=True,
+    help="The paired test: bootstrap percentile interval, Student t, exact sign test, or exact "
+    "McNemar on task passes (§5).",
+)
+@click.option(
+    "--alpha",
+    type=FiniteFloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Two-sided significance level.",
+)
+@click.option(
+    "--margin",
+    type=FiniteFloatRange(0),
+    default=0.02,
+    show_default=True,
+    help="Interval inside ±margin means unchanged (bootstrap, t).",
+)
+@click.option(
+    "--seed", type=click.IntRange(0), default=0, show_default=True, help="Bootstrap seed."
+)
+@click.option(
+    "--resamples",
+    type=click.IntRange(10_000),
+    default=10_000,
+    show_default=True,
+    help="Bootstrap resamples of the tasks (at least 10,000, §5).",
+)
+@click.option(
+    "--score",
+    "score_kind",
+    type=click.Choice(["gating", "output"]),
+    default="gating",
+    show_default=True,
+    help="Compare task gating scores (D-19) or meanScore.",
+)
+@click.option("--base-run", default=None, help="The baseline run, when BASE holds several.")
+@click.option("--cand-run", default=None, help="The candidate run, when CAND holds several.")
+@click.option(
+    "--allow-mixed",
+    is_flag=True,
+    help="Compare runs graded differently (suite vs host record, other suite file or grading "
+    "options); refused by default.",
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(["regressed", "inconclusive"]),
+    default="regressed",
+    show_default=True,
+    help="inconclusive: also exit 1 on an inconclusive verdict or a suite on one side only.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the comparisons as JSON.")
+@filters.run_filter_options
+@resources.resource_options()
+def regress_command(
+    base: str,
+    cand: str,
+    suite_paths: tuple[str, ...],
+    method: regression.Method,
+    alpha: float,
+    margin: float,
+    seed: int,
+    resamples: int,
+    score_kind: Literal["gating", "output"],
+    base_run: str | None,
+    cand_run: str | None,
+    allow_mixed: bool,
+    fail_on: str,
+    as_json: bool,
+    run_ids: tuple[str, ...],
+    filter_suites: tuple[str, ...],
+    since: datetime | None,
+    until: datetime | None,
+    resources: Resources,
+) -> None:
+    """Paired regression verdict of CAND against BASE, per suite (RFC 0244 §F).
+
+    Each side is an event log (file, directory or glob; graded with --suites, or from the host
+    record) or a tasks.parquet written by `evalbatch run` (with the runs.parquet beside it).
+
+    \b
+    Example:
+      evalbatch regress data/samples/regress/baseline.parquet \\
+        data/samples/regress/candidate.parquet --suites data/samples/suites
+
+    Exit codes: 0 no suite regressed; 1 some suite regressed (or, with --fail-on inconclusive,
+    was inconclusive or on one side only); 2 nothing compared (a run of a pair not graded
+    included), an unknown run named, sides graded differently (without --allow-mixed), unusable
+    input or a usage error.
+    """
+    options = regression.RegressOptions(
+        method=method,
+        alpha=alpha,
+        margin=margin,
+        seed=seed,
+        resamples=resamples,
+        score=score_kind,
+    )
+    report = api.regress_paths(
+        [base],
+        [cand],
+        list(suite_paths),
+        options=options,
+        base_run=base_run,
+        cand_run=cand_run,
+        run_filter=filters.build(run_ids, filter_suites, since, until),
+        allow_mixed=allow_mixed,
+        resources=resources,
+    )
+    if as_json:
+        click.echo(json.dumps(report.report(), indent=2))
+    else:
+        for comparison in report.comparisons:
+            printing.print_comparison(comparison, alpha)
+    for side, suite in report.unpaired:
+        # on stderr, loudly, in both modes: a gate that passed should still say what it skipped
+        click.echo(
+            f"warning: not compared (one side only): {side}: {printable(suite)}",
+            err=True,
+        )
+    for comparison in report.comparisons:
+        if comparison.nothing_compared:
+            click.echo(
+                f"evalbatch: suite {printable(comparison.suite_id)}: nothing was compared: "
+                f"{printable(comparison.reason)}",
+                err=True,
+            )
+    code = report.exit_code
+    if code == 0 and fail_on == "inconclusive" and not report.shown_safe:
+        code = EXIT_FAILED
+    sys.exit(code)

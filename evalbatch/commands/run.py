@@ -1,0 +1,130 @@
+"""`evalbatch run EVENTS... --out OUT`: grade every eval run into OUT's summaries and tables.
+
+`evalbatch.api.write_outputs` does the grading; this module parses the options and prints what the
+call reports (the tables and lines of `printing`). Faults are one line and their exit code, as
+`faults.Command` reports every command's.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+import click
+
+from evalbatch import api
+from evalbatch.commands import faults, filters, printing, resources
+from evalbatch.commands.options import (
+    default_pass_score_option,
+    on_miss_default_option,
+    suites_option,
+)
+from evalbatch.commands.types import printable
+from evalbatch.options import GradeOptions, OnMissDefault, Resources
+
+
+@click.command(name="run", cls=faults.Command)
+@click.argument("events", nargs=-1, required=True)
+@suites_option
+@click.option(
+    "--out",
+    "out_dir",
+    default="out",
+    show_default=True,
+    type=click.Path(),
+    help="Output directory.",
+)
+@default_pass_score_option
+@on_miss_default_option
+@resources.resource_options(batch_events=True)
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="ray: grade shards of runs on Ray workers (needs the ray extra).",
+)
+@click.option("--ray-address", default=None, help="A running Ray cluster (default: start one).")
+@click.option(
+    "--incremental",
+    is_flag=True,
+    help="Grade only runs new or changed since the last --incremental run into OUT (its "
+    "manifest.json); carry the rest over. The outputs equal a full regrade's.",
+)
+@click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="When the events and filters select no eval run, write empty outputs (exit 0) "
+    "instead of stopping with exit code 2 and leaving OUT as it was.",
+)
+@filters.run_filter_options
+@click.option("--quiet", is_flag=True, help="Print only where the outputs went.")
+def run(
+    events: tuple[str, ...],
+    suite_paths: tuple[str, ...],
+    out_dir: str,
+    default_pass_score: float,
+    on_miss_default: OnMissDefault,
+    resources: Resources,
+    engine: Literal["local", "ray"],
+    ray_address: str | None,
+    incremental: bool,
+    allow_empty: bool,
+    run_ids: tuple[str, ...],
+    filter_suites: tuple[str, ...],
+    since: datetime | None,
+    until: datetime | None,
+    quiet: bool,
+) -> None:
+    """Grade every eval run in EVENTS (Parquet files, directories or globs) into OUT.
+
+    \b
+    Example:
+      evalbatch run data/samples/events --suites data/samples/suites --out out/samples
+
+    Exit codes: 0 every run graded; 3 some run or file skipped (see problems.parquet);
+    2 unusable input, no eval run selected (OUT is left as it was; see --allow-empty) or a usage
+    error; 4 the outputs could not be written (a full disk, a lock file that is a symbolic link:
+    the previous ones are unchanged); 5 another run is writing to OUT.
+    """
+    options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)
+    progress = printing.Progress(enabled=not quiet and sys.stderr.isatty())
+    try:
+        report = api.write_outputs(
+            list(events),
+            out_dir,
+            list(suite_paths),
+            options=options,
+            resources=resources,
+            on_batch=progress.update,
+            engine=engine,
+            ray_address=ray_address,
+            incremental_run=incremental,
+            run_filter=filters.build(run_ids, filter_suites, since, until),
+            allow_empty=allow_empty,
+        )
+    finally:
+        progress.close()
+    written = report.written
+    if report.stale_lock is not None:
+        click.echo(
+            f"  note: took over the lock of a run that is gone ({report.stale_lock})", err=True
+        )
+    if incremental:
+        graded = report.runs.height - report.carried_runs
+        how = "full regrade" if report.full_regrade else "incremental"
+        why = f" ({report.regrade_reason})" if report.regrade_reason else ""
+        click.echo(
+            f"{how}: graded {graded} new or changed eval runs, "
+            f"kept {report.carried_runs} unchanged{why}"
+        )
+    if not quiet:
+        printing.print_runs(report.runs)
+        printing.print_problems(report.problems)
+    click.echo(
+        f"wrote {report.summary_count} summaries to {printable(written['summaries'])} "
+        f"and tables to {printable(Path(out_dir))}/"
+    )
+    sys.exit(report.exit_code)
