@@ -696,7 +696,7 @@ def test_h_an_unnamed_fault_prints_its_type_not_its_text(
     def broken(paths: object) -> None:
         raise RuntimeError('could not parse {"tool": "crm:lookup-order-SECRET"}')
 
-    monkeypatch.setattr("evalbatch.inputs.event_files.suites.validate_suite", broken)
+    monkeypatch.setattr("evalbatch.inputs.suites.validate_suite", broken)
     code, out, err = run_main(monkeypatch, capsys, "validate", SAMPLE_SUITES)
     assert code == 2
     assert "internal error: RuntimeError" in err
