@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+import duckdb
+
 OnMissDefault = Literal["count", "fail"]
 
 
@@ -45,3 +47,13 @@ class Resources:
     memory_limit: str | None = None
     spill_dir: str | None = None
     batch_events: int = DEFAULT_BATCH_EVENTS
+
+    def apply(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Set a connection's threads, memory limit and spill directory; DuckDB's defaults for
+        what is unset. Every connection a call makes goes through here (E-64)."""
+        if self.threads:
+            con.execute(f"SET threads = {int(self.threads)}")
+        if self.memory_limit:
+            con.execute("SET memory_limit = $limit", {"limit": self.memory_limit})
+        if self.spill_dir:
+            con.execute("SET temp_directory = $dir", {"dir": str(self.spill_dir)})

@@ -22,7 +22,7 @@ from evalbatch import api
 from evalbatch.cli import cli
 from evalbatch.extract import trial_tables
 from evalbatch.inputs import event_files
-from evalbatch.options import GradeOptions
+from evalbatch.options import GradeOptions, Resources
 from evalbatch.pipeline import incremental
 from tests.conftest import (
     SAMPLE_EVENTS,
@@ -176,14 +176,14 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[Any, ...]]]:
     found: list[tuple[Any, ...]] = []
     made: list[int] = []
     real_connect = duckdb.connect
-    real_apply = trial_tables.apply_resources
+    real_apply = Resources.apply
 
     def connect(*args: Any, **kwargs: Any) -> Any:
         made.append(1)
         return real_connect(*args, **kwargs)
 
-    def apply(con: Any, *args: Any, **kwargs: Any) -> None:
-        real_apply(con, *args, **kwargs)
+    def apply(self: Resources, con: Any) -> None:
+        real_apply(self, con)
         found.append(
             tuple(
                 con.execute(f"SELECT current_setting('{name}')").fetchall()[0][0]
@@ -192,7 +192,7 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[Any, ...]]]:
         )
 
     monkeypatch.setattr(duckdb, "connect", connect)
-    monkeypatch.setattr(trial_tables, "apply_resources", apply)
+    monkeypatch.setattr(Resources, "apply", apply)
     yield found
     assert len(found) == len(made), "a DuckDB connection was made without the resources"
 

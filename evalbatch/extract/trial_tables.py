@@ -58,19 +58,6 @@ class Extraction:
     usage_problems: pl.DataFrame  # run_id, segment_no, sequence, code
 
 
-def apply_resources(con: duckdb.DuckDBPyConnection, resources: Resources | None) -> None:
-    """Set a connection's threads, memory limit and spill directory (E-64); DuckDB's defaults
-    for what `resources` leaves unset."""
-    if resources is None:
-        return
-    if resources.threads:
-        con.execute(f"SET threads = {int(resources.threads)}")
-    if resources.memory_limit:
-        con.execute("SET memory_limit = $limit", {"limit": resources.memory_limit})
-    if resources.spill_dir:
-        con.execute("SET temp_directory = $dir", {"dir": str(resources.spill_dir)})
-
-
 #: the value ranges of `problems` (E-76..E-78) as SQL macros, so the queries in sql/ name the one
 #: constant instead of repeating its number
 _LIMIT_MACROS = "\n".join(
@@ -84,7 +71,7 @@ def connect(resources: Resources | None = None) -> duckdb.DuckDBPyConnection:
     `resources` (a memory limit caps DuckDB's memory; past it, work spills)."""
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")
-    apply_resources(con, resources)
+    (resources or Resources()).apply(con)
     con.execute(sql_files.load("macros").text)
     con.execute(_LIMIT_MACROS)
     return con

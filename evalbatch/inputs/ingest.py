@@ -48,7 +48,6 @@ from evalbatch.errors import (
     OutputError,
     write_failed,
 )
-from evalbatch.extract import trial_tables
 from evalbatch.options import Resources
 from evalbatch.problems import severity
 
@@ -615,7 +614,7 @@ def _castable_ids(run_ids: Sequence[str], resources: Resources | None) -> set[st
     if not run_ids:
         return set()
     con = duckdb.connect(":memory:")
-    trial_tables.apply_resources(con, resources)
+    (resources or Resources()).apply(con)
     try:
         con.register("ids", pa.table({"id": pa.array(run_ids, pa.string())}))
         casts = " OR ".join(
