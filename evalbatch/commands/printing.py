@@ -19,7 +19,7 @@ from evalbatch.reduce import regression
 from evalbatch.verify import host_audit
 
 
-class Progress:
+class ProgressLine:
     """Runs graded so far and the event rate, on one stderr line; only on a terminal and without
     --quiet."""
 

@@ -90,7 +90,7 @@ def run(
     the previous ones are unchanged); 5 another run is writing to OUT.
     """
     options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)
-    progress = printing.Progress(enabled=not quiet and sys.stderr.isatty())
+    progress = printing.ProgressLine(enabled=not quiet and sys.stderr.isatty())
     try:
         report = api.write_outputs(
             list(events),

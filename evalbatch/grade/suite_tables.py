@@ -14,7 +14,7 @@ import polars as pl
 
 from evalbatch import jsonvalue
 
-TASK_SCHEMA = {
+SUITE_TASK_SCHEMA = {
     "suite_key": pl.String,
     "task_pos": pl.Int64,
     "task_id": pl.String,
@@ -97,7 +97,7 @@ class SuiteTables:
                     fixtures.append(_call_row(key, task_id, pos, entry))
         return cls(
             docs=docs,
-            tasks=pl.DataFrame(tasks, schema=TASK_SCHEMA),
+            tasks=pl.DataFrame(tasks, schema=SUITE_TASK_SCHEMA),
             expected=pl.DataFrame(expected, schema=CALL_SCHEMA),
             forbidden=pl.DataFrame(forbidden, schema=FORBIDDEN_SCHEMA),
             fixtures=pl.DataFrame(fixtures, schema=CALL_SCHEMA),
