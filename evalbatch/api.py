@@ -392,6 +392,41 @@ def grade_shards_locally(
     return parts
 
 
+@dataclass
+class MergedBatches:
+    """The batches of one grading pass as one, with each run's plan, outcome and trials (for
+    tools that read the per-run grading detail, such as `verify`)."""
+
+    eval_runs: pl.DataFrame
+    plans: dict[str, RunPlan]
+    outcomes: dict[str, Any]
+    trials: pl.DataFrame
+    fatal: dict[str, list[str]]  # each run not graded -> its error problem codes, as found
+    skipped_files: list[inputs.FileProblem]
+
+    @classmethod
+    def of(cls, parts: Sequence[_Batch]) -> MergedBatches:
+        """Merge the batches of `grade_shards_locally` (each holds whole runs)."""
+        fatal: dict[str, list[str]] = {run: [] for part in parts for run in part.fatal_runs}
+        errors = [
+            (run_id, code)
+            for part in parts
+            for run_id, _, code, _ in part.problem_rows
+            if run_id in fatal and problems.severity(code) == "error"
+        ]
+        for run_id, code in errors:
+            if code not in fatal[run_id]:
+                fatal[run_id].append(code)
+        return cls(
+            eval_runs=pl.concat([part.eval_runs for part in parts]).sort("run_id"),
+            plans={run: plan for part in parts for run, plan in part.plans.items()},
+            outcomes={run: o for part in parts for run, o in part.outcomes.items()},
+            trials=pl.concat([part.trials for part in parts], how="diagonal_relaxed"),
+            fatal=fatal,
+            skipped_files=list(parts[0].file_problems) if parts else [],
+        )
+
+
 def _grade_batch(
     ext: extract.Extraction,
     choices: dict[tuple[str, str], suites.SuiteChoice],

@@ -33,7 +33,6 @@ import pyarrow.parquet as pq
 from evalbatch import api, extract, inputs, sql, stats, suites
 from evalbatch.errors import EXIT_FAILED, EXIT_OK, EXIT_SKIPPED, EXIT_UNUSABLE, InputError
 from evalbatch.options import GradeOptions, OnMissDefault
-from evalbatch.problems import severity
 from evalbatch.summarize import RunOutcome, RunPlan
 
 #: RFC 0244 §B: |host - recomputed| <= TOLERANCE * max(1, |recomputed|)
@@ -289,39 +288,13 @@ class _Checker:
 # Grading and reading the host record
 
 
-@dataclass
-class _Graded:
-    """One grading pass over all runs (the parts of every batch, merged)."""
-
-    eval_runs: pl.DataFrame
-    plans: dict[str, RunPlan]
-    outcomes: dict[str, RunOutcome]
-    trials: pl.DataFrame
-    fatal: dict[str, list[str]]  # run -> error problem codes
-    skipped_files: list[inputs.FileProblem] = field(default_factory=list)
-
-
 def _grade(
     paths: list[str],
     choices: dict[tuple[str, str], suites.SuiteChoice],
     options: GradeOptions,
     engine: Mapping[str, Any],
-) -> _Graded:
-    parts = api.grade_shards_locally(paths, choices, options, **engine)
-    fatal_runs = set().union(*(part.fatal_runs for part in parts))
-    fatal: dict[str, list[str]] = {run: [] for run in fatal_runs}
-    for part in parts:
-        for run_id, _, code, _ in part.problem_rows:
-            if run_id in fatal and code not in fatal[run_id] and severity(code) == "error":
-                fatal[run_id].append(code)
-    return _Graded(
-        eval_runs=pl.concat([part.eval_runs for part in parts]).sort("run_id"),
-        plans={run: plan for part in parts for run, plan in part.plans.items()},
-        outcomes={run: o for part in parts for run, o in part.outcomes.items()},
-        trials=pl.concat([part.trials for part in parts], how="diagonal_relaxed"),
-        fatal=fatal,
-        skipped_files=list(parts[0].file_problems) if parts else [],
-    )
+) -> api.MergedBatches:
+    return api.MergedBatches.of(api.grade_shards_locally(paths, choices, options, **engine))
 
 
 @dataclass
@@ -1164,7 +1137,9 @@ _TRIAL_COLUMNS = (
 )
 
 
-def _contexts(graded: _Graded, host: _HostRecord, options: GradeOptions) -> dict[str, _RunContext]:
+def _contexts(
+    graded: api.MergedBatches, host: _HostRecord, options: GradeOptions
+) -> dict[str, _RunContext]:
     by_run: dict[str, list[dict[str, Any]]] = defaultdict(list)
     trials = graded.trials.select(_TRIAL_COLUMNS) if graded.trials.width else graded.trials
     for trial in trials.sort("run_id", "scored_seq").iter_rows(named=True):

@@ -771,3 +771,27 @@ def test_verify_options_match_run(tmp_path: Path) -> None:
         True,
         False,
     )
+
+
+def test_e36_verify_reads_one_merged_grading_whatever_the_batch_size(tmp_path: Path) -> None:
+    """E-36, §8: batches of whole runs merge into one grading (`api.MergedBatches`), so a
+    verify with every run in its own batch reports what one batch does: each planted mistake,
+    and the run that cannot be recomputed (D-3) `not-verified` with its error code."""
+    runs = [shop_run(CLEAN), *(shop_run(run, plant) for plant, run in PLANTED.items())]
+    broken = LogBuilder("acme/run-broken")
+    broken.eval_started()
+    broken.trial("task-0", score=1, passed=True)
+    broken.add("eval.scored", {"taskId": "task-0", "score": 0, "passed": False}, sequence=1)
+    rows = [row for log, _ in runs for row in log.rows] + broken.rows
+    events = write_events(tmp_path / "e.parquet", rows)
+    summaries = [verify.HostSummary(log.run_id, summary, log.run_id) for log, summary in runs]
+    whole = verify.verify_paths([events], suite_docs=[SHOP_SUITE], summaries=summaries)
+    apart = verify.verify_paths(
+        [events], suite_docs=[SHOP_SUITE], summaries=summaries, batch_events=1
+    )
+    assert apart.to_json() == whole.to_json()
+    verdicts = {run.run_id: (run.verdict, run.problems) for run in apart.runs}
+    assert verdicts["acme/run-broken"] == ("not-verified", ["event-conflict"])
+    assert verdicts[CLEAN] == ("agrees", [])
+    assert all(verdicts[run] == ("disagrees", []) for run in PLANTED.values())
+    assert apart.verdict == "disagrees"
