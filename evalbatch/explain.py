@@ -712,7 +712,7 @@ def _fixtures(
     options: GradeOptions,
 ) -> Fixtures:
     declared = trial["on_miss"]
-    applied = declared or ("fail" if options.on_miss_default == "fail" else "count")
+    applied = grade.on_miss_applied(declared, options)
     if trial["live_shadow"]:
         return Fixtures(
             fixtured=False,

@@ -13,7 +13,7 @@ import polars as pl
 
 from evalbatch import match
 from evalbatch.extract import Extraction
-from evalbatch.options import GradeOptions
+from evalbatch.options import GradeOptions, OnMissDefault
 from evalbatch.spec import SuiteTables
 
 
@@ -255,6 +255,41 @@ def count_fixture_misses(
     )
 
 
+def on_miss_applied(declared: str | None, options: GradeOptions) -> str:
+    """What a task's `fixtures.onMiss` means (D-9): as declared (`fail` or `live`); absent, as
+    `options` reads it (`count` by default: misses are only counted, as RFC 0081 did)."""
+    return declared if declared is not None else options.on_miss_default
+
+
+def fails_on_miss(options: GradeOptions) -> pl.Expr:
+    """Whether a trial's onMiss, read as `on_miss_applied` reads it, is `fail` (D-9).
+
+    Null where an absent onMiss is read as `count`: `pl.when` and `& false` read that as false.
+    """
+    return (pl.col("on_miss") == "fail") | (
+        pl.col("on_miss").is_null() & pl.lit(options.on_miss_default == "fail")
+    )
+
+
+def absent_on_miss_decides() -> pl.Expr:
+    """The trials whose failing closed turns on how an absent onMiss is read (D-9): counted,
+    fixtured (§3.3), with a miss, and no onMiss declared."""
+    return (
+        pl.col("counted")
+        & pl.col("has_fixtures")
+        & pl.col("on_miss").is_null()
+        & pl.col("has_miss").fill_null(False)
+        & ~pl.col("live_shadow").fill_null(False)
+    )
+
+
+def other_on_miss_reading(options: GradeOptions) -> GradeOptions:
+    """`options` with an absent onMiss read the other way (D-9: `count` and `fail` are both
+    readings of the RFC; `verify` accepts either, CONTRACT §8)."""
+    flipped: OnMissDefault = "count" if options.on_miss_default == "fail" else "fail"
+    return GradeOptions(options.default_pass_score, flipped)
+
+
 def grade_trials(
     ext: Extraction, plan: pl.DataFrame, tables: SuiteTables, options: GradeOptions
 ) -> pl.DataFrame:
@@ -262,9 +297,6 @@ def grade_trials(
     trials = place_trials(ext.trial_segments, plan, tables)
     trajectories = grade_trajectories(trials, ext.trial_calls, tables)
     misses = count_fixture_misses(trials, ext.trial_calls, tables)
-    fail_on_miss = (pl.col("on_miss") == "fail") | (
-        pl.col("on_miss").is_null() & pl.lit(options.on_miss_default == "fail")
-    )
     trials = (
         trials.join(trajectories, on="trial_key", how="left")
         .join(misses, on="trial_key", how="left")
@@ -273,7 +305,7 @@ def grade_trials(
             pl.col("matched").fill_null(True),
             (pl.col("misses").fill_null(0) > 0).alias("has_miss"),
         )
-        .with_columns((pl.col("has_miss") & fail_on_miss).alias("failed_closed"))
+        .with_columns((pl.col("has_miss") & fails_on_miss(options)).alias("failed_closed"))
     )
     host_kind = pl.col("kind") != "trajectory"
     score = (

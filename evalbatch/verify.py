@@ -30,9 +30,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalbatch import api, extract, inputs, sql, stats, suites
+from evalbatch import api, extract, grade, inputs, sql, stats, suites
 from evalbatch.errors import EXIT_FAILED, EXIT_OK, EXIT_SKIPPED, EXIT_UNUSABLE, InputError
-from evalbatch.options import GradeOptions, OnMissDefault
+from evalbatch.options import GradeOptions
 from evalbatch.summarize import RunOutcome, RunPlan
 
 #: RFC 0244 §B: |host - recomputed| <= TOLERANCE * max(1, |recomputed|)
@@ -1104,15 +1104,7 @@ def _needs_other_reading(trials: pl.DataFrame) -> set[str]:
     """Runs where an absent onMiss decides a trial (CONTRACT §8: either reading is accepted)."""
     if trials.is_empty():
         return set()
-    return set(
-        trials.filter(
-            pl.col("counted")
-            & pl.col("has_fixtures")
-            & pl.col("on_miss").is_null()
-            & pl.col("has_miss").fill_null(False)
-            & ~pl.col("live_shadow").fill_null(False)
-        )["run_id"].to_list()
-    )
+    return set(trials.filter(grade.absent_on_miss_decides())["run_id"].to_list())
 
 
 #: the per-trial columns of the grading stage that checking reads
@@ -1202,8 +1194,7 @@ def verify_paths(
     contexts = _contexts(graded, host, options)
     other: dict[str, _RunContext] = {}
     if needs := _needs_other_reading(graded.trials) & set(contexts):
-        flipped: OnMissDefault = "count" if options.on_miss_default == "fail" else "fail"
-        other_options = GradeOptions(options.default_pass_score, flipped)
+        other_options = grade.other_on_miss_reading(options)
         other_graded = _grade(paths, choices, other_options, engine)
         other = {
             run: ctx
