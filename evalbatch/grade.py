@@ -138,11 +138,9 @@ def _trajectory_pairs(
     return _TrajectoryPairs(graded, observed, expected, pairs, forbidden)
 
 
-def grade_trajectories(
-    trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables
-) -> pl.DataFrame:
-    """The §3.2 block for every counted trial whose task has a trajectory expectation."""
-    built = _trajectory_pairs(trials, calls, tables)
+def _trajectory_block(built: _TrajectoryPairs) -> pl.DataFrame:
+    """The counts of the §3.2 block for every graded trial, and `mode_ok`: whether the observed
+    trajectory passes its match mode (before `forbidden` and the bracket are looked at)."""
     graded, observed, pairs = built.graded, built.observed, built.pairs
     forbidden = built.forbidden.group_by("trial_key").agg(
         pl.len().cast(pl.Int64).alias("forbidden_count")
@@ -183,31 +181,81 @@ def grade_trajectories(
         .then(pl.col("matched_count") == pl.col("expected_count"))
         .otherwise(pl.col("covered") == pl.col("observed_count"))  # subset
     )
+    return block.with_columns(mode_ok.alias("mode_ok"))
+
+
+@dataclass(frozen=True, eq=False)
+class TrajectoryCheck:
+    """One check of a trial's trajectory (§3.2, D-18), as `TRAJECTORY_CHECKS` orders them.
+
+    reason: the content-free code the trials table's `trajectory_reason` holds when this is the
+        first check that fails (two checks may share a code);
+    rule: the rule that decides it (what `verify` cites);
+    fails: over a trajectory block's columns (`_trajectory_block`): true when the check fails;
+    last: a failure here is the last one reported (`explain` lists the failures up to it).
+    """
+
+    reason: str
+    rule: str
+    fails: pl.Expr
+    last: bool
+
+
+_MODE_FAILS = ~pl.col("mode_ok")
+
+#: why a trajectory is unmatched, in the order a reason is named: the trials table's
+#: `trajectory_reason` is the first check that fails; `explain` shows every failed check up to
+#: the first `last` one, and `verify` cites each reason's rule
+TRAJECTORY_CHECKS: tuple[TrajectoryCheck, ...] = (
+    # no bracket, no path: nothing else can be shown (D-18)
+    TrajectoryCheck("no-bracket", "D-18", ~pl.col("has_bracket"), last=True),
+    TrajectoryCheck("forbidden", "§3.2", pl.col("forbidden_count") > 0, last=False),
+    # subset fails only on an observed call no expected call allows (§3.2)
+    TrajectoryCheck("extra", "§3.2", _MODE_FAILS & (pl.col("mode") == "subset"), last=True),
+    TrajectoryCheck(
+        "missing",
+        "§3.2",
+        _MODE_FAILS & (pl.col("matched_count") < pl.col("expected_count")),
+        last=True,
+    ),
+    TrajectoryCheck(
+        "extra",
+        "§3.2",
+        _MODE_FAILS
+        & (pl.col("mode") == "exact")
+        & (pl.col("observed_count") != pl.col("expected_count")),
+        last=True,
+    ),
+    TrajectoryCheck("order", "§3.2", _MODE_FAILS, last=True),
+)
+
+
+def trajectory_reason() -> pl.Expr:
+    """The first check of `TRAJECTORY_CHECKS` that fails (null: the trajectory matched)."""
+    return pl.coalesce(
+        pl.when(check.fails).then(pl.lit(check.reason)) for check in TRAJECTORY_CHECKS
+    ).alias("trajectory_reason")
+
+
+def trajectory_rule(reason: str | None) -> str:
+    """The rule behind a `trajectory_reason` code; §3.2, the trajectory's own, when it is null."""
+    return next((check.rule for check in TRAJECTORY_CHECKS if check.reason == reason), "§3.2")
+
+
+def grade_trajectories(
+    trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables
+) -> pl.DataFrame:
+    """The §3.2 block for every counted trial whose task has a trajectory expectation."""
+    block = _trajectory_block(_trajectory_pairs(trials, calls, tables))
     return block.select(
         "trial_key",
-        (mode_ok & (pl.col("forbidden_count") == 0) & pl.col("has_bracket")).alias("matched"),
+        (pl.col("mode_ok") & (pl.col("forbidden_count") == 0) & pl.col("has_bracket")).alias(
+            "matched"
+        ),
         "observed_count",
         "matched_count",
         "forbidden_count",
-        # why a trajectory failed, for the trials table (content-free reason codes)
-        pl.when(~pl.col("has_bracket"))
-        .then(pl.lit("no-bracket"))
-        .when(pl.col("forbidden_count") > 0)
-        .then(pl.lit("forbidden"))
-        # subset fails only on an observed call no expected call allows (§3.2)
-        .when(~mode_ok & (pl.col("mode") == "subset"))
-        .then(pl.lit("extra"))
-        .when(~mode_ok & (pl.col("matched_count") < pl.col("expected_count")))
-        .then(pl.lit("missing"))
-        .when(
-            ~mode_ok
-            & (pl.col("mode") == "exact")
-            & (pl.col("observed_count") != pl.col("expected_count"))
-        )
-        .then(pl.lit("extra"))
-        .when(~mode_ok)
-        .then(pl.lit("order"))
-        .alias("trajectory_reason"),
+        trajectory_reason(),  # why a trajectory failed, for the trials table
     )
 
 
@@ -253,6 +301,10 @@ def count_fixture_misses(
         .join(misses, on="trial_key", how="left")
         .with_columns(pl.col("misses").fill_null(0))
     )
+
+
+#: the reason code and rule of a trial that failed closed: a fixture miss under onMiss `fail`
+FIXTURE_MISS_REASON, FIXTURE_MISS_RULE = "fixture-miss", "D-9"
 
 
 def on_miss_applied(declared: str | None, options: GradeOptions) -> str:
@@ -356,7 +408,9 @@ class TrajectoryDetail:
     pairs: trial_key, e_pos, o_idx, ok (every same-tool pair, `ok` when the arguments match);
     matching: trial_key, e_pos, o_idx (the maximum one-to-one matching: `matched_count` rows);
     in_order: trial_key, e_pos, o_idx (the in-order walk; null o_idx: no call after the last);
-    forbidden: trial_key, o_idx (observed calls to a forbidden tool).
+    forbidden: trial_key, o_idx (observed calls to a forbidden tool);
+    failures: trial_key, check, reason (the checks of `TRAJECTORY_CHECKS` that fail, by their
+        place in it, up to the first `last` one: the first is the trial's `trajectory_reason`).
     """
 
     observed: pl.DataFrame
@@ -365,6 +419,30 @@ class TrajectoryDetail:
     matching: pl.DataFrame
     in_order: pl.DataFrame
     forbidden: pl.DataFrame
+    failures: pl.DataFrame
+
+
+def _reported_failures(block: pl.DataFrame) -> pl.DataFrame:
+    """Per trial, the checks of `TRAJECTORY_CHECKS` that fail, in order, up to the first that
+    is `last`."""
+    failed = pl.concat(
+        [
+            block.filter(check.fails).select(
+                "trial_key",
+                pl.lit(number, pl.Int64).alias("check"),
+                pl.lit(check.reason).alias("reason"),
+                pl.lit(check.last).alias("last"),
+            )
+            for number, check in enumerate(TRAJECTORY_CHECKS)
+        ]
+    )
+    stop = failed.filter("last").group_by("trial_key").agg(pl.col("check").min().alias("stop"))
+    return (
+        failed.join(stop, on="trial_key", how="left")
+        .filter(pl.col("stop").is_null() | (pl.col("check") <= pl.col("stop")))
+        .select("trial_key", "check", "reason")
+        .sort("trial_key", "check")
+    )
 
 
 def trajectory_detail(
@@ -383,6 +461,7 @@ def trajectory_detail(
         matching=match.matching_pairs(pairs),
         in_order=match.in_order_pairs(graded.filter(pl.col("mode") == "in-order"), pairs),
         forbidden=forbidden,
+        failures=_reported_failures(_trajectory_block(built)),
     )
 
 

@@ -575,15 +575,20 @@ class _RunContext:
         ]
 
 
+#: a trial failed closed on a fixture miss (D-9)
+_FAILED_CLOSED: Cause = (grade.FIXTURE_MISS_RULE, grade.FIXTURE_MISS_REASON)
+
+
 def _trajectory_cause(trial: Mapping[str, Any]) -> Cause:
+    """The grader's reason code for an unmatched trajectory, and the rule behind it."""
     reason = trial.get("trajectory_reason")
-    return ("D-18", reason) if reason == "no-bracket" else ("§3.2", reason)
+    return grade.trajectory_rule(reason), reason
 
 
 def _trial_cause(trial: Mapping[str, Any], field_name: str) -> Cause:
     """The rule that decides a trial's recomputed score or passed (§3.4, E-27)."""
     if trial["failed_closed"]:
-        return "D-9", "fixture-miss"
+        return _FAILED_CLOSED
     if trial["score_invalid"]:
         return "D-11", "score-invalid"
     if field_name == "passed" and trial["passed_invalid"]:
@@ -931,7 +936,7 @@ def _check_task(
 
     def score_cause() -> Cause:
         if failed_closed:
-            return "D-9", "fixture-miss"
+            return _FAILED_CLOSED
         if row["observed_trials"] < row["n"]:
             return (
                 ("D-13", "task-missing")
