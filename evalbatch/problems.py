@@ -5,6 +5,7 @@ A problem of severity `error` means the run was not graded; `warning` and `info`
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 Severity = Literal["error", "warning", "info"]
@@ -23,6 +24,10 @@ MAX_LATENCY_MS = 2**53
 MAX_TOKENS = 10_000_000_000
 #: E-78: trials per task (a suite's trials.count, eval.started.trialCount) are at most 10,000
 MAX_TRIALS = 10_000
+#: RFC 0244 §E: what an eval.scored's optional scoreLabel and evaluatorType may hold (`verify`
+#: checks a host's against them; exports carry only values that hold)
+SCORE_LABEL = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}", re.ASCII)
+EVALUATOR_TYPES = frozenset({"deterministic", "llm_judge", "human"})
 
 #: code -> (severity, what it means). Messages add the run, the event's sequence and the rule.
 CODES: dict[str, tuple[Severity, str]] = {

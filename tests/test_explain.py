@@ -8,6 +8,7 @@ they have it and on logs built with the conftest builders where they do not.
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from evalbatch.api import grade_paths
 from evalbatch.commands.explain import explain
 from evalbatch.explain.run_explanation import (
     GRADE_KEYS,
+    REASON_FINDINGS,
     Explanation,
     args_difference,
     explain_paths,
@@ -30,6 +32,7 @@ from evalbatch.explain.run_explanation import (
     to_json,
 )
 from evalbatch.grade import match
+from evalbatch.grade.trial_grading import TRAJECTORY_CHECKS
 from evalbatch.options import GradeOptions
 from tests.conftest import (
     AGENT,
@@ -717,3 +720,35 @@ def test_match_detail_agrees_with_the_grader_counts(seed: int) -> None:
     per_trial = dict(calls.group_by("trial_key").len().iter_rows())
     served_count = dict(served.group_by("trial_key").len().iter_rows())
     assert misses == {k: n - served_count.get(k, 0) for k, n in per_trial.items()}
+
+
+def test_findings_are_the_grader_checks_in_its_order(tmp_path: Path) -> None:
+    """§3.2, D-18: explain shows a finding for each check `grade.TRAJECTORY_CHECKS` failed, in
+    that order, up to the first one after which nothing more is reported: a forbidden call and a
+    missing expected call are both named, forbidden first (the trials table's reason); a trial
+    without a bracket names only `no-bracket`, though its segment calls a forbidden tool."""
+    assert set(REASON_FINDINGS) == {check.reason for check in TRAJECTORY_CHECKS}
+    forbidden_tool = "billing:refund-all-SECRET"
+    suite = trajectory_suite(
+        "in-order", [{"tool": TOOL}, {"tool": "billing:refund-SECRET"}], [forbidden_tool]
+    )
+    suite["tasks"].append(copy.deepcopy(suite["tasks"][0]) | {"taskId": "beta"})
+    calls = [(TOOL, {"orderId": "A"}), (forbidden_tool, {})]
+    built_run(
+        tmp_path,
+        suite,
+        [
+            {"task_id": "alpha", "calls": calls},
+            {"task_id": "beta", "calls": calls, "bracket": False},
+        ],
+    )
+    doc = built(tmp_path)
+    found = only_trial(doc, "alpha")
+    assert found["grade"]["trajectoryReason"] == "forbidden"
+    assert [(f["code"], f["why"]) for f in found["trajectory"]["findings"]] == [
+        ("forbidden", "forbidden-tool"),
+        ("missing", "not-called"),
+    ]
+    bare = only_trial(doc, "beta")
+    assert bare["grade"]["trajectoryReason"] == "no-bracket"
+    assert [f["code"] for f in bare["trajectory"]["findings"]] == ["no-bracket"]

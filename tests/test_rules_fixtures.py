@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import polars as pl
 import pytest
 
+from evalbatch.grade.trial_grading import (
+    absent_on_miss_decides,
+    fails_on_miss,
+    on_miss_applied,
+    other_on_miss_reading,
+)
+from evalbatch.options import GradeOptions, OnMissDefault
 from tests.logbuilder import (
     HELPER,
     Call,
@@ -336,3 +344,33 @@ def test_s3_3_fixture_miss_count_for_a_missing_task_is_zero() -> None:
     assert task["fixtureMissCount"] == 0
     assert task["passed"] is False
     assert "task-missing" in codes_of(result)
+
+
+@pytest.mark.parametrize("default", ["count", "fail"])
+@pytest.mark.parametrize("declared", [None, "fail", "live"])
+def test_d9_on_miss_reading_is_one_rule_in_both_forms(
+    declared: str | None, default: OnMissDefault
+) -> None:
+    """D-9: a declared onMiss is what it says (an explicit `live` stays `live`); an absent one is
+    read as `--on-miss-default`. The grade's Polars form fails a trial with a miss exactly when
+    the form `explain` shows (`on_miss_applied`) is `fail`, and `verify` tries the other reading
+    only for a miss under an absent onMiss (CONTRACT §8)."""
+    options = GradeOptions(on_miss_default=default)
+    applied = on_miss_applied(declared, options)
+    assert applied == (declared if declared is not None else default)
+    trial = pl.DataFrame(
+        {
+            "on_miss": [declared],
+            "has_miss": [True],
+            "counted": [True],
+            "has_fixtures": [True],
+            "live_shadow": [False],
+        },
+        schema_overrides={"on_miss": pl.String},
+    )
+    failed_closed = trial.select(pl.col("has_miss") & fails_on_miss(options)).item()
+    assert bool(failed_closed) == (applied == "fail")
+    assert trial.select(absent_on_miss_decides()).item() == (declared is None)
+    other = other_on_miss_reading(options)
+    assert other.on_miss_default != default
+    assert other.default_pass_score == options.default_pass_score

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from evalbatch.grade.trial_grading import TRAJECTORY_CHECKS, trajectory_rule
 from tests.logbuilder import (
     AGENT,
     Call,
@@ -391,3 +392,50 @@ def test_d18_no_bracket_no_path_trajectory_is_unmatched(mode: str) -> None:
     assert task["passed"] is False
     assert task["score"] == 0.9
     assert summary["passed"] is False  # D-10: the gating score of the trial is 0
+
+
+# (task id, trajectory, observed tools (None: no bracket), the trials table's reason code)
+REASON_CASES: list[tuple[str, dict[str, Any], list[str] | None, str | None]] = [
+    ("no-bracket-first", traj("exact", ["t:a"], forbidden=["t:x"]), None, "no-bracket"),
+    ("forbidden-first", traj("exact", ["t:a", "t:b"], forbidden=["t:x"]), ["t:x"], "forbidden"),
+    ("subset-extra", traj("subset", ["t:a"]), ["t:a", "t:z"], "extra"),
+    ("missing-before-extra", traj("exact", ["t:a", "t:b"]), ["t:a", "t:z", "t:y"], "missing"),
+    ("exact-extra", traj("exact", ["t:a"]), ["t:a", "t:a"], "extra"),
+    ("exact-order", traj("exact", ["t:a", "t:b"]), ["t:b", "t:a"], "order"),
+    ("in-order-order", traj("in-order", ["t:a", "t:b"]), ["t:b", "t:a"], "order"),
+    ("any-order-missing", traj("any-order", ["t:a", "t:b"]), ["t:a", "t:a"], "missing"),
+    ("matched", traj("in-order", ["t:a"]), ["t:z", "t:a"], None),
+]
+
+
+def test_s3_2_d18_trajectory_reason_names_the_first_failed_check() -> None:
+    """§3.2, D-18: the trials table names why a trajectory is unmatched by the first check that
+    fails, in `grade.TRAJECTORY_CHECKS` order: no bracket, a forbidden call, then the mode's
+    own check (subset: a call no expected call allows; a missing expected call; exact: a call
+    count that differs; last, order). `verify` cites D-18 for `no-bracket` and §3.2 for the
+    others, from the same table."""
+    log = LogBuilder()
+    log.eval_started()
+    for task_id, _, observed, _ in REASON_CASES:
+        if observed is None:
+            log.call("t:x", {})  # outside any bracket: not observed
+            log.scored(task_id, score=1, passed=True)
+        else:
+            log.trial(task_id, calls=[(tool, {}) for tool in observed], score=1, passed=True)
+    log.eval_completed()
+    doc = suite(*(golden(task_id, trajectory) for task_id, trajectory, _, _ in REASON_CASES))
+    trials = grade(log, [doc]).trials
+    reasons = dict(trials.select("task_id", "trajectory_reason").iter_rows())
+    assert reasons == {task_id: reason for task_id, _, _, reason in REASON_CASES}
+    assert [check.reason for check in TRAJECTORY_CHECKS] == [
+        "no-bracket",
+        "forbidden",
+        "extra",
+        "missing",
+        "extra",
+        "order",
+    ]
+    assert trajectory_rule("no-bracket") == "D-18"
+    assert {trajectory_rule(r) for r in ("forbidden", "extra", "missing", "order", None)} == {
+        "§3.2"
+    }

@@ -35,7 +35,7 @@ import pytest
 from click.testing import CliRunner
 
 from evalbatch.cli import cli, main
-from evalbatch.options import GradeOptions
+from evalbatch.options import GradeOptions, Resources
 from evalbatch.verify import host_audit
 from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES, write_events
 from tests.logbuilder import (
@@ -215,7 +215,7 @@ def findings_of(report: host_audit.VerifyReport, run_id: str) -> list[host_audit
     return [f for f in report.findings if f.run_id == run_id]
 
 
-def run_of(report: host_audit.VerifyReport, run_id: str) -> host_audit.RunReport:
+def run_of(report: host_audit.VerifyReport, run_id: str) -> host_audit.RunVerdict:
     return next(r for r in report.runs if r.run_id == run_id)
 
 
@@ -775,3 +775,27 @@ def test_verify_options_match_run(tmp_path: Path) -> None:
         True,
         False,
     )
+
+
+def test_e36_verify_reads_one_merged_grading_whatever_the_batch_size(tmp_path: Path) -> None:
+    """E-36, §8: batches of whole runs merge into one grading (`api.MergedBatches`), so a
+    verify with every run in its own batch reports what one batch does: each planted mistake,
+    and the run that cannot be recomputed (D-3) `not-verified` with its error code."""
+    runs = [shop_run(CLEAN), *(shop_run(run, plant) for plant, run in PLANTED.items())]
+    broken = LogBuilder("acme/run-broken")
+    broken.eval_started()
+    broken.trial("task-0", score=1, passed=True)
+    broken.add("eval.scored", {"taskId": "task-0", "score": 0, "passed": False}, sequence=1)
+    rows = [row for log, _ in runs for row in log.rows] + broken.rows
+    events = write_events(tmp_path / "e.parquet", rows)
+    summaries = [host_audit.HostSummary(log.run_id, summary, log.run_id) for log, summary in runs]
+    whole = host_audit.verify_paths([events], suite_docs=[SHOP_SUITE], summaries=summaries)
+    apart = host_audit.verify_paths(
+        [events], suite_docs=[SHOP_SUITE], summaries=summaries, resources=Resources(batch_events=1)
+    )
+    assert apart.to_json() == whole.to_json()
+    verdicts = {run.run_id: (run.verdict, run.problems) for run in apart.runs}
+    assert verdicts["acme/run-broken"] == ("not-verified", ["event-conflict"])
+    assert verdicts[CLEAN] == ("agrees", [])
+    assert all(verdicts[run] == ("disagrees", []) for run in PLANTED.values())
+    assert apart.verdict == "disagrees"

@@ -153,7 +153,7 @@ def _table(header: list[str], rows: list[list[str]], right: Collection[int] = ()
         click.echo(line(row))
 
 
-def _run_notes(run: host_audit.RunReport) -> str:
+def _run_notes(run: host_audit.RunVerdict) -> str:
     notes = []
     if run.problems:
         notes.append(f"not recomputed: {', '.join(run.problems)}")

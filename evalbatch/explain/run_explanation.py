@@ -5,10 +5,11 @@ names and arguments. It never grades anything itself. The run is extracted and g
 grader's own code (`pipeline.shard.grade_shard`: the SQL stage, `trial_grading.grade_trials`, the
 reductions), and the per-call detail comes from `trial_grading.trajectory_detail` and
 `trial_grading.fixture_detail`, which keep call by call what `grade_trajectories` and
-`count_fixture_misses` count, with the same joins and the same `match` functions. The numbers
-shown for a trial are its row of the trials table (`pipeline.merge.trial_table`), so an
-explanation agrees with `evalbatch run` by construction; the tests check it for every sample
-trial.
+`count_fixture_misses` count, with the same joins and the same `match` functions; which checks of
+a trajectory failed, and which is named first, is `trial_grading.TRAJECTORY_CHECKS`' (explain
+only says where, call by call). The numbers shown for a trial are its row of the trials table
+(`pipeline.merge.trial_table`), so an explanation agrees with `evalbatch run` by construction;
+the tests check it for every sample trial.
 
 `to_json` gives a stable shape (`"explainVersion": 1`; keys are only ever added):
 
@@ -55,7 +56,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -111,7 +112,7 @@ class ArgsDiff:
 
 
 @dataclass(frozen=True)
-class Finding:
+class FailedCheck:
     """One reason a trajectory or a fixture replay failed.
 
     code: the check that failed: `no-bracket`, `forbidden`, `missing` (an expected call no
@@ -167,7 +168,7 @@ class Trajectory:
     expected: list[ExpectedCall]
     observed: list[ObservedCall]
     others: list[ObservedCall]
-    findings: list[Finding]
+    findings: list[FailedCheck]
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,7 @@ class FixtureCall:
     tool: str
     inputs: str | None  # JSON text, as ObservedCall.inputs
     entry_pos: int | None  # the entry that served it; None: a miss
-    miss: Finding | None
+    miss: FailedCheck | None
 
 
 @dataclass(frozen=True)
@@ -508,10 +509,17 @@ def _trajectory(
         for c in bracket_calls
         if c["call_pos"] not in in_path
     ]
-    ok = {(p["e_pos"], p["o_idx"]) for p in pairs if p["ok"]}
-    findings = _trajectory_findings(
-        mode, trial, expected, calls, ok, matching, walk, forbidden, bool(row["has_bracket"])
+    path = _Path(
+        mode,
+        expected,
+        calls,
+        {(p["e_pos"], p["o_idx"]) for p in pairs if p["ok"]},
+        matching,
+        walk,
+        forbidden,
     )
+    failed = detail.failures.filter(pl.col("trial_key") == key)["reason"].to_list()
+    findings = [finding for reason in failed for finding in REASON_FINDINGS[reason](reason, path)]
     return Trajectory(
         mode=mode,
         include_delegates=bool(trial["include_delegates"]),
@@ -528,22 +536,30 @@ def _trajectory(
     )
 
 
-def _missing(
-    e: ExpectedCall,
-    calls: list[_Call],
-    ok: set[tuple[int, int]],
-    matching: dict[int, int],
-    mode: str,
-) -> Finding:
+@dataclass(frozen=True)
+class _Path:
+    """One trial's trajectory as its findings read it: the grader's pairs and pairings."""
+
+    mode: str
+    expected: list[ExpectedCall]
+    calls: list[_Call]
+    ok: set[tuple[int, int]]  # (e_pos, o_idx) of every pair whose arguments match
+    matching: dict[int, int]  # e_pos -> o_idx of the maximum matching
+    walk: dict[int, int | None]  # e_pos -> o_idx of the in-order walk
+    forbidden: set[int]  # o_idx of the calls to a forbidden tool
+
+
+def _missing_call(reason: str, e: ExpectedCall, path: _Path) -> FailedCheck:
     """Why expected call `e` has no partner in the maximum matching."""
+    calls, ok, matching = path.calls, path.ok, path.matching
     same_tool = [c for c in calls if c.tool == e.tool]
     name = f"E{e.pos} {e.tool}"
     if not same_tool:
-        return Finding("missing", "not-called", f"{name}: never called", e.pos, None, e.tool)
+        return FailedCheck(reason, "not-called", f"{name}: never called", e.pos, None, e.tool)
     matching_calls = [c.o_idx for c in calls if (e.pos, c.o_idx) in ok]
     if matching_calls:
-        return Finding(
-            "missing",
+        return FailedCheck(
+            reason,
             "taken",
             f"{name}: each call that matches it ({_names(matching_calls)}) is paired with "
             "another expected call (one call serves one expected call)",
@@ -552,155 +568,133 @@ def _missing(
             e.tool,
         )
     taken = set(matching.values())
-    by_place = [c for c in same_tool if mode == "exact" and c.o_idx == e.pos]
+    by_place = [c for c in same_tool if path.mode == "exact" and c.o_idx == e.pos]
     unpaired = [c for c in same_tool if c.o_idx not in taken]
     closest = (by_place or unpaired or same_tool)[0]
-    diff = _diff(e.args_match, e.args_text, closest.inputs, closest.exact)
-    return Finding(
-        "missing",
-        "args-differ",
-        f"{name}: no call with matching args ({e.args_match}); "
-        f"O{closest.o_idx} differs at {_diff_words(diff)}",
-        e.pos,
-        closest.o_idx,
-        e.tool,
-        diff,
+    return _args_differ(
+        reason, e, closest, f"{name}: no call with matching args ({e.args_match}); O{closest.o_idx}"
     )
 
 
-def _trajectory_findings(
-    mode: str,
-    trial: dict[str, Any],
-    expected: list[ExpectedCall],
-    calls: list[_Call],
-    ok: set[tuple[int, int]],
-    matching: dict[int, int],
-    walk: dict[int, int | None],
-    forbidden: set[int],
-    has_bracket: bool,
-) -> list[Finding]:
-    """Every failed check of §3.2, the one the trials table's reason code names first."""
-    if not has_bracket:
-        return [
-            Finding(
-                "no-bracket",
-                "no-bracket",
-                "the trial's segment has no agent.invocation-started: its path cannot be "
-                "shown, so the trajectory is unmatched (D-18)",
-            )
-        ]
-    findings = [
-        Finding(
-            "forbidden",
+def _args_differ(
+    reason: str, e: ExpectedCall, call: _Call, what: str, after: str = ""
+) -> FailedCheck:
+    """`e` and an observed call of its tool, and where their arguments first differ."""
+    diff = _diff(e.args_match, e.args_text, call.inputs, call.exact)
+    message = f"{what} differs at {_diff_words(diff)}{after}"
+    return FailedCheck(reason, "args-differ", message, e.pos, call.o_idx, e.tool, diff)
+
+
+# Each failed check of `trial_grading.TRAJECTORY_CHECKS`, call by call: which checks failed, and in
+# what order they are named, is the grader's (`TrajectoryDetail.failures`); these say where.
+
+
+def _no_bracket_findings(reason: str, path: _Path) -> list[FailedCheck]:
+    return [
+        FailedCheck(
+            reason,
+            "no-bracket",
+            "the trial's segment has no agent.invocation-started: its path cannot be "
+            "shown, so the trajectory is unmatched (D-18)",
+        )
+    ]
+
+
+def _forbidden_findings(reason: str, path: _Path) -> list[FailedCheck]:
+    return [
+        FailedCheck(
+            reason,
             "forbidden-tool",
             f"O{c.o_idx} {c.tool}: a forbidden tool (unmatched whatever the mode, §3.2)",
             None,
             c.o_idx,
             c.tool,
         )
-        for c in calls
-        if c.o_idx in forbidden
+        for c in path.calls
+        if c.o_idx in path.forbidden
     ]
-    n_expected, n_observed = len(expected), len(calls)
-    unmatched = [e for e in expected if e.pos not in matching]
-    by_pos = {c.o_idx: c for c in calls}
-    if mode == "subset":
-        covered = {o for _, o in ok}
-        for c in calls:
-            if c.o_idx in covered:
-                continue
-            same_tool = [e for e in expected if e.tool == c.tool]
-            if not same_tool:
-                findings.append(
-                    Finding(
-                        "extra",
-                        "unexpected-tool",
-                        f"O{c.o_idx} {c.tool}: not an expected tool (subset allows only the "
-                        "expected calls)",
-                        None,
-                        c.o_idx,
-                        c.tool,
-                    )
-                )
-                continue
-            e = same_tool[0]
-            diff = _diff(e.args_match, e.args_text, c.inputs, c.exact)
-            findings.append(
-                Finding(
-                    "extra",
-                    "args-differ",
-                    f"O{c.o_idx} {c.tool}: matches no expected call's args; E{e.pos} differs at "
-                    f"{_diff_words(diff)}",
-                    e.pos,
-                    c.o_idx,
-                    c.tool,
-                    diff,
-                )
-            )
-        return findings
-    if unmatched:
-        findings += [_missing(e, calls, ok, matching, mode) for e in unmatched]
-        return findings
-    if mode == "exact" and n_observed != n_expected:
-        extra = [c for c in calls if c.o_idx not in set(matching.values())]
-        findings += [
-            Finding(
-                "extra",
-                "extra-call",
-                f"O{c.o_idx} {c.tool}: an extra call (exact needs {n_expected} calls, "
-                f"observed {n_observed})",
-                None,
-                c.o_idx,
-                c.tool,
-            )
-            for c in extra
-        ]
-        return findings
-    if mode == "exact":
-        for e in expected:
-            if (e.pos, e.pos) in ok:
+
+
+def _extra_findings(reason: str, path: _Path) -> list[FailedCheck]:
+    """subset: each observed call no expected call allows; exact: the calls beyond |E|."""
+    if path.mode == "subset":
+        covered = {o for _, o in path.ok}
+        return [_not_allowed(reason, c, path) for c in path.calls if c.o_idx not in covered]
+    n_expected, n_observed = len(path.expected), len(path.calls)
+    paired = set(path.matching.values())
+    return [
+        FailedCheck(
+            reason,
+            "extra-call",
+            f"O{c.o_idx} {c.tool}: an extra call (exact needs {n_expected} calls, "
+            f"observed {n_observed})",
+            None,
+            c.o_idx,
+            c.tool,
+        )
+        for c in path.calls
+        if c.o_idx not in paired
+    ]
+
+
+def _not_allowed(reason: str, c: _Call, path: _Path) -> FailedCheck:
+    same_tool = [e for e in path.expected if e.tool == c.tool]
+    if not same_tool:
+        return FailedCheck(
+            reason,
+            "unexpected-tool",
+            f"O{c.o_idx} {c.tool}: not an expected tool (subset allows only the expected calls)",
+            None,
+            c.o_idx,
+            c.tool,
+        )
+    e = same_tool[0]
+    return _args_differ(
+        reason, e, c, f"O{c.o_idx} {c.tool}: matches no expected call's args; E{e.pos}"
+    )
+
+
+def _missing_findings(reason: str, path: _Path) -> list[FailedCheck]:
+    return [_missing_call(reason, e, path) for e in path.expected if e.pos not in path.matching]
+
+
+def _order_findings(reason: str, path: _Path) -> list[FailedCheck]:
+    """The first expected call out of place: exact by position, in-order along the walk."""
+    if path.mode == "exact":
+        by_pos = {c.o_idx: c for c in path.calls}
+        for e in path.expected:
+            if (e.pos, e.pos) in path.ok:
                 continue
             here = by_pos.get(e.pos)
-            elsewhere = matching.get(e.pos)
+            elsewhere = path.matching.get(e.pos)
             instead = f" (it matches O{elsewhere} instead)" if elsewhere is not None else ""
             if here is not None and here.tool != e.tool:
-                findings.append(
-                    Finding(
-                        "order",
+                return [
+                    FailedCheck(
+                        reason,
                         "tool-differs",
                         f"E{e.pos} {e.tool}: O{e.pos} is {here.tool}{instead}",
                         e.pos,
                         e.pos,
                         e.tool,
                     )
-                )
-            elif here is not None:
-                diff = _diff(e.args_match, e.args_text, here.inputs, here.exact)
-                findings.append(
-                    Finding(
-                        "order",
-                        "args-differ",
-                        f"E{e.pos} {e.tool}: O{e.pos} differs at {_diff_words(diff)}{instead}",
-                        e.pos,
-                        e.pos,
-                        e.tool,
-                        diff,
-                    )
-                )
-            break
-        return findings
-    if mode == "in-order":
+                ]
+            if here is not None:
+                return [_args_differ(reason, e, here, f"E{e.pos} {e.tool}: O{e.pos}", instead)]
+            return []
+        return []
+    if path.mode == "in-order":
         last = -1
-        for e in expected:
-            step = walk.get(e.pos)
+        for e in path.expected:
+            step = path.walk.get(e.pos)
             if step is not None:
                 last = step
                 continue
-            earlier = [c.o_idx for c in calls if (e.pos, c.o_idx) in ok]
+            earlier = [c.o_idx for c in path.calls if (e.pos, c.o_idx) in path.ok]
             after = f"after O{last}" if last >= 0 else "at all"
-            findings.append(
-                Finding(
-                    "order",
+            return [
+                FailedCheck(
+                    reason,
                     "out-of-order",
                     f"E{e.pos} {e.tool}: no matching call {after} "
                     f"({_names(earlier)} matches it but comes before)",
@@ -708,9 +702,18 @@ def _trajectory_findings(
                     earlier[0] if earlier else None,
                     e.tool,
                 )
-            )
-            break
-    return findings
+            ]
+    return []
+
+
+#: the findings of each reason code of `trial_grading.TRAJECTORY_CHECKS`
+REASON_FINDINGS: dict[str, Callable[[str, _Path], list[FailedCheck]]] = {
+    "no-bracket": _no_bracket_findings,
+    "forbidden": _forbidden_findings,
+    "extra": _extra_findings,
+    "missing": _missing_findings,
+    "order": _order_findings,
+}
 
 
 def _fixtures(
@@ -720,7 +723,7 @@ def _fixtures(
     options: GradeOptions,
 ) -> Fixtures:
     declared = trial["on_miss"]
-    applied = declared or ("fail" if options.on_miss_default == "fail" else "count")
+    applied = trial_grading.on_miss_applied(declared, options)
     if trial["live_shadow"]:
         return Fixtures(
             fixtured=False,
@@ -776,14 +779,14 @@ def _fixture_miss(
     entries: list[dict[str, Any]],
     ok: set[tuple[int, int]],
     served_by_entry: dict[int, int],
-) -> Finding:
+) -> FailedCheck:
     """Why no toolResponses entry served this call (§3.3)."""
     pos, tool = call["o_idx"], call["tool_name"]
     name = f"call {pos} {tool}"
     same_tool = [e for e in entries if e["tool"] == tool]
     if not same_tool:
-        return Finding(
-            "fixture-miss",
+        return FailedCheck(
+            trial_grading.FIXTURE_MISS_REASON,
             "no-entry",
             f"{name}: no toolResponses entry for this tool",
             None,
@@ -793,8 +796,8 @@ def _fixture_miss(
     matching = [e["f_pos"] for e in same_tool if (e["f_pos"], pos) in ok]
     if matching:
         users = [served_by_entry[f] for f in matching if f in served_by_entry]
-        return Finding(
-            "fixture-miss",
+        return FailedCheck(
+            trial_grading.FIXTURE_MISS_REASON,
             "consumed",
             f"{name}: every entry that matches it ({_names(matching, 'F')}) was served to an "
             f"earlier call ({_names(users, 'call ')}); an entry serves one call",
@@ -805,8 +808,8 @@ def _fixture_miss(
     unused = [e for e in same_tool if e["f_pos"] not in served_by_entry]
     entry = (unused or same_tool)[0]
     diff = _diff(entry["args_mode"], entry["args"], call["inputs"], call["exact_payload"])
-    return Finding(
-        "fixture-miss",
+    return FailedCheck(
+        trial_grading.FIXTURE_MISS_REASON,
         "args-differ",
         f"{name}: no entry with matching args; F{entry['f_pos']} ({entry['args_mode']}) differs "
         f"at {_diff_words(diff)}",
@@ -1343,7 +1346,7 @@ def _trajectory_lines(traj: Trajectory) -> list[str]:
     return lines
 
 
-def _finding_lines(findings: list[Finding], label: str) -> list[str]:
+def _finding_lines(findings: list[FailedCheck], label: str) -> list[str]:
     lines = []
     pad = " " * len(label)
     for number, finding in enumerate(findings[:FINDINGS_SHOWN]):
@@ -1530,7 +1533,7 @@ def _diff_json(diff: ArgsDiff | None) -> dict[str, Any] | None:
     return {"path": diff.path, "expected": diff.expected, "observed": diff.observed}
 
 
-def _finding_json(f: Finding | None) -> dict[str, Any] | None:
+def _finding_json(f: FailedCheck | None) -> dict[str, Any] | None:
     if f is None:
         return None
     return {

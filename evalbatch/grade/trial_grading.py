@@ -14,7 +14,7 @@ import polars as pl
 from evalbatch.extract.trial_tables import Extraction
 from evalbatch.grade import match
 from evalbatch.grade.suite_tables import SuiteTables
-from evalbatch.options import GradeOptions
+from evalbatch.options import GradeOptions, OnMissDefault
 
 
 def place_trials(segments: pl.DataFrame, plan: pl.DataFrame, tables: SuiteTables) -> pl.DataFrame:
@@ -138,11 +138,9 @@ def _trajectory_pairs(
     return _TrajectoryPairs(graded, observed, expected, pairs, forbidden)
 
 
-def grade_trajectories(
-    trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables
-) -> pl.DataFrame:
-    """The §3.2 block for every counted trial whose task has a trajectory expectation."""
-    built = _trajectory_pairs(trials, calls, tables)
+def _trajectory_block(built: _TrajectoryPairs) -> pl.DataFrame:
+    """The counts of the §3.2 block for every graded trial, and `mode_ok`: whether the observed
+    trajectory passes its match mode (before `forbidden` and the bracket are looked at)."""
     graded, observed, pairs = built.graded, built.observed, built.pairs
     forbidden = built.forbidden.group_by("trial_key").agg(
         pl.len().cast(pl.Int64).alias("forbidden_count")
@@ -183,31 +181,81 @@ def grade_trajectories(
         .then(pl.col("matched_count") == pl.col("expected_count"))
         .otherwise(pl.col("covered") == pl.col("observed_count"))  # subset
     )
+    return block.with_columns(mode_ok.alias("mode_ok"))
+
+
+@dataclass(frozen=True, eq=False)
+class TrajectoryCheck:
+    """One check of a trial's trajectory (§3.2, D-18), as `TRAJECTORY_CHECKS` orders them.
+
+    reason: the content-free code the trials table's `trajectory_reason` holds when this is the
+        first check that fails (two checks may share a code);
+    rule: the rule that decides it (what `verify` cites);
+    fails: over a trajectory block's columns (`_trajectory_block`): true when the check fails;
+    last: a failure here is the last one reported (`explain` lists the failures up to it).
+    """
+
+    reason: str
+    rule: str
+    fails: pl.Expr
+    last: bool
+
+
+_MODE_FAILS = ~pl.col("mode_ok")
+
+#: why a trajectory is unmatched, in the order a reason is named: the trials table's
+#: `trajectory_reason` is the first check that fails; `explain` shows every failed check up to
+#: the first `last` one, and `verify` cites each reason's rule
+TRAJECTORY_CHECKS: tuple[TrajectoryCheck, ...] = (
+    # no bracket, no path: nothing else can be shown (D-18)
+    TrajectoryCheck("no-bracket", "D-18", ~pl.col("has_bracket"), last=True),
+    TrajectoryCheck("forbidden", "§3.2", pl.col("forbidden_count") > 0, last=False),
+    # subset fails only on an observed call no expected call allows (§3.2)
+    TrajectoryCheck("extra", "§3.2", _MODE_FAILS & (pl.col("mode") == "subset"), last=True),
+    TrajectoryCheck(
+        "missing",
+        "§3.2",
+        _MODE_FAILS & (pl.col("matched_count") < pl.col("expected_count")),
+        last=True,
+    ),
+    TrajectoryCheck(
+        "extra",
+        "§3.2",
+        _MODE_FAILS
+        & (pl.col("mode") == "exact")
+        & (pl.col("observed_count") != pl.col("expected_count")),
+        last=True,
+    ),
+    TrajectoryCheck("order", "§3.2", _MODE_FAILS, last=True),
+)
+
+
+def trajectory_reason() -> pl.Expr:
+    """The first check of `TRAJECTORY_CHECKS` that fails (null: the trajectory matched)."""
+    return pl.coalesce(
+        pl.when(check.fails).then(pl.lit(check.reason)) for check in TRAJECTORY_CHECKS
+    ).alias("trajectory_reason")
+
+
+def trajectory_rule(reason: str | None) -> str:
+    """The rule behind a `trajectory_reason` code; §3.2, the trajectory's own, when it is null."""
+    return next((check.rule for check in TRAJECTORY_CHECKS if check.reason == reason), "§3.2")
+
+
+def grade_trajectories(
+    trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables
+) -> pl.DataFrame:
+    """The §3.2 block for every counted trial whose task has a trajectory expectation."""
+    block = _trajectory_block(_trajectory_pairs(trials, calls, tables))
     return block.select(
         "trial_key",
-        (mode_ok & (pl.col("forbidden_count") == 0) & pl.col("has_bracket")).alias("matched"),
+        (pl.col("mode_ok") & (pl.col("forbidden_count") == 0) & pl.col("has_bracket")).alias(
+            "matched"
+        ),
         "observed_count",
         "matched_count",
         "forbidden_count",
-        # why a trajectory failed, for the trials table (content-free reason codes)
-        pl.when(~pl.col("has_bracket"))
-        .then(pl.lit("no-bracket"))
-        .when(pl.col("forbidden_count") > 0)
-        .then(pl.lit("forbidden"))
-        # subset fails only on an observed call no expected call allows (§3.2)
-        .when(~mode_ok & (pl.col("mode") == "subset"))
-        .then(pl.lit("extra"))
-        .when(~mode_ok & (pl.col("matched_count") < pl.col("expected_count")))
-        .then(pl.lit("missing"))
-        .when(
-            ~mode_ok
-            & (pl.col("mode") == "exact")
-            & (pl.col("observed_count") != pl.col("expected_count"))
-        )
-        .then(pl.lit("extra"))
-        .when(~mode_ok)
-        .then(pl.lit("order"))
-        .alias("trajectory_reason"),
+        trajectory_reason(),  # why a trajectory failed, for the trials table
     )
 
 
@@ -255,6 +303,45 @@ def count_fixture_misses(
     )
 
 
+#: the reason code and rule of a trial that failed closed: a fixture miss under onMiss `fail`
+FIXTURE_MISS_REASON, FIXTURE_MISS_RULE = "fixture-miss", "D-9"
+
+
+def on_miss_applied(declared: str | None, options: GradeOptions) -> str:
+    """What a task's `fixtures.onMiss` means (D-9): as declared (`fail` or `live`); absent, as
+    `options` reads it (`count` by default: misses are only counted, as RFC 0081 did)."""
+    return declared if declared is not None else options.on_miss_default
+
+
+def fails_on_miss(options: GradeOptions) -> pl.Expr:
+    """Whether a trial's onMiss, read as `on_miss_applied` reads it, is `fail` (D-9).
+
+    Null where an absent onMiss is read as `count`: `pl.when` and `& false` read that as false.
+    """
+    return (pl.col("on_miss") == "fail") | (
+        pl.col("on_miss").is_null() & pl.lit(options.on_miss_default == "fail")
+    )
+
+
+def absent_on_miss_decides() -> pl.Expr:
+    """The trials whose failing closed turns on how an absent onMiss is read (D-9): counted,
+    fixtured (§3.3), with a miss, and no onMiss declared."""
+    return (
+        pl.col("counted")
+        & pl.col("has_fixtures")
+        & pl.col("on_miss").is_null()
+        & pl.col("has_miss").fill_null(False)
+        & ~pl.col("live_shadow").fill_null(False)
+    )
+
+
+def other_on_miss_reading(options: GradeOptions) -> GradeOptions:
+    """`options` with an absent onMiss read the other way (D-9: `count` and `fail` are both
+    readings of the RFC; `verify` accepts either, CONTRACT §8)."""
+    flipped: OnMissDefault = "count" if options.on_miss_default == "fail" else "fail"
+    return GradeOptions(options.default_pass_score, flipped)
+
+
 def grade_trials(
     ext: Extraction, plan: pl.DataFrame, tables: SuiteTables, options: GradeOptions
 ) -> pl.DataFrame:
@@ -262,9 +349,6 @@ def grade_trials(
     trials = place_trials(ext.trial_segments, plan, tables)
     trajectories = grade_trajectories(trials, ext.trial_calls, tables)
     misses = count_fixture_misses(trials, ext.trial_calls, tables)
-    fail_on_miss = (pl.col("on_miss") == "fail") | (
-        pl.col("on_miss").is_null() & pl.lit(options.on_miss_default == "fail")
-    )
     trials = (
         trials.join(trajectories, on="trial_key", how="left")
         .join(misses, on="trial_key", how="left")
@@ -273,7 +357,7 @@ def grade_trials(
             pl.col("matched").fill_null(True),
             (pl.col("misses").fill_null(0) > 0).alias("has_miss"),
         )
-        .with_columns((pl.col("has_miss") & fail_on_miss).alias("failed_closed"))
+        .with_columns((pl.col("has_miss") & fails_on_miss(options)).alias("failed_closed"))
     )
     host_kind = pl.col("kind") != "trajectory"
     score = (
@@ -324,7 +408,9 @@ class TrajectoryDetail:
     pairs: trial_key, e_pos, o_idx, ok (every same-tool pair, `ok` when the arguments match);
     matching: trial_key, e_pos, o_idx (the maximum one-to-one matching: `matched_count` rows);
     in_order: trial_key, e_pos, o_idx (the in-order walk; null o_idx: no call after the last);
-    forbidden: trial_key, o_idx (observed calls to a forbidden tool).
+    forbidden: trial_key, o_idx (observed calls to a forbidden tool);
+    failures: trial_key, check, reason (the checks of `TRAJECTORY_CHECKS` that fail, by their
+        place in it, up to the first `last` one: the first is the trial's `trajectory_reason`).
     """
 
     observed: pl.DataFrame
@@ -333,6 +419,30 @@ class TrajectoryDetail:
     matching: pl.DataFrame
     in_order: pl.DataFrame
     forbidden: pl.DataFrame
+    failures: pl.DataFrame
+
+
+def _reported_failures(block: pl.DataFrame) -> pl.DataFrame:
+    """Per trial, the checks of `TRAJECTORY_CHECKS` that fail, in order, up to the first that
+    is `last`."""
+    failed = pl.concat(
+        [
+            block.filter(check.fails).select(
+                "trial_key",
+                pl.lit(number, pl.Int64).alias("check"),
+                pl.lit(check.reason).alias("reason"),
+                pl.lit(check.last).alias("last"),
+            )
+            for number, check in enumerate(TRAJECTORY_CHECKS)
+        ]
+    )
+    stop = failed.filter("last").group_by("trial_key").agg(pl.col("check").min().alias("stop"))
+    return (
+        failed.join(stop, on="trial_key", how="left")
+        .filter(pl.col("stop").is_null() | (pl.col("check") <= pl.col("stop")))
+        .select("trial_key", "check", "reason")
+        .sort("trial_key", "check")
+    )
 
 
 def trajectory_detail(
@@ -351,6 +461,7 @@ def trajectory_detail(
         matching=match.matching_pairs(pairs),
         in_order=match.in_order_pairs(graded.filter(pl.col("mode") == "in-order"), pairs),
         forbidden=forbidden,
+        failures=_reported_failures(_trajectory_block(built)),
     )
 
 

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from evalbatch.errors import (
     EXIT_OK,
     EXIT_SKIPPED,
 )
-from evalbatch.inputs import event_files
+from evalbatch.inputs import event_files, in_memory
 from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.output_format import TRIAL_SCHEMA
@@ -107,19 +104,7 @@ def grade_events(
 
     A convenience for notebooks and tests: the events go through the same Parquet path as files.
     """
-    rows = list(events)
-    table = pa.table(
-        {
-            "runId": pa.array([r.get("runId") for r in rows], pa.string()),
-            "sequence": pa.array([r.get("sequence") for r in rows], pa.int64()),
-            "type": pa.array([r.get("type") for r in rows], pa.string()),
-            "payload": pa.array([r.get("payload") for r in rows], pa.string()),
-            "timestamp": pa.array([r.get("timestamp") for r in rows], pa.string()),
-        }
-    )
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "events.parquet"
-        pq.write_table(table, path)
+    with in_memory.events_file(events) as path:
         return grade_paths([path], suite_docs=suite_docs, options=options)
 
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from evalbatch.errors import (
     InputError,
 )
@@ -17,6 +19,8 @@ from evalbatch.extract import trial_tables
 from evalbatch.inputs import event_files, suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.pipeline.shard import Batch, extract_shard, grade_extracted
+from evalbatch.problems import severity
+from evalbatch.reduce.run_summaries import RunPlan
 
 
 @dataclass(frozen=True)
@@ -147,3 +151,38 @@ def grade_shards_locally(
     for part in parts:  # a damaged file found in a later batch was read in none
         part.file_problems = list(grading.file_problems.values())
     return parts
+
+
+@dataclass
+class MergedBatches:
+    """The batches of one grading pass as one, with each run's plan, outcome and trials (for
+    tools that read the per-run grading detail, such as `verify`)."""
+
+    eval_runs: pl.DataFrame
+    plans: dict[str, RunPlan]
+    outcomes: dict[str, Any]
+    trials: pl.DataFrame
+    fatal: dict[str, list[str]]  # each run not graded -> its error problem codes, as found
+    skipped_files: list[event_files.FileProblem]
+
+    @classmethod
+    def of(cls, parts: Sequence[Batch]) -> MergedBatches:
+        """Merge the batches of `grade_shards_locally` (each holds whole runs)."""
+        fatal: dict[str, list[str]] = {run: [] for part in parts for run in part.fatal_runs}
+        errors = [
+            (run_id, code)
+            for part in parts
+            for run_id, _, code, _ in part.problem_rows
+            if run_id in fatal and severity(code) == "error"
+        ]
+        for run_id, code in errors:
+            if code not in fatal[run_id]:
+                fatal[run_id].append(code)
+        return cls(
+            eval_runs=pl.concat([part.eval_runs for part in parts]).sort("run_id"),
+            plans={run: plan for part in parts for run, plan in part.plans.items()},
+            outcomes={run: o for part in parts for run, o in part.outcomes.items()},
+            trials=pl.concat([part.trials for part in parts], how="diagonal_relaxed"),
+            fatal=fatal,
+            skipped_files=list(parts[0].file_problems) if parts else [],
+        )

@@ -13,7 +13,6 @@ explanations.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -29,14 +28,12 @@ from evalbatch.extract import sql_files, trial_tables
 from evalbatch.inputs import event_files
 from evalbatch.options import Resources
 from evalbatch.outputs.outdir import RunOutputs
+from evalbatch.problems import EVALUATOR_TYPES, SCORE_LABEL
 from evalbatch.version import package_version
 
 EVENT_NAME = "gen_ai.evaluation.result"
 #: OTLP SeverityNumber INFO: the event convention asks for a severity and names none
 SEVERITY_INFO = 9
-#: RFC 0244 §E
-SCORE_LABEL = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}", re.ASCII)
-EVALUATOR_TYPES = frozenset({"deterministic", "llm_judge", "human"})
 #: the labels `gen_ai.evaluation.score.label` takes here (the convention asks them documented)
 LABELS = ("pass", "fail")
 

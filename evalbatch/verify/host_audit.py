@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,16 +26,15 @@ from typing import Any, Literal
 
 import duckdb
 import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from evalbatch.errors import EXIT_FAILED, EXIT_OK, EXIT_SKIPPED, EXIT_UNUSABLE, InputError
 from evalbatch.extract import sql_files, trial_tables
-from evalbatch.inputs import event_files, suites
+from evalbatch.grade import trial_grading
+from evalbatch.inputs import event_files, in_memory, suites
 from evalbatch.inputs.suites import load_suites
-from evalbatch.options import GradeOptions, OnMissDefault, Resources
-from evalbatch.pipeline.local import grade_shards_locally
-from evalbatch.problems import severity
+from evalbatch.options import GradeOptions, Resources
+from evalbatch.pipeline.local import MergedBatches, grade_shards_locally
+from evalbatch.problems import EVALUATOR_TYPES, SCORE_LABEL
 from evalbatch.reduce import stats
 from evalbatch.reduce.run_summaries import RunOutcome, RunPlan
 
@@ -45,9 +43,6 @@ TOLERANCE = 1e-9
 
 #: exit codes: all agree; some host value disagrees; unusable input; some run not recomputable
 
-#: RFC 0244 §E
-SCORE_LABEL = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}", re.ASCII)
-EVALUATOR_TYPES = frozenset({"deterministic", "llm_judge", "human"})
 
 #: id-like text a finding may show (suite ids, versions, task ids, enum values)
 _SHOWABLE = re.compile(r"[A-Za-z0-9._~:/@-]{1,128}", re.ASCII)
@@ -111,7 +106,7 @@ class Finding:
 
 
 @dataclass
-class RunReport:
+class RunVerdict:
     """One eval run's verdict."""
 
     run_id: str
@@ -142,7 +137,7 @@ class RunReport:
 class VerifyReport:
     """Every run's verdict, every finding, and per host field how often it was compared."""
 
-    runs: list[RunReport]
+    runs: list[RunVerdict]
     findings: list[Finding]
     compared: dict[str, int]
     disagreed: dict[str, int]
@@ -293,39 +288,13 @@ class _Checker:
 # Grading and reading the host record
 
 
-@dataclass
-class _Graded:
-    """One grading pass over all runs (the parts of every batch, merged)."""
-
-    eval_runs: pl.DataFrame
-    plans: dict[str, RunPlan]
-    outcomes: dict[str, RunOutcome]
-    trials: pl.DataFrame
-    fatal: dict[str, list[str]]  # run -> error problem codes
-    skipped_files: list[event_files.FileProblem] = field(default_factory=list)
-
-
 def _grade(
     paths: list[str],
     choices: dict[tuple[str, str], suites.SuiteChoice],
     options: GradeOptions,
     engine: Mapping[str, Any],
-) -> _Graded:
-    parts = grade_shards_locally(paths, choices, options, **engine)
-    fatal_runs = set().union(*(part.fatal_runs for part in parts))
-    fatal: dict[str, list[str]] = {run: [] for run in fatal_runs}
-    for part in parts:
-        for run_id, _, code, _ in part.problem_rows:
-            if run_id in fatal and code not in fatal[run_id] and severity(code) == "error":
-                fatal[run_id].append(code)
-    return _Graded(
-        eval_runs=pl.concat([part.eval_runs for part in parts]).sort("run_id"),
-        plans={run: plan for part in parts for run, plan in part.plans.items()},
-        outcomes={run: o for part in parts for run, o in part.outcomes.items()},
-        trials=pl.concat([part.trials for part in parts], how="diagonal_relaxed"),
-        fatal=fatal,
-        skipped_files=list(parts[0].file_problems) if parts else [],
-    )
+) -> MergedBatches:
+    return MergedBatches.of(grade_shards_locally(paths, choices, options, **engine))
 
 
 @dataclass
@@ -604,15 +573,20 @@ class _RunContext:
         ]
 
 
+#: a trial failed closed on a fixture miss (D-9)
+_FAILED_CLOSED: Cause = (trial_grading.FIXTURE_MISS_RULE, trial_grading.FIXTURE_MISS_REASON)
+
+
 def _trajectory_cause(trial: Mapping[str, Any]) -> Cause:
+    """The grader's reason code for an unmatched trajectory, and the rule behind it."""
     reason = trial.get("trajectory_reason")
-    return ("D-18", reason) if reason == "no-bracket" else ("§3.2", reason)
+    return trial_grading.trajectory_rule(reason), reason
 
 
 def _trial_cause(trial: Mapping[str, Any], field_name: str) -> Cause:
     """The rule that decides a trial's recomputed score or passed (§3.4, E-27)."""
     if trial["failed_closed"]:
-        return "D-9", "fixture-miss"
+        return _FAILED_CLOSED
     if trial["score_invalid"]:
         return "D-11", "score-invalid"
     if field_name == "passed" and trial["passed_invalid"]:
@@ -960,7 +934,7 @@ def _check_task(
 
     def score_cause() -> Cause:
         if failed_closed:
-            return "D-9", "fixture-miss"
+            return _FAILED_CLOSED
         if row["observed_trials"] < row["n"]:
             return (
                 ("D-13", "task-missing")
@@ -1133,15 +1107,7 @@ def _needs_other_reading(trials: pl.DataFrame) -> set[str]:
     """Runs where an absent onMiss decides a trial (CONTRACT §8: either reading is accepted)."""
     if trials.is_empty():
         return set()
-    return set(
-        trials.filter(
-            pl.col("counted")
-            & pl.col("has_fixtures")
-            & pl.col("on_miss").is_null()
-            & pl.col("has_miss").fill_null(False)
-            & ~pl.col("live_shadow").fill_null(False)
-        )["run_id"].to_list()
-    )
+    return set(trials.filter(trial_grading.absent_on_miss_decides())["run_id"].to_list())
 
 
 #: the per-trial columns of the grading stage that checking reads
@@ -1166,7 +1132,9 @@ _TRIAL_COLUMNS = (
 )
 
 
-def _contexts(graded: _Graded, host: _HostRecord, options: GradeOptions) -> dict[str, _RunContext]:
+def _contexts(
+    graded: MergedBatches, host: _HostRecord, options: GradeOptions
+) -> dict[str, _RunContext]:
     by_run: dict[str, list[dict[str, Any]]] = defaultdict(list)
     trials = graded.trials.select(_TRIAL_COLUMNS) if graded.trials.width else graded.trials
     for trial in trials.sort("run_id", "scored_seq").iter_rows(named=True):
@@ -1220,20 +1188,19 @@ def verify_paths(
     contexts = _contexts(graded, host, options)
     other: dict[str, _RunContext] = {}
     if needs := _needs_other_reading(graded.trials) & set(contexts):
-        flipped: OnMissDefault = "count" if options.on_miss_default == "fail" else "fail"
-        other_options = GradeOptions(options.default_pass_score, flipped)
+        other_options = trial_grading.other_on_miss_reading(options)
         other_graded = _grade(paths, choices, other_options, engine)
         other = {
             run: ctx
             for run, ctx in _contexts(other_graded, host, other_options).items()
             if run in needs
         }
-    runs: list[RunReport] = []
+    runs: list[RunVerdict] = []
     findings: list[Finding] = []
     compared: Counter[str] = Counter()
     for row in graded.eval_runs.iter_rows(named=True):
         run_id = row["run_id"]
-        report = RunReport(run_id, row["suite_id"], row["suite_version"], "not-verified", None)
+        report = RunVerdict(run_id, row["suite_id"], row["suite_version"], "not-verified", None)
         runs.append(report)
         if run_id not in contexts:
             report.problems = sorted(graded.fatal.get(run_id, []))
@@ -1264,18 +1231,6 @@ def verify_events(
 ) -> VerifyReport:
     """Verify events held in memory (dicts with runId, sequence, type, payload, timestamp), with
     host summaries given as `{runId: EvalSummary}`: notebooks and tests."""
-    rows = list(events)
-    table = pa.table(
-        {
-            "runId": pa.array([r.get("runId") for r in rows], pa.string()),
-            "sequence": pa.array([r.get("sequence") for r in rows], pa.int64()),
-            "type": pa.array([r.get("type") for r in rows], pa.string()),
-            "payload": pa.array([r.get("payload") for r in rows], pa.string()),
-            "timestamp": pa.array([r.get("timestamp") for r in rows], pa.string()),
-        }
-    )
     given = [HostSummary(run, doc, f"<summary {run}>") for run, doc in (summaries or {}).items()]
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "events.parquet"
-        pq.write_table(table, path)
+    with in_memory.events_file(events) as path:
         return verify_paths([path], suite_docs=suite_docs, summaries=given, options=options)
