@@ -17,13 +17,6 @@ from evalbatch.errors import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE
 from evalbatch.inputs import suites
 
 
-def _suite_file(path: Path) -> suites.SuiteFile:
-    """One file as `validate` judges it: read strictly as JSON (`SuiteFileError` when it cannot
-    be), then every fault of the document, a missing `suiteId` or `version` included."""
-    doc = suites._read_json(path)
-    return suites.SuiteFile(path=str(path), doc=doc, faults=tuple(suites.validate_suite(doc)))
-
-
 @click.command(name="validate", cls=faults.Command)
 @click.argument("suite_paths", nargs=-1, required=True)
 def validate(suite_paths: tuple[str, ...]) -> None:
@@ -43,7 +36,7 @@ def validate(suite_paths: tuple[str, ...]) -> None:
     invalid = unusable = 0
     for given in suite_paths:
         try:
-            paths = suites._expand(given)
+            paths = suites.expand_suite_paths(given)
         except suites.SuiteFileError as exc:
             click.echo(f"evalbatch: {printable(exc)}", err=True)
             unusable += 1
@@ -58,7 +51,7 @@ def validate(suite_paths: tuple[str, ...]) -> None:
                 continue
             seen.add(path.resolve())
             try:
-                suite_file = _suite_file(path)
+                suite_file = suites.read_suite_file(path)
             except suites.SuiteFileError as exc:
                 click.echo(f"evalbatch: {printable(exc)}", err=True)
                 unusable += 1

@@ -476,7 +476,12 @@ def _load_one(path: Path) -> SuiteFile:
     )
 
 
-def _expand(given: str | Path) -> list[Path]:
+def expand_suite_paths(given: str | Path) -> list[Path]:
+    """The suite files a path names: itself, or every `*.json` below a directory, sorted.
+
+    Raises:
+        SuiteFileError: the path does not exist or is neither a file nor a directory.
+    """
     path = Path(given)
     if path.is_dir():
         found = (p for p in path.rglob("*.json") if p.is_file())
@@ -486,6 +491,17 @@ def _expand(given: str | Path) -> list[Path]:
     if path.exists():
         raise SuiteFileError(str(given), "is neither a file nor a directory")
     raise SuiteFileError(str(given), "no such file or directory")
+
+
+def read_suite_file(path: Path) -> SuiteFile:
+    """One file as `validate` judges it: read strictly as JSON, then every fault of the document,
+    a missing `suiteId` or `version` included (it is not refused here, only reported).
+
+    Raises:
+        SuiteFileError: the file cannot be read, or is not JSON.
+    """
+    doc = _read_json(path)
+    return SuiteFile(path=str(path), doc=doc, faults=tuple(validate_suite(doc)))
 
 
 def load_suite_files(paths: Sequence[str | Path]) -> list[SuiteFile]:
@@ -498,7 +514,7 @@ def load_suite_files(paths: Sequence[str | Path]) -> list[SuiteFile]:
     loaded: list[SuiteFile] = []
     seen: set[Path] = set()
     for given in paths:
-        for path in _expand(given):
+        for path in expand_suite_paths(given):
             key = path.resolve()
             if key in seen:
                 continue
