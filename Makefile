@@ -12,7 +12,9 @@ help:
 	@echo "make lint     ruff check + mypy (config in pyproject.toml)"
 	@echo "make fmt      ruff format + fix"
 	@echo "make samples  regenerate data/samples (deterministic)"
-	@echo "make bench    time floor / evalbatch run / reference side by side (EVENTS=2M)"
+	@echo "make bench    time floor / evalbatch run / reference on both shapes of log"
+	@echo "              (EVENTS=10M by default, SHAPE=both|small|large,"
+	@echo "              BENCH_ARGS=--skip-reference, --memory for 100M, --repeat 3, ...)"
 
 setup: $(STAMP)
 
@@ -47,9 +49,13 @@ fmt: $(STAMP)
 samples: $(STAMP)
 	$(BIN)/python data/samples/make_samples.py
 
-EVENTS ?= 2M
+# the reference takes about 8 minutes at 10M (shape A): BENCH_ARGS=--skip-reference leaves it out;
+# BENCH_ARGS=--memory is the 100M peak-RSS run (no reference); EVENTS unset: 10M (100M with --memory)
+EVENTS ?=
+SHAPE ?= both
+BENCH_ARGS ?=
 bench: $(STAMP)
-	$(BIN)/python bench/run.py --events $(EVENTS)
+	$(BIN)/python bench/run.py $(if $(EVENTS),--events $(EVENTS)) --shape $(SHAPE) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

@@ -412,7 +412,7 @@ def trials_case(n: int = TRIALS_N, ks: tuple[int, ...] = TRIALS_KS) -> Case:
 
 def _close(value: float, exact: Fraction) -> bool:
     """RFC 0244 §B: |x - f| <= 1e-9 * max(1, |f|)."""
-    return abs(Fraction(value) - exact) <= Fraction(1, 10**9) * max(1, abs(exact))
+    return abs(Fraction(value) - exact) <= Fraction(1, 10**9) * max(Fraction(1), abs(exact))
 
 
 def _check_trials(summaries: dict[str, dict[str, Any]], case: Case) -> list[str]:
@@ -727,11 +727,23 @@ CASES: dict[str, Callable[[], Case]] = {
 }
 
 
+def child_env() -> dict[str, str]:
+    """The environment of every child: this checkout's code first on the import path."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    return env
+
+
 def measure(command: list[str]) -> tuple[float, float, int, str]:
     """Run a child process: (wall seconds, peak RSS in MB from wait4, exit code, stderr)."""
     started = time.perf_counter()
     proc = subprocess.Popen(
-        command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        command,
+        cwd=ROOT,
+        env=child_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert proc.stderr is not None
     _, status, usage = os.wait4(proc.pid, 0)
@@ -741,15 +753,33 @@ def measure(command: list[str]) -> tuple[float, float, int, str]:
     return seconds, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status), stderr
 
 
+def write_case(name: str, directory: Path) -> None:
+    """The child that writes a case's files (see `run_case`); prints its event count."""
+    case = CASES[name]()
+    case.write(directory)
+    print(len(case.events))
+
+
 def run_case(name: str, root: Path, evalbatch: str) -> dict[str, Any]:
+    """Write a case, grade it, check it.
+
+    The files are written by a child process and the case is built again in this one only after
+    grading, for the check: a child's peak RSS as wait4 reports it starts at its parent's (Linux
+    carries the high-water mark across fork and exec), so this process must stay small until the
+    graded child has run.
+    """
     directory = root / name
     if directory.exists():
         shutil.rmtree(directory)
     started = time.perf_counter()
-    case = CASES[name]()
-    events, suites = case.write(directory)
+    writer = [sys.executable, str(Path(__file__).resolve()), "--write", name, str(directory)]
+    written = subprocess.run(
+        writer, cwd=ROOT, env=child_env(), capture_output=True, text=True, check=True
+    )
+    events_count = int(written.stdout.split()[-1])
     generated = time.perf_counter() - started
     out = directory / "out"
+    events, suites = directory / "events.parquet", directory / "suites"
     command = [evalbatch, "run", str(events), "--suites", str(suites), "--out", str(out), "--quiet"]
     seconds, rss, code, stderr = measure(command)
     faults: list[str] = []
@@ -761,11 +791,12 @@ def run_case(name: str, root: Path, evalbatch: str) -> dict[str, Any]:
             for line in handle:
                 doc = json.loads(line)
                 summaries[doc["runId"]] = doc["summary"]
+        case = CASES[name]()
         if case.check is not None:
             faults = case.check(summaries, case)
     return {
         "case": name,
-        "events": len(case.events),
+        "events": events_count,
         "generate_s": generated,
         "seconds": seconds,
         "rss_mb": rss,
@@ -778,7 +809,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", choices=sorted(CASES), help="run this case")
     parser.add_argument("--keep", type=Path, default=None, help="keep generated files here")
+    parser.add_argument("--write", nargs=2, metavar=("CASE", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.write:
+        write_case(args.write[0], Path(args.write[1]))
+        return
     evalbatch = str(Path(sys.executable).with_name("evalbatch"))
     names = args.only or list(CASES)
     root = args.keep or Path(tempfile.mkdtemp(prefix="evalbatch-extremes-"))

@@ -1,6 +1,9 @@
 """The floor: DuckDB reading the event file and parsing just the JSON fields grading needs.
 
-Run as a child process by bench/run.py, so its time and peak memory are measured alone.
+    python bench/floor.py 'bench/data/small-10000000-seed1/events/*.parquet'   # files or globs
+
+Run as a child process by bench/run.py and bench/sql_stage.py, so its time and peak memory are
+measured alone. Prints the number of graded-type events read.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@
 -- judge provider.usage for about half the trials, eval.scored; then eval.completed, run.completed.
 -- Pseudo-random choices come from hash(seed, ids), so a size and seed always give the same file.
 -- Params: $first_run, $runs, $tasks, $trials, $seed. Rows come out ordered by run and sequence.
+-- bench/run.py uses it for both shapes: A, many small runs ($tasks 20, $trials 3), and B, few
+-- large runs ($tasks 1000, $trials 10); the trials are the same, only their number per run differs.
+-- Task ids are task-000..task-999 (three digits), so $tasks is at most 1000.
 WITH trial AS (
     SELECT
         r.range AS run_no,

@@ -1,96 +1,163 @@
-"""Where `evalbatch run` spends its time against the floor: the floor, the events pass alone,
-the whole SQL stage, and the whole command, each as its own child process on the same files.
-The SQL stages are timed from after their imports; `evalbatch run`, as in bench/run.py, as the
-whole command.
+"""Where `evalbatch run` spends its time against the floor, for each shape of log: the floor, the
+events pass alone, the whole SQL stage, and the whole command, each as its own child process on
+the same files. The SQL stages are timed from after their imports (the child prints its own
+seconds); `evalbatch run`, as in bench/run.py, as the whole command.
 
-    python bench/sql_stage.py --events 2M      # needs bench/data/<size>/ from bench/run.py
+    python bench/sql_stage.py --events 10M --shape both     # needs the logs bench/run.py made
+    python bench/sql_stage.py --stage events 'bench/data/small-200000-seed1/events/*.parquet'
 
 The events pass is the first SQL query (sql/events/events.sql with what it reads,
-`extract.events_pass`): every payload parsed once, plus the strict-JSON checks DuckDB's lenient
-parser needs (NaN, trailing commas, repeated keys: D-3, D-7, E-60..E-61), the duplicate-key
-collapse (D-3) and the 16-digit check (D-7). The whole SQL stage adds the per-type tables, eval
-spans, trial segments and brackets (§2). Wall time and peak RSS come from wait4; each stage is run
-`--repeat` times and the fastest is kept.
+`trial_tables.events_pass`): every payload parsed once, plus the strict-JSON checks DuckDB's
+lenient parser needs (NaN, trailing commas, repeated keys: D-3, D-7, E-60..E-61), the
+duplicate-key collapse (D-3) and the 16-digit check (D-7). The whole SQL stage adds the per-type
+tables, eval spans, trial segments and brackets (§2) and the batch fingerprints, all for one
+batch of every run in the files. `STAGES` is the one place that names the engine's entry points.
+Wall time and peak RSS come from wait4; each stage is run `--repeat` times, interleaved, and
+the fastest is kept. Prints a markdown table, one row per stage with its command.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
+import contextlib
+import io
+import shlex
 import sys
+import time
+from collections.abc import Callable
 
-from run import HERE, ROOT, measure, parse_size, run_command
+from run import (
+    SHAPES,
+    Shape,
+    child,
+    data_dir,
+    floor_command,
+    header,
+    is_cached,
+    log_facts,
+    measure,
+    parse_size,
+    python,
+    run_command,
+    shown,
+)
 
-#: one stage in a child process, timed from after its imports: argv[1] is the stage ("floor",
-#: "events" or "sql"), then the files; prints its seconds
-STAGE = """
-import contextlib, io, sys, time
-sys.path.insert(0, "bench")
-import floor
-from evalbatch.extract import trial_tables
-from evalbatch.inputs import event_files
-from evalbatch.extract import sql_files
-stage, files = sys.argv[1], sys.argv[2:]
-started = time.perf_counter()
-if stage == "floor":
+
+def _floor(files: list[str]) -> None:
+    import floor
+
     with contextlib.redirect_stdout(io.StringIO()):
         floor.main(files)
-else:
+
+
+def _events_pass(files: list[str]) -> None:
+    from evalbatch.extract import trial_tables
+    from evalbatch.inputs import event_files
+
     con = trial_tables.connect()
-    sources = event_files.scan(con, files)
-    if stage == "events":
-        trial_tables.events_pass(con, sources, None)
-    else:
-        trial_tables.extract(con, sources, None)
-        con.execute(sql_files.load("batch_fingerprints").text).fetchall()
-print(time.perf_counter() - started)
-"""
+    trial_tables.events_pass(con, event_files.scan(con, files), None)
 
 
-def timed(command: list[str]) -> dict[str, float]:
-    """A stage's own seconds (it prints them) and the child's peak RSS (wait4)."""
-    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    _, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{command[3]} stage failed")
-    seconds = float((proc.stdout.read() if proc.stdout else "").split()[-1])
-    return {"seconds": seconds, "rss_mb": usage.ru_maxrss / 1024}
+def _sql_stage(files: list[str]) -> None:
+    from evalbatch.extract import sql_files, trial_tables
+    from evalbatch.inputs import event_files
+
+    con = trial_tables.connect()
+    trial_tables.extract(con, event_files.scan(con, files), None)
+    con.execute(sql_files.load("batch_fingerprints").text).fetchall()
+
+
+#: stage name -> (label in the table, what the child runs after its imports)
+STAGES: dict[str, tuple[str, Callable[[list[str]], None]]] = {
+    "floor": ("floor, timed after its imports", _floor),
+    "events": ("events pass (parse + checks, one batch)", _events_pass),
+    "sql": ("whole SQL stage (one batch)", _sql_stage),
+}
+
+
+def run_stage(stage: str, patterns: list[str]) -> None:
+    """The child: import what the stage needs, then time only the stage and print its seconds."""
+    import duckdb  # noqa: F401  (imported before the clock starts, as every stage needs it)
+
+    from evalbatch.extract import trial_tables  # noqa: F401
+    from evalbatch.inputs import event_files
+
+    files = event_files.expand_paths(patterns)
+    started = time.perf_counter()
+    STAGES[stage][1](files)
+    print(time.perf_counter() - started)
+
+
+def timed(name: str, command: list[str]) -> dict[str, float]:
+    """A stage's own seconds (the child prints them last) and the child's peak RSS (wait4)."""
+    _, rss_mb, stdout = child(name, command)
+    return {"seconds": float(stdout.split()[-1]), "rss_mb": rss_mb}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("--events", default="2M", help="size of a log bench/run.py generated")
+    parser.add_argument("--events", default="10M", help="size of the logs bench/run.py made")
+    parser.add_argument("--shape", choices=("small", "large", "both"), default="both")
+    parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=3, help="runs per stage (fastest kept)")
+    parser.add_argument(
+        "--stage", choices=sorted(STAGES), help="be the child: time this stage over FILES"
+    )
+    parser.add_argument("files", nargs="*", help="with --stage: event files or globs")
     args = parser.parse_args()
-    data = HERE / "data" / str(parse_size(args.events))
-    if not (data / ".complete").exists():
-        sys.exit(f"no generated log at {data}: run bench/run.py --events {args.events} first")
-    files = sorted(str(p) for p in (data / "events").glob("*.parquet"))
-    python = sys.executable
-    stages = {
-        "floor (DuckDB, needed fields)": [python, "-c", STAGE, "floor", *files],
-        "events pass (parse + checks)": [python, "-c", STAGE, "events", *files],
-        "whole SQL stage": [python, "-c", STAGE, "sql", *files],
-        "evalbatch run": run_command(data),
-    }
-    best: dict[str, dict[str, float]] = {}
+    if args.stage:
+        run_stage(args.stage, args.files)
+        return
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+
+    events = parse_size(args.events)
+    shapes = [SHAPES[args.shape]] if args.shape != "both" else list(SHAPES.values())
+    #: (shape, stage label, command, whether the child prints its own seconds)
+    rows: list[tuple[Shape, str, list[str], bool]] = []
+    for shape in shapes:
+        data = data_dir(shape, events, args.seed)
+        if not is_cached(shape, events, args.seed):
+            sys.exit(
+                f"no generated log at {shown(data)}: run "
+                f"bench/run.py --events {args.events} --shape {shape.name} first"
+            )
+        files = shown(data / "events" / "*.parquet")
+        rows.append((shape, "floor (DuckDB, needed fields)", floor_command(data), False))
+        for stage, (label, _) in STAGES.items():
+            command = [python(), "bench/sql_stage.py", "--stage", stage, files]
+            rows.append((shape, label, command, True))
+        rows.append((shape, "evalbatch run", run_command(data), False))
+
+    best: dict[int, dict[str, float]] = {}
     for _ in range(args.repeat):  # interleaved, so a slow spell of the machine hits every stage
-        for name, command in stages.items():
-            figures = timed(command) if command[1] == "-c" else measure(name, command)
-            if name not in best or figures["seconds"] < best[name]["seconds"]:
-                best[name] = figures
-    floor = best["floor (DuckDB, needed fields)"]["seconds"]
-    total = int((data / ".complete").read_text())
-    print(f"input: {total:,} events ({data}); fastest of {args.repeat} runs each\n")
-    print(f"{'stage':<32} {'seconds':>9} {'x floor':>8} {'peak RSS MB':>12}")
-    for name, figures in best.items():
+        for number, (shape, label, command, own_clock) in enumerate(rows):
+            name = f"{shape.label} {label}"
+            figures = timed(name, command) if own_clock else measure(name, command)
+            if number not in best or figures["seconds"] < best[number]["seconds"]:
+                best[number] = figures
+
+    print(f"\n{header(sys.argv[1:], 'bench/sql_stage.py')}\n")
+    print("| shape | events | runs | stage | command | seconds | × floor | peak RSS MB |")
+    print("|---|---:|---:|---|---|---:|---:|---:|")
+    floor = 0.0
+    for number, (shape, label, command, _) in enumerate(rows):
+        figures = best[number]
+        if command == floor_command(data_dir(shape, events, args.seed)):
+            floor = figures["seconds"]
+        total, runs = log_facts(data_dir(shape, events, args.seed))
         print(
-            f"{name:<32} {figures['seconds']:>9.2f} {figures['seconds'] / floor:>8.2f}"
-            f" {figures['rss_mb']:>12,.0f}"
+            f"| {shape.label} {shape.name} | {total:,} | {runs:,} | {label} "
+            f"| `{shlex.join(command)}` | {figures['seconds']:.2f} "
+            f"| {figures['seconds'] / floor:.2f} | {figures['rss_mb']:,.0f} |"
         )
+    print(
+        f"\nFastest of {args.repeat} interleaved runs each. Rows with `--stage` are timed by the "
+        "child from after its imports; the others as whole processes. × floor: over the floor "
+        "of the same shape as a whole process (as bench/run.py)."
+    )
 
 
 if __name__ == "__main__":
