@@ -7,6 +7,9 @@ tool name. Loops run over positions in a suite's lists (bounded by the suite), n
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 import polars as pl
 from scipy.sparse import csr_matrix
@@ -14,8 +17,12 @@ from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from evalbatch import jsonvalue
 
-_UNSEEN = object()
 _UNPARSED = object()  # inputs too deeply nested to parse
+
+# How a pair's arguments are compared (`with_args_match`), by the expected call's args:
+_EQUAL = 0  # `exact`, or `subset` with args that are not an object: JSON-equal (D-7)
+_FLAT = 1  # `subset` with an object of scalars: every (key, value) leaf found (D-8)
+_NESTED = 2  # `subset` with an object holding objects or arrays: `jsonvalue.is_subset`
 
 
 def _max(column: pl.Series) -> int | None:
@@ -24,38 +31,203 @@ def _max(column: pl.Series) -> int | None:
     return int(value) if isinstance(value, (int, float)) else None
 
 
-def with_args_match(pairs: pl.DataFrame) -> pl.DataFrame:
+@dataclass(frozen=True)
+class Arguments:
+    """The distinct argument values one grading step compares, numbered: candidate pairs carry
+    two integers (`args_id`, `input_id`) instead of JSON texts, and each value is read once.
+
+    args: args_id, args_mode, args (each distinct compared expected `args`, canonical text);
+    inputs: input_id, inputs, exact_payload (each distinct observed input).
+    """
+
+    args: pl.DataFrame
+    inputs: pl.DataFrame
+
+    @classmethod
+    def number(
+        cls, expected: pl.DataFrame, observed: pl.DataFrame
+    ) -> tuple[pl.DataFrame, pl.DataFrame, Arguments]:
+        """`expected` (args_mode, args) with `args_id` — null when the call matches on the tool
+        name alone (`ignore`, or no `args`: §3.2) — and `observed` (inputs, exact_payload) with
+        `input_id`; both in their own row order."""
+        args = (
+            expected.filter(pl.col("args_mode") != "ignore")
+            .select("args_mode", "args")
+            .unique()
+            .sort("args_mode", "args")
+            .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("args_id"))
+        )
+        inputs = (
+            observed.select("inputs", "exact_payload")
+            .unique()
+            .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("input_id"))
+        )
+        return (
+            expected.join(
+                args, on=["args_mode", "args"], how="left", nulls_equal=True, maintain_order="left"
+            ),
+            observed.join(
+                inputs,
+                on=["inputs", "exact_payload"],
+                how="left",
+                nulls_equal=True,
+                maintain_order="left",
+            ),
+            cls(args, inputs),
+        )
+
+
+def _observed_value(inputs: str, exact: str | None) -> Any:
+    """An observed input as the comparison reads it; inputs whose numbers DuckDB may have rounded
+    are read again from the payload text (`exact_payload`)."""
+    try:
+        return jsonvalue.inputs_of_payload(exact) if exact else jsonvalue.parse_value(inputs)
+    except jsonvalue.NotJson:  # nested past the parser's depth (E-60): cannot match
+        return _UNPARSED
+
+
+def _canonical_or_none(value: Any) -> str | None:
+    """The canonical text of a parsed value; None past the depth Python recurses to (E-60)."""
+    if value is _UNPARSED:
+        return None
+    try:
+        return jsonvalue.canonical(value)
+    except RecursionError:
+        return None
+
+
+def _is_scalar(value: Any) -> bool:
+    return not isinstance(value, (dict, list))
+
+
+def _ints(values: list[int | None]) -> pl.Series:
+    return pl.Series(values, dtype=pl.Int64)
+
+
+class _ExpectedArgs:
+    """Each distinct compared args (`Arguments.args`, by args_id) read once: how it is compared
+    (`_EQUAL`, `_FLAT`, `_NESTED`), and what the comparison needs."""
+
+    def __init__(self, args: pl.DataFrame) -> None:
+        self.kind: list[int | None] = []
+        self.equal_id: list[int | None] = []  # _EQUAL: the id of its canonical text
+        self.leaf_count: list[int | None] = []  # _FLAT: how many (key, value) leaves
+        self.texts: dict[str, int] = {}  # canonical text compared by equality -> equal_id
+        self.leaves: dict[tuple[str, str], int] = {}  # (key, canonical value) -> leaf id
+        self.args_leaves: list[tuple[int, int]] = []  # (args_id, leaf id)
+        self.nested: dict[int, Any] = {}  # _NESTED: the parsed args, by args_id
+        for args_id, (mode, text) in enumerate(args.select("args_mode", "args").iter_rows()):
+            value = jsonvalue.parse_value(text)  # canonical text, from SuiteTables
+            if mode == "exact" or not isinstance(value, dict):  # D-8: a non-object must equal
+                self._add(_EQUAL, self.texts.setdefault(text, len(self.texts)), None)
+            elif all(_is_scalar(member) for member in value.values()):
+                self._add(_FLAT, None, len(value))
+                for key, member in value.items():
+                    leaf = (key, jsonvalue.canonical(member))
+                    self.args_leaves.append(
+                        (args_id, self.leaves.setdefault(leaf, len(self.leaves)))
+                    )
+            else:
+                self._add(_NESTED, None, None)
+                self.nested[args_id] = value
+        self.leaf_keys = {key for key, _ in self.leaves}
+
+    def _add(self, kind: int, equal_id: int | None, leaf_count: int | None) -> None:
+        self.kind.append(kind)
+        self.equal_id.append(equal_id)
+        self.leaf_count.append(leaf_count)
+
+
+class _ObservedInputs:
+    """The distinct observed inputs (`Arguments.inputs`, by input_id) some pair compares, read
+    once: the `_EQUAL` id of its canonical text, whether it is an object, and its members that
+    are leaves of a `_FLAT` args."""
+
+    def __init__(self, inputs: pl.DataFrame, compared: set[int], expected: _ExpectedArgs) -> None:
+        self.equal_id: list[int | None] = []
+        self.is_object: list[bool] = []
+        self.input_leaves: list[tuple[int, int]] = []  # (input_id, leaf id)
+        self.values: dict[int, Any] = {}  # parsed, by input_id
+        rows = inputs.select("inputs", "exact_payload").iter_rows()
+        for input_id, (text, exact) in enumerate(rows):
+            if input_id not in compared:
+                self.equal_id.append(None)
+                self.is_object.append(False)
+                continue
+            value = self.values[input_id] = _observed_value(text, exact)
+            canonical = _canonical_or_none(value) if expected.texts else None
+            self.equal_id.append(expected.texts.get(canonical) if canonical else None)
+            self.is_object.append(isinstance(value, dict))
+            if isinstance(value, dict) and expected.leaves:
+                for key, member in value.items():
+                    if key in expected.leaf_keys and _is_scalar(member):
+                        leaf = expected.leaves.get((key, jsonvalue.canonical(member)))
+                        if leaf is not None:
+                            self.input_leaves.append((input_id, leaf))
+
+
+def with_args_match(pairs: pl.DataFrame, arguments: Arguments) -> pl.DataFrame:
     """Add `ok`: the tool names already agree; do the arguments match under `args_mode` (D-7, D-8)?
 
-    Only distinct (mode, args, inputs) triples that need a comparison reach Python; `ignore`
-    (including an expected call without `args`) matches on the tool name alone. Inputs whose
-    numbers DuckDB may have rounded are read again from the payload text (`exact_payload`).
+    `pairs` carries `args_id` (null: `ignore`, matched on the tool name alone) and `input_id`
+    (`Arguments.number`). Only distinct values reach Python, each read once; then
+    - JSON-equal (`exact`; `subset` with args that are not an object): equal canonical texts
+      (D-7: equal text <=> JSON-equal), compared as ids;
+    - `subset` with an object of scalars: the (key, canonical value) leaves of the args joined to
+      the members of each input; a match finds every leaf (`{}`: any object);
+    - `subset` with nested args: `jsonvalue.is_subset` on each distinct (args, input) pair.
     """
-    needs_check = pl.col("args_mode") != "ignore"
-    keys = ["args_mode", "args", "inputs", "exact_payload"]
-    distinct = pairs.filter(needs_check).select(keys).unique()
-    expected = {text: jsonvalue.parse_value(text) for text in distinct["args"].unique()}
-    observed: dict[tuple[str, str | None], object] = {}
-    verdicts = []
-    for mode, args, inputs, exact in distinct.iter_rows():
-        value = observed.get((inputs, exact), _UNSEEN)
-        if value is _UNSEEN:
-            try:
-                value = (
-                    jsonvalue.inputs_of_payload(exact) if exact else jsonvalue.parse_value(inputs)
-                )
-            except jsonvalue.NotJson:  # nested past the parser's depth (E-60): cannot match
-                value = _UNPARSED
-            observed[(inputs, exact)] = value
+    args_id, input_id = pl.col("args_id"), pl.col("input_id")
+    expected = _ExpectedArgs(arguments.args)
+    kind = pl.lit(pl.Series(expected.kind, dtype=pl.Int8)).gather(args_id)
+    compared = pairs.filter(args_id.is_not_null())
+    observed = _ObservedInputs(
+        arguments.inputs, set(compared["input_id"].unique().to_list()), expected
+    )
+    width = max(arguments.inputs.height, 1)  # (args_id, input_id) as one integer
+    pair_key = args_id * width + input_id
+    leaf_count = pl.lit(_ints(expected.leaf_count)).gather(args_id)
+
+    leaf_schema = {"args_id": pl.Int64, "leaf": pl.Int64}
+    all_leaves_found = (
+        pl.DataFrame(expected.args_leaves, schema=leaf_schema, orient="row")
+        .join(
+            pl.DataFrame(observed.input_leaves, schema=leaf_schema, orient="row").rename(
+                {"args_id": "input_id"}
+            ),
+            on="leaf",
+        )
+        .group_by("args_id", "input_id")
+        .agg(pl.len().alias("found"))
+        .filter(pl.col("found") == leaf_count)
+        .select(pair_key.alias("key"))["key"]
+    )
+    nested_ok = []
+    nested_pairs = compared.filter(kind == _NESTED).select("args_id", "input_id").unique()
+    for a, i in nested_pairs.iter_rows():
         try:
-            verdicts.append(
-                value is not _UNPARSED and jsonvalue.args_match(mode, expected[args], value)
-            )
+            value = observed.values[i]
+            good = value is not _UNPARSED and jsonvalue.is_subset(expected.nested[a], value)
         except RecursionError:  # past the comparison's depth (E-60): fail closed
-            verdicts.append(False)
-    checked = distinct.with_columns(pl.Series("ok", verdicts, dtype=pl.Boolean))
-    return pairs.join(checked, on=keys, how="left", nulls_equal=True).with_columns(
-        pl.when(needs_check).then(pl.col("ok").fill_null(False)).otherwise(True).alias("ok")
+            good = False
+        if good:
+            nested_ok.append(a * width + i)
+
+    equal = pl.lit(_ints(expected.equal_id)).gather(args_id) == pl.lit(
+        _ints(observed.equal_id)
+    ).gather(input_id)
+    is_object = pl.lit(pl.Series(observed.is_object, dtype=pl.Boolean)).gather(input_id)
+    flat = pair_key.is_in(all_leaves_found.implode()) | (is_object & (leaf_count == 0))
+    nested = pair_key.is_in(_ints(nested_ok).implode())
+    return pairs.with_columns(
+        pl.when(args_id.is_null())
+        .then(True)
+        .when(kind == _EQUAL)
+        .then(equal.fill_null(False))
+        .when(kind == _FLAT)
+        .then(flat)
+        .otherwise(nested)
+        .alias("ok")
     )
 
 

@@ -95,6 +95,23 @@ def _observed(
     )
 
 
+def _candidate_pairs(expected: pl.DataFrame, observed: pl.DataFrame) -> pl.DataFrame:
+    """Every (expected, observed) call pair of one trial and one tool, with `ok`: whether the
+    arguments match (§3.1). The pairs carry integer ids, never the JSON texts (`match.Arguments`).
+
+    `expected` holds trial_key, pos, tool, args_mode, args; `observed` trial_key, o_idx,
+    tool_name, inputs, exact_payload. Returns (trial_key, pos, o_idx, args_id, input_id, ok).
+    """
+    expected, observed, arguments = match.Arguments.number(expected, observed)
+    pairs = expected.select("trial_key", "pos", "tool", "args_id").join(
+        observed.select("trial_key", "o_idx", "tool_name", "input_id"),
+        left_on=["trial_key", "tool"],
+        right_on=["trial_key", "tool_name"],
+        how="inner",
+    )
+    return match.with_args_match(pairs.drop("tool"), arguments)
+
+
 @dataclass(frozen=True)
 class _TrajectoryPairs:
     """What grading a trajectory compares, built once for the grade and for `explain`."""
@@ -102,7 +119,7 @@ class _TrajectoryPairs:
     graded: pl.DataFrame  # trial_key, suite_key, task_id, mode, expected_count, has_bracket
     observed: pl.DataFrame  # trial_key, o_idx, tool_name, inputs, exact_payload, *extra
     expected: pl.DataFrame  # trial_key, suite_key, task_id, pos, tool, args_mode, args, ...
-    pairs: pl.DataFrame  # every (expected, observed) pair of one tool, with `ok`
+    pairs: pl.DataFrame  # every (expected, observed) pair of one tool: e_pos, o_idx, ids, `ok`
     forbidden: pl.DataFrame  # trial_key, o_idx of each call to a forbidden tool
 
 
@@ -116,14 +133,7 @@ def _trajectory_pairs(
     expected = graded.select("trial_key", "suite_key", "task_id").join(
         tables.expected, on=["suite_key", "task_id"], how="inner"
     )
-    pairs = match.with_args_match(
-        expected.join(
-            observed.drop(*extra),
-            left_on=["trial_key", "tool"],
-            right_on=["trial_key", "tool_name"],
-            how="inner",
-        ).rename({"pos": "e_pos"})
-    )
+    pairs = _candidate_pairs(expected, observed).rename({"pos": "e_pos"})
     forbidden = (
         observed.join(graded.select("trial_key", "suite_key", "task_id"), on="trial_key")
         .join(
@@ -279,14 +289,7 @@ def _fixture_pairs(
     entries = fixtured.select("trial_key", "suite_key", "task_id").join(
         tables.fixtures, on=["suite_key", "task_id"], how="inner"
     )
-    pairs = match.with_args_match(
-        entries.join(
-            trial_calls.drop("sequence"),
-            left_on=["trial_key", "tool"],
-            right_on=["trial_key", "tool_name"],
-            how="inner",
-        ).rename({"pos": "f_pos"})
-    )
+    pairs = _candidate_pairs(entries, trial_calls).rename({"pos": "f_pos"})
     return fixtured, trial_calls, entries, pairs
 
 
