@@ -100,10 +100,6 @@ def _is_scalar(value: Any) -> bool:
     return not isinstance(value, (dict, list))
 
 
-def _ints(values: list[int | None]) -> pl.Series:
-    return pl.Series(values, dtype=pl.Int64)
-
-
 class _ExpectedArgs:
     """Each distinct compared args (`Arguments.args`, by args_id) read once: how it is compared
     (`_EQUAL`, `_FLAT`, `_NESTED`), and what the comparison needs."""
@@ -144,20 +140,17 @@ class _ObservedInputs:
     are leaves of a `_FLAT` args."""
 
     def __init__(self, inputs: pl.DataFrame, compared: set[int], expected: _ExpectedArgs) -> None:
-        self.equal_id: list[int | None] = []
-        self.is_object: list[bool] = []
+        self.facts: list[tuple[int, int | None, bool]] = []  # (input_id, equal_id, is_object)
         self.input_leaves: list[tuple[int, int]] = []  # (input_id, leaf id)
         self.values: dict[int, Any] = {}  # parsed, by input_id
         rows = inputs.select("inputs", "exact_payload").iter_rows()
         for input_id, (text, exact) in enumerate(rows):
             if input_id not in compared:
-                self.equal_id.append(None)
-                self.is_object.append(False)
                 continue
             value = self.values[input_id] = _observed_value(text, exact)
             canonical = _canonical_or_none(value) if expected.texts else None
-            self.equal_id.append(expected.texts.get(canonical) if canonical else None)
-            self.is_object.append(isinstance(value, dict))
+            equal_id = expected.texts.get(canonical) if canonical else None
+            self.facts.append((input_id, equal_id, isinstance(value, dict)))
             if isinstance(value, dict) and expected.leaves:
                 for key, member in value.items():
                     if key in expected.leaf_keys and _is_scalar(member):
@@ -170,41 +163,56 @@ def with_args_match(pairs: pl.DataFrame, arguments: Arguments) -> pl.DataFrame:
     """Add `ok`: the tool names already agree; do the arguments match under `args_mode` (D-7, D-8)?
 
     `pairs` carries `args_id` (null: `ignore`, matched on the tool name alone) and `input_id`
-    (`Arguments.number`). Only distinct values reach Python, each read once; then
+    (`Arguments.number`). Only distinct values reach Python, each read once; the (args, input)
+    pairs that match are found on those, and each pair is then one look-up:
     - JSON-equal (`exact`; `subset` with args that are not an object): equal canonical texts
-      (D-7: equal text <=> JSON-equal), compared as ids;
+      (D-7: equal text <=> JSON-equal), joined as ids;
     - `subset` with an object of scalars: the (key, canonical value) leaves of the args joined to
       the members of each input; a match finds every leaf (`{}`: any object);
     - `subset` with nested args: `jsonvalue.is_subset` on each distinct (args, input) pair.
     """
     args_id, input_id = pl.col("args_id"), pl.col("input_id")
     expected = _ExpectedArgs(arguments.args)
-    kind = pl.lit(pl.Series(expected.kind, dtype=pl.Int8)).gather(args_id)
-    compared = pairs.filter(args_id.is_not_null())
-    observed = _ObservedInputs(
-        arguments.inputs, set(compared["input_id"].unique().to_list()), expected
-    )
+    compared = pairs.lazy().filter(args_id.is_not_null())
+    compared_inputs = compared.select(input_id.unique()).collect()["input_id"]
+    observed = _ObservedInputs(arguments.inputs, set(compared_inputs.to_list()), expected)
     width = max(arguments.inputs.height, 1)  # (args_id, input_id) as one integer
-    pair_key = args_id * width + input_id
-    leaf_count = pl.lit(_ints(expected.leaf_count)).gather(args_id)
+    pair_key = (args_id * width + input_id).alias("key")
 
+    args = pl.DataFrame(
+        {
+            "args_id": range(len(expected.kind)),
+            "kind": expected.kind,
+            "equal_id": expected.equal_id,
+            "leaf_count": expected.leaf_count,
+        },
+        schema={"args_id": pl.Int64, "kind": pl.Int8, "equal_id": pl.Int64, "leaf_count": pl.Int64},
+    )
+    inputs = pl.DataFrame(
+        observed.facts,
+        schema={"input_id": pl.Int64, "equal_id": pl.Int64, "is_object": pl.Boolean},
+        orient="row",
+    )
     leaf_schema = {"args_id": pl.Int64, "leaf": pl.Int64}
+    input_leaves = pl.DataFrame(observed.input_leaves, schema=leaf_schema, orient="row")
     all_leaves_found = (
         pl.DataFrame(expected.args_leaves, schema=leaf_schema, orient="row")
-        .join(
-            pl.DataFrame(observed.input_leaves, schema=leaf_schema, orient="row").rename(
-                {"args_id": "input_id"}
-            ),
-            on="leaf",
-        )
+        .join(input_leaves.rename({"args_id": "input_id"}), on="leaf")
         .group_by("args_id", "input_id")
         .agg(pl.len().alias("found"))
-        .filter(pl.col("found") == leaf_count)
-        .select(pair_key.alias("key"))["key"]
+        .join(args, on="args_id")
+        .filter(pl.col("found") == pl.col("leaf_count"))
     )
+    empty_object = args.filter((pl.col("kind") == _FLAT) & (pl.col("leaf_count") == 0)).join(
+        inputs.filter("is_object"), how="cross"
+    )
+    equal = args.filter(pl.col("kind") == _EQUAL).join(inputs, on="equal_id")
+    matched = [frame.select(pair_key) for frame in (all_leaves_found, empty_object, equal)]
+
     nested_ok = []
-    nested_pairs = compared.filter(kind == _NESTED).select("args_id", "input_id").unique()
-    for a, i in nested_pairs.iter_rows():
+    nested_ids = [number for number, kind in enumerate(expected.kind) if kind == _NESTED]
+    nested_pairs = compared.filter(args_id.is_in(nested_ids)).select(args_id, input_id).unique()
+    for a, i in nested_pairs.collect().iter_rows():
         try:
             value = observed.values[i]
             good = value is not _UNPARSED and jsonvalue.is_subset(expected.nested[a], value)
@@ -212,23 +220,10 @@ def with_args_match(pairs: pl.DataFrame, arguments: Arguments) -> pl.DataFrame:
             good = False
         if good:
             nested_ok.append(a * width + i)
+    matched.append(pl.DataFrame({"key": nested_ok}, schema={"key": pl.Int64}))
 
-    equal = pl.lit(_ints(expected.equal_id)).gather(args_id) == pl.lit(
-        _ints(observed.equal_id)
-    ).gather(input_id)
-    is_object = pl.lit(pl.Series(observed.is_object, dtype=pl.Boolean)).gather(input_id)
-    flat = pair_key.is_in(all_leaves_found.implode()) | (is_object & (leaf_count == 0))
-    nested = pair_key.is_in(_ints(nested_ok).implode())
-    return pairs.with_columns(
-        pl.when(args_id.is_null())
-        .then(True)
-        .when(kind == _EQUAL)
-        .then(equal.fill_null(False))
-        .when(kind == _FLAT)
-        .then(flat)
-        .otherwise(nested)
-        .alias("ok")
-    )
+    ok_keys = pl.concat(matched)["key"]
+    return pairs.with_columns((args_id.is_null() | pair_key.is_in(ok_keys.implode())).alias("ok"))
 
 
 def maximum_matching(pairs: pl.DataFrame) -> pl.DataFrame:

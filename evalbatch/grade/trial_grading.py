@@ -78,19 +78,34 @@ def place_trials(segments: pl.DataFrame, plan: pl.DataFrame, tables: SuiteTables
     )
 
 
+def keyed_calls(trials: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    """The calls (`Extraction.trial_calls`) of every counted trial, with its `trial_key`: the one
+    join on run ids; the trajectory and the fixture replay then select trials by integer key."""
+    counted = trials.filter("counted").select("run_id", "segment_no", "trial_key")
+    return calls.join(counted, on=["run_id", "segment_no"], how="inner")
+
+
+def _place_in_trial() -> pl.Expr:
+    """Each row's place among its trial's rows, on rows sorted by `trial_key`: the row number
+    less that of the trial's first row (no window: the rows of a trial are adjacent)."""
+    row = pl.int_range(pl.len(), dtype=pl.Int64)
+    first = pl.col("trial_key") != pl.col("trial_key").shift(1, fill_value=-1)
+    return row - pl.when(first).then(row).forward_fill()
+
+
 def _observed(
     trials: pl.DataFrame, calls: pl.DataFrame, extra: tuple[str, ...] = ()
 ) -> pl.DataFrame:
-    """The observed trajectory of each counted trial with an expectation (§2.2); `extra` names
-    more columns of `calls` to keep (for `explain`)."""
+    """The observed trajectory of each counted trial with an expectation (§2.2); `calls` are
+    `keyed_calls`; `extra` names more of their columns to keep (for `explain`)."""
     wanted = trials.filter(pl.col("counted") & pl.col("has_trajectory")).select(
-        "run_id", "segment_no", "trial_key", "include_delegates"
+        "trial_key", "include_delegates"
     )
     return (
-        calls.join(wanted, on=["run_id", "segment_no"], how="inner")
+        calls.join(wanted, on="trial_key", how="inner")
         .filter(pl.col("by_target") | pl.col("include_delegates"))
         .sort("trial_key", "call_pos")
-        .with_columns(pl.int_range(pl.len()).over("trial_key").cast(pl.Int64).alias("o_idx"))
+        .with_columns(_place_in_trial().alias("o_idx"))
         .select("trial_key", "o_idx", "tool_name", "inputs", "exact_payload", *extra)
     )
 
@@ -255,7 +270,8 @@ def trajectory_rule(reason: str | None) -> str:
 def grade_trajectories(
     trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables
 ) -> pl.DataFrame:
-    """The §3.2 block for every counted trial whose task has a trajectory expectation."""
+    """The §3.2 block for every counted trial whose task has a trajectory expectation (`calls`:
+    `keyed_calls`)."""
     block = _trajectory_block(_trajectory_pairs(trials, calls, tables))
     return block.select(
         "trial_key",
@@ -273,12 +289,12 @@ def _fixture_pairs(
     trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """For each fixtured trial (§3.3: task has toolResponses, run is not live-shadow): the
-    trials, their calls (with sequence), their fixture entries, and every (entry, call) pair of
-    one tool with whether the arguments match."""
+    trials, their calls (of `keyed_calls`, with sequence), their fixture entries, and every
+    (entry, call) pair of one tool with whether the arguments match."""
     fixtured = trials.filter(
         pl.col("counted") & pl.col("has_fixtures") & ~pl.col("live_shadow")
-    ).select("run_id", "segment_no", "trial_key", "suite_key", "task_id")
-    trial_calls = calls.join(fixtured, on=["run_id", "segment_no"], how="inner").select(
+    ).select("trial_key", "suite_key", "task_id")
+    trial_calls = calls.join(fixtured.select("trial_key"), on="trial_key", how="inner").select(
         "trial_key",
         pl.col("call_pos").cast(pl.Int64).alias("o_idx"),
         "tool_name",
@@ -296,7 +312,7 @@ def _fixture_pairs(
 def count_fixture_misses(
     trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables
 ) -> pl.DataFrame:
-    """Misses per fixtured trial (§3.3)."""
+    """Misses per fixtured trial (§3.3; `calls`: `keyed_calls`)."""
     fixtured, trial_calls, _, pairs = _fixture_pairs(trials, calls, tables)
     misses = match.replay_fixtures(trial_calls.select("trial_key", "o_idx"), pairs)
     return (
@@ -350,8 +366,9 @@ def grade_trials(
 ) -> pl.DataFrame:
     """Every eval.scored of the graded runs, placed (D-5) and, when counted, graded (§3.4)."""
     trials = place_trials(ext.trial_segments, plan, tables)
-    trajectories = grade_trajectories(trials, ext.trial_calls, tables)
-    misses = count_fixture_misses(trials, ext.trial_calls, tables)
+    calls = keyed_calls(trials, ext.trial_calls)
+    trajectories = grade_trajectories(trials, calls, tables)
+    misses = count_fixture_misses(trials, calls, tables)
     trials = (
         trials.join(trajectories, on="trial_key", how="left")
         .join(misses, on="trial_key", how="left")
@@ -452,7 +469,9 @@ def trajectory_detail(
     trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables
 ) -> TrajectoryDetail:
     """What `grade_trajectories` counts, kept per call (for `explain`)."""
-    built = _trajectory_pairs(trials, calls, tables, extra=("call_pos", "sequence"))
+    built = _trajectory_pairs(
+        trials, keyed_calls(trials, calls), tables, extra=("call_pos", "sequence")
+    )
     graded, observed, expected, pairs = built.graded, built.observed, built.expected, built.pairs
     forbidden = built.forbidden
     return TrajectoryDetail(
@@ -485,7 +504,7 @@ class FixtureDetail:
 
 def fixture_detail(trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables) -> FixtureDetail:
     """What `count_fixture_misses` counts, kept per call (for `explain`)."""
-    _, trial_calls, entries, pairs = _fixture_pairs(trials, calls, tables)
+    _, trial_calls, entries, pairs = _fixture_pairs(trials, keyed_calls(trials, calls), tables)
     return FixtureDetail(
         calls=trial_calls.sort("trial_key", "o_idx"),
         entries=entries.select(
