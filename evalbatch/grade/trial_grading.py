@@ -60,17 +60,16 @@ def place_trials(segments: pl.DataFrame, plan: pl.DataFrame, tables: SuiteTables
             .alias("left_out")
         )
         .with_columns(
-            pl.when(pl.col("left_out").is_null())
-            .then(pl.int_range(pl.len()).over("run_id", "task_id", "trial_index", "left_out"))
-            .alias("dup_rank")
-        )
-        .with_columns(
-            pl.when(pl.col("dup_rank") > 0)
+            # not the first counted trial of its (run, task, trial index) in sequence order
+            pl.when(
+                pl.col("left_out").is_null()
+                & ~pl.struct("run_id", "task_id", "trial_index", "left_out").is_first_distinct()
+            )
             .then(pl.lit("trial-duplicate"))
             .otherwise(pl.col("left_out"))
             .alias("left_out")
         )
-        .drop("dup_rank", "position")
+        .drop("position")
     )
     return trials.with_columns(
         pl.col("left_out").is_null().alias("counted"),
