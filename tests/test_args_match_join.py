@@ -13,11 +13,14 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 import polars as pl
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalbatch import jsonvalue, reference
 from evalbatch.grade import match
+from evalbatch.options import GradeOptions
+from tests.logbuilder import AGENT, Call, LogBuilder, expect, golden, grade, suite, traj
+from tests.test_properties import assert_same
 
 #: number texts, grouped by value: every text of a group is JSON-equal to the others (D-7)
 NUMBER_GROUPS: tuple[tuple[str, ...], ...] = (
@@ -212,3 +215,37 @@ def test_flat_subset_cases_the_join_decides() -> None:
     observed = [(inputs, None) for _, inputs, _ in cases]
     verdicts = grader_verdicts(expected, observed)
     assert [verdicts[(i, i)] for i in range(len(cases))] == [want for _, _, want in cases]
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(argument_cases())
+def test_engine_agrees_with_reference_on_drawn_arguments(
+    case: tuple[list[tuple[str, str | None]], list[str]],
+) -> None:
+    """D-7, D-8, §3.1 end to end: one trial per (expected call, observed call) pair, the inputs
+    written verbatim in the payload, so DuckDB's reading (and the payload's second reading where
+    it may round a number) comes first; every summary equals the reference grader's."""
+    expected, observed_texts = case
+    log = LogBuilder()
+    log.eval_started(task_count=len(expected) * len(observed_texts))
+    tasks = []
+    for pos, (mode, args_text) in enumerate(expected):
+        call = expect("kv:get") if args_text is None else expect("kv:get", json.loads(args_text))
+        call["argsMatch"] = mode
+        for o_idx, inputs_text in enumerate(observed_texts):
+            task_id = f"pair-{pos}-{o_idx}"
+            head = f'{{"agentId": {json.dumps(AGENT)}, "toolName": "kv:get", "callId": "c"'
+            log.trial(task_id, calls=[Call("kv:get", raw=f'{head}, "inputs": {inputs_text}}}')])
+            tasks.append(golden(task_id, traj("exact", [call])))
+    log.eval_completed()
+    suites = [suite(*tasks)]
+    engine = grade(log, suites)
+    ref = reference.grade_reference(log.events, suites, GradeOptions())
+    assert sorted(engine.summaries) == sorted(ref.summaries)
+    for run_id, summary in ref.summaries.items():
+        assert_same(engine.summaries[run_id], summary, run_id)
