@@ -115,7 +115,8 @@ class _ExpectedArgs:
         for args_id, (mode, text) in enumerate(args.select("args_mode", "args").iter_rows()):
             value = jsonvalue.parse_value(text)  # canonical text, from SuiteTables
             if mode == "exact" or not isinstance(value, dict):  # D-8: a non-object must equal
-                self._add(_EQUAL, self.texts.setdefault(text, len(self.texts)), None)
+                canonical = jsonvalue.canonical(value)
+                self._add(_EQUAL, self.texts.setdefault(canonical, len(self.texts)), None)
             elif all(_is_scalar(member) for member in value.values()):
                 self._add(_FLAT, None, len(value))
                 for key, member in value.items():
