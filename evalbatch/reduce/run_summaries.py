@@ -185,6 +185,15 @@ def _dict_outcome(
 
 # --- the columnar path (E-87) ---------------------------------------------------------------
 
+
+def tied_or(op: str, x: pl.Expr, threshold: pl.Expr) -> pl.Expr:
+    """x ≥ t (op "ge") or x ≤ t (op "le") with D-17's tie tolerance, as an expression (what
+    `stats.at_least` and `stats.at_most` decide for one pair)."""
+    tolerance = stats.TIE_TOLERANCE * pl.max_horizontal(pl.lit(1.0), threshold.abs())
+    tied = (x - threshold).abs() <= tolerance
+    return ((x >= threshold) if op == "ge" else (x <= threshold)) | tied
+
+
 #: the EvalSummary schema's patterns (evalbatch/schemas/eval-summary.schema.json); a run whose ids
 #: do not match takes the dict path, where the schema check names the fault (`summary-invalid`)
 SUITE_ID_PATTERN = r"^[a-z0-9.-]+\.evals\.[a-z0-9-]+$"
@@ -463,19 +472,32 @@ class Outcomes(dict[str, RunOutcome]):
         return {run: o for run, o in self.items() if not isinstance(o, ColumnarOutcome)}
 
 
+def _exact_float(value: Any) -> bool:
+    """A threshold a float64 column holds exactly, so comparing it there is comparing it in
+    Python (a float, or an integer of at most 2**53)."""
+    if isinstance(value, float):
+        return True
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= EXACT_INT
+
+
 def _plan_frame(plans: dict[str, RunPlan], models: dict[str, str]) -> pl.DataFrame:
-    """Per run what the summary takes from outside its task rows, and whether the run's shape is
-    one the columns express (no cost or latency threshold, a runId without JSON escapes)."""
+    """Per run what the summary takes from outside its task rows: ids, the cost and latency
+    thresholds (§3.6), the model class (E-14), and whether the thresholds are ones the columns
+    compare exactly as Python does."""
     rows = []
     for run_id, plan in plans.items():
         thresholds = (plan.doc or {}).get("thresholds", {})
+        max_cost = thresholds.get("maxCostUsd")
+        max_p95 = thresholds.get("maxP95LatencyMs")
         rows.append(
             (
                 run_id,
                 plan.suite_id,
                 plan.suite_version,
                 plan.doc is not None,
-                "maxCostUsd" not in thresholds and "maxP95LatencyMs" not in thresholds,
+                float(max_cost) if _exact_float(max_cost) else None,
+                float(max_p95) if _exact_float(max_p95) else None,
+                all(v is None or _exact_float(v) for v in (max_cost, max_p95)),
                 models.get(run_id),
             )
         )
@@ -484,10 +506,20 @@ def _plan_frame(plans: dict[str, RunPlan], models: dict[str, str]) -> pl.DataFra
         "suite_id": pl.String,
         "suite_version": pl.String,
         "has_suite": pl.Boolean,
-        "plain_thresholds": pl.Boolean,
+        "max_cost": pl.Float64,
+        "max_p95": pl.Float64,
+        "thresholds_exact": pl.Boolean,
         "evaluated_model_class": pl.String,
     }
     return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def _p95(latencies: pl.Expr) -> pl.Expr:
+    """`stats.p95_nearest_rank` of an ascending list: the value at rank ⌈0.95·N⌉ (E-17), null
+    for an empty list."""
+    count = latencies.list.len().cast(pl.Int64)
+    rank = (count * 95 + 99) // 100
+    return pl.when(count > 0).then(latencies.list.get(rank - 1, null_on_oob=True))
 
 
 def _stderrs(task_counts: pl.Series, means: pl.Series) -> pl.Series:
@@ -528,6 +560,7 @@ def _columnar_runs(
                 "gating_aggregate",
                 "passed_count",
                 "total_cost",
+                "latencies",
                 pl.col("pass_at_k").alias("run_pass_at_k"),
                 pl.col("pass_hat_k").alias("run_pass_hat_k"),
                 "means",
@@ -545,7 +578,24 @@ def _columnar_runs(
     runs = runs.with_columns(
         pl.when(blocks).then(pl.col("score_stderr")).alias("score_stderr"),
         pl.when(cost_shown).then(pl.col("total_cost").cast(pl.Float64)).alias("total_cost_usd"),
-        stats_tied_at_least(pl.col("gating_aggregate"), pl.col("pass_score"))
+        _p95(pl.col("latencies")).alias("p95"),
+    )
+    max_cost, max_p95 = pl.col("max_cost"), pl.col("max_p95")
+    runs = runs.with_columns(
+        (
+            tied_or("ge", pl.col("gating_aggregate"), pl.col("pass_score"))
+            & (
+                max_cost.is_null()
+                | (cost_shown & tied_or("le", pl.col("total_cost_usd"), max_cost))
+            )
+            & (
+                max_p95.is_null()
+                | (
+                    pl.col("p95").is_not_null()
+                    & tied_or("le", pl.col("p95").cast(pl.Float64), max_p95)
+                )
+            )
+        )
         .fill_null(False)
         .alias("passed"),
     )
@@ -588,7 +638,8 @@ def _columnar_runs(
         "]}}\n",
     )
     line_ok = (
-        pl.col("plain_thresholds")
+        pl.col("thresholds_exact")
+        & (pl.col("p95").is_null() | pl.col("p95").is_between(0, EXACT_INT))
         & (pl.col("task_count") > 0)
         & pl.col("entries_ok")
         & pl.col("ids_unique")
@@ -635,12 +686,6 @@ def _columnar_runs(
         "score_stderr",
     )
     return runs, task_columns
-
-
-def stats_tied_at_least(x: pl.Expr, threshold: pl.Expr) -> pl.Expr:
-    """`stats.at_least` as an expression: x ≥ t with D-17's tie tolerance."""
-    tolerance = stats.TIE_TOLERANCE * pl.max_horizontal(pl.lit(1.0), threshold.abs())
-    return (x >= threshold) | ((x - threshold).abs() <= tolerance)
 
 
 def build_outcomes(
