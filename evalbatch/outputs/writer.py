@@ -158,23 +158,19 @@ class OutputWriter:
 
     def add(
         self,
-        summaries: list[tuple[str, dict[str, Any]]],
+        summaries: list[tuple[str, str]],
         trials: pl.DataFrame,
         pending: set[str] | frozenset[str] = frozenset(),
         carried: Sequence[tuple[str, str]] = (),
     ) -> None:
-        """Append a batch; summaries of `pending` runs are completed in `finish` (regression).
-        `carried` holds lines of summaries.jsonl kept from the previous outputs (an incremental
-        run), merged in runId order with the batch's own."""
+        """Append a batch: `summaries` holds (runId, line of summaries.jsonl) in runId order;
+        summaries of `pending` runs are completed in `finish` (regression). `carried` holds lines
+        kept from the previous outputs (an incremental run), merged in runId order with the
+        batch's own."""
         assert self.trials is not None
         lines = [
-            (
-                run_id,
-                _PENDING + json.dumps(run_id) + "\n"
-                if run_id in pending
-                else summary_line(run_id, summary),
-            )
-            for run_id, summary in summaries
+            (run_id, _PENDING + json.dumps(run_id) + "\n" if run_id in pending else line)
+            for run_id, line in summaries
         ]
         if carried:
             lines = sorted([*lines, *carried], key=lambda item: item[0])

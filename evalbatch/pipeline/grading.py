@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,11 +81,14 @@ def grade_paths(
     trials = [pl.DataFrame(schema=TRIAL_SCHEMA)]
     for batch in batch_outputs(grading, on_batch):
         merged.add(batch)
-        summaries.update(batch.summaries)
+        summaries.update(
+            (run_id, merged.pending.get(run_id) or json.loads(line)["summary"])
+            for run_id, line in batch.summaries
+        )
         trials.append(batch.trials)
     runs, tasks, problem_frame = merged.finish(
         grading, regress_options or regression.RegressOptions()
-    )
+    )  # the pending summaries, shared with `summaries`, now hold their regression blocks
     return GradeResult(
         summaries=summaries,
         runs=runs,
@@ -117,7 +121,10 @@ def write_result(result: GradeResult, out_dir: str | Path) -> dict[str, Path]:
     """Write an in-memory result into `out_dir` (created if needed); returns what went where."""
     files = OutputWriter(out_dir)
     try:
-        files.add(sorted(result.summaries.items()), result.trials)
+        lines = [
+            (run_id, summary_line(run_id, s)) for run_id, s in sorted(result.summaries.items())
+        ]
+        files.add(lines, result.trials)
         return files.finish({}, result.runs, result.tasks, result.problems)
     except BaseException:
         files.abort()

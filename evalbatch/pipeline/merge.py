@@ -4,6 +4,7 @@ cross-run steps done once all are in (the regression blocks of §5, the problems
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,19 +14,21 @@ import polars as pl
 from evalbatch import problems
 from evalbatch.inputs import event_files, suites
 from evalbatch.outputs.output_format import PROBLEM_SCHEMA, RUN_SCHEMA, TASK_SCHEMA, TRIAL_SCHEMA
+from evalbatch.outputs.writer import summary_line
 from evalbatch.pipeline import incremental
 from evalbatch.pipeline.local import Pass, Progress
 from evalbatch.pipeline.shard import Batch
 from evalbatch.problems import ProblemRow, problem_message
 from evalbatch.reduce import regression
-from evalbatch.reduce.run_summaries import RunPlan
+from evalbatch.reduce.run_summaries import Outcomes, RunPlan
 
 
 @dataclass
 class BatchOutput:
-    """One batch of whole runs in output form: rows sorted by run id, summaries validated."""
+    """One batch of whole runs in output form: rows sorted by run id, summaries as the lines of
+    summaries.jsonl (validated, E-87)."""
 
-    summaries: list[tuple[str, dict[str, Any]]]
+    summaries: list[tuple[str, str]]  # (runId, line), in runId order
     runs: pl.DataFrame
     tasks: pl.DataFrame
     trials: pl.DataFrame
@@ -37,21 +40,25 @@ class BatchOutput:
 
 
 def batch_output(part: Batch) -> BatchOutput:
-    """Validate each summary against the closed schema (a breach is a grading fault: the run is
-    not written) and lay the batch out as output rows."""
+    """Lay the batch out as output rows. A summary built as columns is valid by construction
+    (E-87); one built as a dict is validated against the closed schema (a breach is a grading
+    fault: the run is not written)."""
+    outcomes = part.outcomes
+    assert isinstance(outcomes, Outcomes)
     problem_rows = list(part.problem_rows)
     fatal_runs = set(part.fatal_runs)
-    summaries: list[tuple[str, dict[str, Any]]] = []
+    columns = outcomes.columns
+    summaries: list[tuple[str, str]] = list(columns.runs.select("run_id", "line").iter_rows())
     run_rows: list[dict[str, Any]] = []
     task_rows: list[dict[str, Any]] = []
-    for run_id, outcome in sorted(part.outcomes.items()):
+    for run_id, outcome in sorted(outcomes.by_dict().items()):
         faults = [f for f in suites.validate_summary(outcome.summary) if f.severity == "error"]
         if faults:
             detail = "; ".join(f"{f.path}: {f.message}" for f in faults[:3])
             problem_rows.append((run_id, None, "summary-invalid", detail))
             fatal_runs.add(run_id)
             continue
-        summaries.append((run_id, outcome.summary))
+        summaries.append((run_id, summary_line(run_id, outcome.summary)))
         task_rows += outcome.task_rows
         run_rows.append(
             run_row(run_id, outcome.summary, part.plans[run_id]) | part.provenance.get(run_id, {})
@@ -68,11 +75,24 @@ def batch_output(part: Batch) -> BatchOutput:
             }
             | part.provenance.get(run_id, {})
         )
+    summaries.sort(key=lambda item: item[0])
     graded = {run_id for run_id, _ in summaries}
+    runs = pl.concat(
+        [
+            _with_provenance(columns.runs.drop("line"), part.provenance),
+            pl.DataFrame(run_rows, schema=RUN_SCHEMA),
+        ]
+    )
+    tasks = pl.concat(
+        [
+            columns.tasks.select(list(TASK_SCHEMA)).cast(TASK_SCHEMA),
+            pl.DataFrame(task_rows, schema=TASK_SCHEMA),
+        ]
+    )
     return BatchOutput(
         summaries=summaries,
-        runs=pl.DataFrame(run_rows, schema=RUN_SCHEMA).sort("run_id"),
-        tasks=pl.DataFrame(task_rows, schema=TASK_SCHEMA).sort("run_id", "task_pos"),
+        runs=runs.sort("run_id"),
+        tasks=tasks.sort("run_id", "task_pos"),
         trials=trial_table(part.trials),
         problem_rows=problem_rows,
         baselines={
@@ -87,6 +107,17 @@ def batch_output(part: Batch) -> BatchOutput:
             if row["baseline_run_id"] is not None
         },
     )
+
+
+def _with_provenance(runs: pl.DataFrame, provenance: dict[str, dict[str, Any]]) -> pl.DataFrame:
+    """Runs-table rows with each run's provenance columns (E-54), in the table's column order."""
+    wanted = [name for name in RUN_SCHEMA if name not in runs.columns]
+    kept = provenance.keys() & set(runs["run_id"])
+    found = pl.DataFrame(
+        [{"run_id": run_id, **provenance[run_id]} for run_id in sorted(kept)],
+        schema={"run_id": pl.String, **{name: RUN_SCHEMA[name] for name in wanted}},
+    )
+    return runs.join(found, on="run_id", how="left").select(list(RUN_SCHEMA)).cast(RUN_SCHEMA)
 
 
 def run_row(run_id: str, summary: dict[str, Any], plan: RunPlan) -> dict[str, Any]:
@@ -154,7 +185,8 @@ class Merged:
     problem_rows: list[ProblemRow] = field(default_factory=list)
     baselines: dict[str, tuple[str, int]] = field(default_factory=dict)
     eval_run_ids: set[str] = field(default_factory=set)
-    pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # summaries with a baseline
+    #: summaries with a baseline, as dicts: the regression block goes in once all batches are in
+    pending: dict[str, dict[str, Any]] = field(default_factory=dict)
     declared_baselines: dict[str, str] = field(default_factory=dict)
 
     def add(self, batch: BatchOutput) -> None:
@@ -164,7 +196,11 @@ class Merged:
         self.baselines.update(batch.baselines)
         self.eval_run_ids.update(batch.eval_run_ids)
         self.declared_baselines.update(batch.declared_baselines)
-        self.pending.update((r, s) for r, s in batch.summaries if r in batch.baselines)
+        self.pending.update(
+            (run_id, json.loads(line)["summary"])
+            for run_id, line in batch.summaries
+            if run_id in batch.baselines
+        )
 
     def finish(
         self,

@@ -15,7 +15,7 @@ import polars as pl
 from evalbatch.grade.suite_tables import SuiteTables
 from evalbatch.options import GradeOptions
 from evalbatch.reduce import stats
-from evalbatch.reduce.run_summaries import MODEL_CLASSES, RunPlan
+from evalbatch.reduce.run_summaries import MODEL_CLASSES, RunPlan, tied_or
 
 RUN_INFO_SCHEMA = {
     "run_id": pl.String,
@@ -27,13 +27,6 @@ RUN_INFO_SCHEMA = {
     "pass_score": pl.Float64,
     "has_cost_source": pl.Boolean,
 }
-
-
-def _tied_or(op: str, x: pl.Expr, threshold: pl.Expr) -> pl.Expr:
-    """x ≥ t (op "ge") or x ≤ t (op "le") with D-17's tie tolerance, as an expression."""
-    tolerance = stats.TIE_TOLERANCE * pl.max_horizontal(pl.lit(1.0), threshold.abs())
-    tied = (x - threshold).abs() <= tolerance
-    return ((x >= threshold) if op == "ge" else (x <= threshold)) | tied
 
 
 def run_info(plans: dict[str, RunPlan], options: GradeOptions) -> pl.DataFrame:
@@ -207,7 +200,7 @@ def reduce_tasks(trials: pl.DataFrame, info: pl.DataFrame, tables: SuiteTables) 
         pl.when(pl.col("pass_rule") == "any")
         .then(pl.col("c") >= 1)
         .when(pl.col("pass_rule") == "mean")
-        .then(_tied_or("ge", pl.col("gating_mean"), pl.col("pass_score")))
+        .then(tied_or("ge", pl.col("gating_mean"), pl.col("pass_score")))
         .otherwise(pl.col("c") == pl.col("n"))
         .alias("passed"),
         pl.when(pl.col("latency_count") > 0)
