@@ -21,7 +21,6 @@ from evalbatch.commands.options import (
 )
 from evalbatch.commands.types import printable
 from evalbatch.errors import EXIT_OK, EXIT_SKIPPED
-from evalbatch.explain import run_explanation as explaining
 from evalbatch.options import GradeOptions, OnMissDefault, Resources
 
 
@@ -70,6 +69,9 @@ def explain(
     Exit codes: 0 explained; 3 the run was not graded (the reasons are printed); 2 unusable
     input, a run, task or trial that is not in the events, or a usage error.
     """
+    # the engine loads when the command runs, not for --help
+    from evalbatch.explain import run_explanation as explaining
+
     options = GradeOptions(
         default_pass_score=default_pass_score,
         on_miss_default=on_miss_default,

@@ -17,7 +17,6 @@ from evalbatch.commands import faults, resources
 from evalbatch.commands.types import EpochSeconds, printable
 from evalbatch.errors import InputError
 from evalbatch.options import Resources
-from evalbatch.outputs import outdir
 from evalbatch.publish import exports
 
 
@@ -70,6 +69,8 @@ def otel(
     Exit codes: 0 written; 2 OUT_DIR or the events are unusable; 4 the file could not be
     written.
     """
+    from evalbatch.outputs import outdir  # the engine loads when the command runs, not for --help
+
     out = outdir.load(out_dir, tables=("trials",))
     if not out.summaries:
         raise InputError(f"{out.path}: no graded run in summaries.jsonl; nothing to export")
@@ -172,6 +173,8 @@ def eee(
 
     Exit codes: 0 written; 2 OUT_DIR is unusable; 4 the file could not be written.
     """
+    from evalbatch.outputs import outdir  # the engine loads when the command runs, not for --help
+
     if retrieved_at is None:
         retrieved_at = repr(time.time())
     source = exports.EeeSource(

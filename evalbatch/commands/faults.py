@@ -13,7 +13,6 @@ import errno
 from typing import IO, Any
 
 import click
-import duckdb
 
 from evalbatch.commands.types import printable
 from evalbatch.errors import EXIT_UNUSABLE, EvalbatchError, OutputError, os_reason
@@ -65,6 +64,8 @@ def named(exc: BaseException) -> CommandFailed | None:
         return CommandFailed(str(exc), getattr(exc, "exit_code", EXIT_UNUSABLE))
     if isinstance(exc, OSError):
         return named(OutputError(_os_message(exc)))
+    import duckdb  # the engine loads when a command runs, not for --help
+
     if isinstance(exc, duckdb.OutOfMemoryException | MemoryError):
         reason = " ".join(str(exc).split("\n\n", 1)[0].split()) or type(exc).__name__
         return CommandFailed(

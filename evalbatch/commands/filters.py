@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from evalbatch.inputs.event_files import RunFilter
+if TYPE_CHECKING:
+    from evalbatch.inputs.event_files import RunFilter
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -71,5 +72,7 @@ def build(
     until: datetime | None,
 ) -> RunFilter | None:
     """The filter the options give, or None when none was given."""
+    from evalbatch.inputs.event_files import RunFilter  # DuckDB and Arrow load only when used
+
     chosen = RunFilter(tuple(run_ids), tuple(filter_suites), since, until)
     return None if chosen.empty else chosen

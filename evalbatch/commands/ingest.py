@@ -10,7 +10,6 @@ from pathlib import Path
 
 import click
 
-from evalbatch import api
 from evalbatch.commands import faults, resources
 from evalbatch.options import Resources
 
@@ -44,6 +43,8 @@ def ingest_command(
     a truncated debug bundle, a damaged gzip file); 2 nothing usable or a usage error; 4 the
     Parquet files could not be written (a full disk: nothing is added).
     """
+    from evalbatch import api  # the engine loads when the command runs, not for --help
+
     report = api.ingest_paths(list(inputs), out_dir, resources=resources)
     shown = report.problems if not quiet else []
     for problem in shown[:20]:

@@ -8,15 +8,18 @@ import json
 import time
 from collections import Counter
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import polars as pl
 
-from evalbatch import api
 from evalbatch.commands.types import printable
-from evalbatch.reduce import regression
-from evalbatch.verify import host_audit
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from evalbatch import api
+    from evalbatch.reduce import regression
+    from evalbatch.verify import host_audit
 
 
 class ProgressLine:

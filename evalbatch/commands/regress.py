@@ -14,7 +14,6 @@ from typing import Literal
 
 import click
 
-from evalbatch import api
 from evalbatch.commands import faults, filters, printing, resources
 from evalbatch.commands.types import FiniteFloatRange, printable
 from evalbatch.errors import EXIT_FAILED
@@ -122,6 +121,8 @@ def regress_command(
     included), an unknown run named, sides graded differently (without --allow-mixed), unusable
     input or a usage error.
     """
+    from evalbatch import api  # the engine loads when the command runs, not for --help
+
     options = regression.RegressOptions(
         method=method,
         alpha=alpha,

@@ -14,7 +14,6 @@ from typing import Literal
 
 import click
 
-from evalbatch import api
 from evalbatch.commands import faults, filters, printing, resources
 from evalbatch.commands.options import (
     default_pass_score_option,
@@ -89,6 +88,8 @@ def run(
     error; 4 the outputs could not be written (a full disk, a lock file that is a symbolic link:
     the previous ones are unchanged); 5 another run is writing to OUT.
     """
+    from evalbatch import api  # the engine loads when the command runs, not for --help
+
     options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)
     progress = printing.ProgressLine(enabled=not quiet and sys.stderr.isatty())
     try:

@@ -20,12 +20,10 @@ from contextlib import contextmanager
 from datetime import date, datetime, time
 from decimal import Decimal
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
-import duckdb
 
-from evalbatch import notebook
 from evalbatch.commands import faults, filters, resources
 from evalbatch.commands.options import (
     default_pass_score_option,
@@ -35,6 +33,9 @@ from evalbatch.commands.options import (
 from evalbatch.commands.types import printable
 from evalbatch.errors import OutputError, write_failed
 from evalbatch.options import GradeOptions, OnMissDefault, Resources
+
+if TYPE_CHECKING:
+    import duckdb
 
 FORMATS = ("table", "csv", "json", "parquet")
 
@@ -190,6 +191,8 @@ _DUCKDB_ERRNO = re.compile(r'"errno"\s*:\s*"(\d+)"')
 def _unwritable(target: str | Path, exc: OSError | duckdb.Error) -> OutputError:
     """A failed write as an `OutputError` naming the file and the OS's reason (DuckDB's errors
     carry the errno in their text, which is otherwise not shown)."""
+    import duckdb  # the engine loads when the command runs, not for --help
+
     if isinstance(exc, duckdb.Error) and (found := _DUCKDB_ERRNO.search(str(exc))):
         exc = OSError(int(found.group(1)), "")
     return write_failed(target, exc, "nothing written")
@@ -217,6 +220,8 @@ def _aside(output: str) -> Iterator[Path]:
 
 
 def _emit(relation: duckdb.DuckDBPyRelation, fmt: str, output: str | None, max_rows: int) -> None:
+    import duckdb  # the engine loads when the command runs, not for --help
+
     if fmt == "parquet":
         assert output is not None
         with _aside(output) as scratch:
@@ -334,6 +339,10 @@ def sql_command(
         raise click.UsageError(
             "--format parquet is written by DuckDB, which --safe keeps from files"
         )
+    import duckdb  # the engine loads when the command runs, not for --help
+
+    from evalbatch import notebook
+
     options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)
     con = notebook.connect(
         list(events),

@@ -12,7 +12,6 @@ from datetime import datetime
 
 import click
 
-from evalbatch import api
 from evalbatch.commands import faults, filters, printing, resources
 from evalbatch.commands.options import (
     default_pass_score_option,
@@ -65,6 +64,8 @@ def verify_command(
     recomputed or some event file was skipped (and none disagrees); 2 unusable input or no eval
     run.
     """
+    from evalbatch import api  # the engine loads when the command runs, not for --help
+
     options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)
     report = api.verify_paths(
         list(events),

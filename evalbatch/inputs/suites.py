@@ -21,15 +21,14 @@ from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files as _package_files
 from pathlib import Path
-from typing import Any, Literal, TypeGuard
-
-import jsonschema
-import jsonschema_rs
-from jsonschema import Draft202012Validator, ValidationError
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 from evalbatch import jsonvalue
 from evalbatch.errors import SuiteError
 from evalbatch.problems import MAX_TRIALS
+
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
 
 __all__ = [
     "Fault",
@@ -123,6 +122,8 @@ def _pattern_keyword(
     validator: Any, pattern: str, instance: Any, schema: dict[str, Any]
 ) -> Iterator[ValidationError]:
     """`pattern` with ECMA-262 anchoring: Python's `$` also matches before a final newline."""
+    from jsonschema import ValidationError
+
     if not validator.is_type(instance, "string"):
         return
     match = _regex(pattern).search(instance)
@@ -130,20 +131,26 @@ def _pattern_keyword(
         yield ValidationError(f"does not match {pattern}")
 
 
-_Validator = jsonschema.validators.extend(Draft202012Validator, {"pattern": _pattern_keyword})
-
-
 @cache
 def _fast_validator(name: str) -> Any:
     """A compiled validator of the same schema (ECMA-262 patterns, like `_pattern_keyword`)."""
+    import jsonschema_rs  # loads with the first document validated, not for --help
+
     return jsonschema_rs.validator_for(_schema(name))
 
 
 @cache
 def _validator(name: str) -> Any:
+    """The validator that names the faults. Only a document the compiled one rejects needs it,
+    so jsonschema loads only then: a run whose suites are valid never loads it."""
+    import jsonschema
+
     schema = _schema(name)
-    Draft202012Validator.check_schema(schema)
-    return _Validator(schema)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    extended = jsonschema.validators.extend(
+        jsonschema.Draft202012Validator, {"pattern": _pattern_keyword}
+    )
+    return extended(schema)
 
 
 # --------------------------------------------------------------------------------------------

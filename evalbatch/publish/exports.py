@@ -18,18 +18,17 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
-
-import jsonschema
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from evalbatch.errors import EvalbatchError
-from evalbatch.extract import sql_files, trial_tables
-from evalbatch.inputs import event_files
-from evalbatch.options import Resources
-from evalbatch.outputs.outdir import RunOutputs
 from evalbatch.problems import EVALUATOR_TYPES, SCORE_LABEL
 from evalbatch.version import package_version
+
+if TYPE_CHECKING:
+    import jsonschema
+
+    from evalbatch.options import Resources
+    from evalbatch.outputs.outdir import RunOutputs
 
 EVENT_NAME = "gen_ai.evaluation.result"
 #: OTLP SeverityNumber INFO: the event convention asks for a severity and names none
@@ -75,6 +74,10 @@ def scored_fields(
     Raises:
         InputError: no event file can be used at all.
     """
+    # the event reader loads here, not with the module: `evalbatch export --help` needs none of it
+    from evalbatch.extract import sql_files, trial_tables
+    from evalbatch.inputs import event_files
+
     con = trial_tables.connect(resources)
     try:
         sources = event_files.scan(con, [str(p) for p in paths])
@@ -182,6 +185,8 @@ def otel_documents(
     `evaluatorType`; without it the records carry no time and the evaluator type is inferred
     from the task kind (E-43). `tally`, when given, counts what was produced.
     """
+    import polars as pl  # loaded when a document is made, not for `evalbatch --help`
+
     tally = tally if tally is not None else OtelTally()
     suites = {run_id: summary["suiteId"] for run_id, summary in out.summaries}
     trials = (
@@ -490,6 +495,8 @@ def eee_record(run_id: str, summary: Mapping[str, Any], source: EeeSource) -> di
 def eee_validator() -> jsonschema.Draft7Validator:
     """The published EEE 0.3.0 aggregate schema, shipped in the package (its README says from
     where)."""
+    import jsonschema  # loaded when a record is checked, not for `evalbatch --help`
+
     path = resources.files("evalbatch") / "schemas" / "every-eval-ever" / "eval.schema.json"
     return jsonschema.Draft7Validator(json.loads(path.read_text(encoding="utf-8")))
 
