@@ -19,7 +19,8 @@ CONSUMER_FOLDERS = ("provenance", "verify", "explain", "export")
 def test_every_sql_file_loads_with_a_header() -> None:
     files = sql_files.all_files()
     assert {f.name for f in files} >= {
-        "events",
+        "scan_rows",
+        "event_scan",
         "event_rows",
         "duplicate_events",
         "macros",
@@ -69,10 +70,20 @@ def test_the_span_rule_is_written_once() -> None:
 
 
 def test_every_stage_relation_has_a_golden_case() -> None:
-    """Layout issue item 6: each relation in sql/events, typed, spans and trials has its case in
+    """Layout issue item 6: each relation in sql/events, typed, spans and trials, and each frame
+    the stage builds from its scan (`trial_tables.FRAMES`), has its case in
     tests/test_sql_golden.py."""
     stage = {f.name for f in sql_files.all_files() if f.folder in sql_files.STAGE_FOLDERS}
-    assert stage == set(CASES)
+    assert stage | set(trial_tables.FRAMES) == set(CASES)
+
+
+def test_every_frame_says_what_a_row_is_and_cites_the_contract() -> None:
+    """The frames of the stage are documented as its queries are (a header naming the rules),
+    and none shares a name with a query."""
+    names = {f.name for f in sql_files.all_files()}
+    for name, description in trial_tables.FRAMES.items():
+        assert name not in names, name
+        assert re.search(r"(D-\d+|§\d|E-\d+)", description), name
 
 
 @pytest.fixture
