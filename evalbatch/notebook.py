@@ -156,12 +156,16 @@ def _store(
 
 
 def _store_frames(con: duckdb.DuckDBPyConnection) -> None:
-    """Keep the frames the stage registered (`trial_tables.FRAMES`, read through Arrow) as
-    tables, so they outlive the stage's Python objects and a sealed connection keeps them."""
+    """Keep the frames the stage registered (`trial_tables.FRAMES`, read through Arrow) and its
+    `events` view as tables, so they outlive the stage's Python objects and a sealed connection
+    keeps them."""
     for name in trial_tables.FRAMES:
         frame = con.sql(f'FROM "{name}"').pl()
         con.unregister(name)
         _store(con, name, frame)
+    con.execute('CREATE OR REPLACE TEMP TABLE "__evalbatch_events" AS FROM events')
+    con.execute("DROP VIEW events")
+    con.execute('ALTER TABLE "__evalbatch_events" RENAME TO events')
 
 
 def _add_graded(con: duckdb.DuckDBPyConnection, result: GradeResult) -> None:

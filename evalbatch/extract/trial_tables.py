@@ -18,38 +18,30 @@ from evalbatch.extract import sql_files
 from evalbatch.inputs import event_files
 from evalbatch.options import Resources
 
-#: the events pass, in dependency order: which runs are eval runs, their rows as read (a view)
-#: and the one scan that parses each row's payload (the frames of `FRAMES` are built from it)
-EVENTS_PASS = ("eval_run_ids", "scan_rows", "event_scan")
+#: the events pass, in dependency order: which runs are eval runs, their rows as read (a view),
+#: the one scan that parses each row's payload (stored, then its duplicate and lenient rows
+#: replaced: `events_pass`) and the `events` it leaves
+EVENTS_PASS = ("eval_run_ids", "scan_rows", "event_scan", "events")
 #: the queries of `EVENTS_PASS` kept as views rather than tables
-VIEWS = frozenset({"scan_rows"})
-#: the queries of `EVENTS_PASS` whose rows are fetched once rather than stored
-FETCHED = frozenset({"event_scan"})
+VIEWS = frozenset({"scan_rows", "events"})
 
-#: the stage's relations built in Polars from the scan and registered in the connection under
-#: these names (the queries of sql/ and the analyst views read them as tables), with what a row is
-#: and which rules decide the rows
+#: the stage's relations built in Python from what the scan found, registered in the connection
+#: under these names (the queries of sql/ read them as tables), with what a row is and which
+#: rules decide the rows
 FRAMES: dict[str, str] = {
-    "row_hashes": (
-        "Every row of an eval run as read, the rows behind a duplicated key included (D-3): "
-        "run_id and the row's hash, for "
-        "its run's events fingerprint (E-50; batch_fingerprints)."
-    ),
     "duplicate_keys": (
         "(runId, sequence) keys held by more than one row of an eval run (D-3), found as equal "
-        "neighbours of the scan in key order; usually none."
+        "neighbours of the scanned keys in key order (no GROUP BY over all rows); usually none."
+    ),
+    "duplicate_row_hashes": (
+        "The rows behind each duplicated key (D-3), every one of them: run_id, sequence and the "
+        "row's hash as read, for its run's events fingerprint (E-50; batch_fingerprints)."
     ),
     "fixed_event_rows": (
         "The events whose payload DuckDB's lenient parser reads differently from JSON (NaN and "
         "Infinity are not JSON, nor is a trailing comma: E-61; a repeated key keeps its last "
         "value: D-7, E-26), with the payload as the strict parser re-read it (the empty text when "
-        "it is not JSON), to be scanned again in their place."
-    ),
-    "events": (
-        "One row per event of an eval run, each payload parsed once (§2.2, D-2, D-3): the scan's "
-        "row for each key (a duplicated key's kept row: D-3), with the payloads read leniently "
-        "scanned again as re-read (D-7): `f` holds, as JSON texts, the payload fields its type's "
-        "grading reads (D-2 aliases), whether it is JSON (payload_json) and the checks' flags."
+        "it is not JSON), scanned again in their place."
     ),
 }
 
@@ -112,39 +104,37 @@ _KEY = ("run_id", "sequence")
 
 
 def register_frame(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame) -> None:
-    """Make `frame` readable in `con` under `name` (Arrow, no copy), as the stage's queries and
-    the analyst views read their relations."""
+    """Make `frame` readable in `con` under `name` (Arrow, no copy)."""
     con.register(name, frame.to_arrow())
 
 
-def _scan(con: duckdb.DuckDBPyConnection, rows: pl.DataFrame | None = None) -> pl.DataFrame:
-    """The rows of event_scan: over scan_rows, or over `rows` (re-read rows, `_ROW_COLUMNS`)."""
-    query = sql_files.load("event_scan").text
-    if rows is None:
-        return con.sql(query).pl()
+def _scan_again(con: duckdb.DuckDBPyConnection, keys: str, rows: pl.DataFrame) -> None:
+    """Replace the rows of event_scan whose keys are in the relation `keys` by the scan of
+    `rows` (`_ROW_COLUMNS`: rows re-read for a second look)."""
     scratch = "__evalbatch_rescan"
     con.register(scratch, rows.select(_ROW_COLUMNS).to_arrow())
     try:
-        return con.sql(f"WITH scan_rows AS (FROM {scratch}) SELECT * FROM ({query})").pl()
+        con.execute(
+            "DELETE FROM event_scan WHERE (run_id, sequence) IN "
+            f"(SELECT run_id, sequence FROM {keys})"
+        )
+        query = sql_files.load("event_scan").text
+        con.execute(
+            f"INSERT INTO event_scan WITH scan_rows AS (FROM {scratch}) SELECT * FROM ({query})"
+        )
     finally:
         con.unregister(scratch)
 
 
-def _in_key_order(rows: pl.DataFrame) -> pl.DataFrame:
-    """The rows ordered by (run, sequence), rows without a usable sequence last in their run;
-    sorted only when they are not already (files written in order need no sort)."""
+def _duplicate_keys(keys: pl.DataFrame) -> pl.DataFrame:
+    """The (run, sequence) keys held by more than one row (D-3): equal neighbours once the keys
+    are in order, sorted only when they are not already (no GROUP BY over all rows)."""
     run, sequence = pl.col("run_id"), pl.col("sequence")
     step_ok = (run > run.shift()) | ((run == run.shift()) & (sequence >= sequence.shift()))
-    ordered = rows.select(step_ok.fill_null(True).all() & sequence.is_not_null().all()).item()
-    if ordered:
-        return rows
-    return rows.sort(_KEY, nulls_last=True, maintain_order=True)
-
-
-def _replace_rows(rows: pl.DataFrame, keys: pl.DataFrame, scanned: pl.DataFrame) -> pl.DataFrame:
-    """`rows` with the rows of `keys` (run_id, sequence) replaced by `scanned`, in key order."""
-    kept = rows.join(keys.select(_KEY), on=_KEY, how="anti", maintain_order="left")
-    return pl.concat([kept, scanned]).sort(_KEY, nulls_last=True, maintain_order=True)
+    if not keys.select(step_ok.fill_null(True).all()).item():
+        keys = keys.sort(_KEY)
+    repeats = (run == run.shift()) & (sequence == sequence.shift())
+    return keys.filter(repeats.fill_null(False)).unique(maintain_order=True)
 
 
 def _same_event(a: tuple[str, str], b: tuple[str, str]) -> bool:
@@ -171,67 +161,75 @@ def _conflicts(duplicates: pl.DataFrame) -> list[tuple[str, int]]:
     ]
 
 
-def _collapse_duplicates(
-    con: duckdb.DuckDBPyConnection, rows: pl.DataFrame
-) -> tuple[pl.DataFrame, list[tuple[str, int]]]:
-    """One row per key (D-3): a key held by several rows (equal neighbours in key order, never
-    a GROUP BY over all rows) keeps the row duplicate_events chooses, scanned again on its own.
-    Returns the rows and the keys whose rows are not one event."""
-    run, sequence = pl.col("run_id"), pl.col("sequence")
-    repeats = (run == run.shift()) & (sequence == sequence.shift())
-    keys = rows.filter(repeats.fill_null(False)).select(_KEY).unique(maintain_order=True)
+#: duplicate_row_hashes when no key is held by more than one row
+_NO_ROW_HASHES = pl.DataFrame(
+    schema={"run_id": pl.String, "sequence": pl.Int64, "row_hash": pl.UInt64}
+)
+
+
+def _collapse_duplicates(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
+    """One row per key (D-3): a key held by several rows keeps the row duplicate_events
+    chooses, scanned again on its own. Only the keys leave DuckDB. Returns the keys whose rows
+    are not one event."""
+    keys = _duplicate_keys(
+        con.sql("SELECT run_id, sequence FROM event_scan WHERE sequence IS NOT NULL").pl()
+    )
     register_frame(con, "duplicate_keys", keys)
     if keys.is_empty():
-        return rows, []
+        register_frame(con, "duplicate_row_hashes", _NO_ROW_HASHES)
+        return []
     duplicates = sql_files.relation(con, "duplicate_events").pl()
-    chosen = _scan(con, duplicates.filter("kept"))
-    return _replace_rows(rows, keys, chosen), _conflicts(duplicates)
+    register_frame(con, "duplicate_row_hashes", duplicates.select(*_KEY, "row_hash"))
+    _scan_again(con, "duplicate_keys", duplicates.filter("kept"))
+    return _conflicts(duplicates)
 
 
-def _strict_rereads(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.DataFrame:
-    """The events with the payloads DuckDB reads leniently re-read as a strict JSON parser reads
-    them (D-7, E-26, E-61) and scanned again in their place.
+def _strict_rereads(con: duckdb.DuckDBPyConnection) -> None:
+    """Re-read the payloads DuckDB reads leniently as a strict JSON parser reads them (D-7,
+    E-26, E-61) and scan those rows again in their place.
 
     A payload that is not JSON becomes the empty text, which no parser accepts (so past the
     depth Python recurses to as well: E-60); one with a repeated key becomes its canonical text,
     where the last value stands. A row without a usable sequence has no key to be put back
     under, and is left as read.
     """
-    suspects = events.filter(pl.col("payload_suspect") & pl.col("sequence").is_not_null())
+    suspects = con.sql(
+        "SELECT run_id, sequence, sequence_ok, type, suspect_payload AS payload, ts, row_hash "
+        "FROM event_scan WHERE payload_suspect AND sequence IS NOT NULL"
+    ).pl()
     fixed: list[str] = []
-    for payload in suspects["suspect_payload"]:
+    for payload in suspects["payload"]:
         try:
             fixed.append(jsonvalue.canonical_text(payload))
         except jsonvalue.NotJson:
             fixed.append("")
-    rows = suspects.with_columns(payload=pl.Series(fixed, dtype=pl.String)).select(_ROW_COLUMNS)
+    rows = suspects.with_columns(payload=pl.Series(fixed, dtype=pl.String))
     register_frame(con, "fixed_event_rows", rows)
-    if rows.is_empty():
-        return events
-    return _replace_rows(events, rows, _scan(con, rows))
+    if not rows.is_empty():
+        _scan_again(con, "fixed_event_rows", rows)
 
 
 def events_pass(
     con: duckdb.DuckDBPyConnection, sources: event_files.Sources, runs: event_files.RunRange | None
 ) -> list[tuple[str, int]]:
-    """Build `events` (and the other `FRAMES`) from one scan of the event files, as
-    `EVENTS_PASS` orders it: duplicates collapsed (D-3), the payloads DuckDB reads leniently
-    re-read as JSON (D-7). Returns the conflicting (run, sequence) keys (D-3)."""
+    """Build `events` from one scan of the event files, as `EVENTS_PASS` orders it: duplicates
+    collapsed (D-3), the payloads DuckDB reads leniently re-read as JSON (D-7). Returns the
+    conflicting (run, sequence) keys (D-3)."""
     event_files.register(con, sources, runs)
-    sql_files.materialize(con, "eval_run_ids")
-    sql_files.define_view(con, "scan_rows")
-    scanned = _scan(con)
-    register_frame(con, "row_hashes", scanned.select("run_id", "row_hash"))
-    events, conflicts = _collapse_duplicates(con, _in_key_order(scanned))
-    events = _strict_rereads(con, events)
-    register_frame(con, "events", events.drop("suspect_payload"))
+    for name in EVENTS_PASS:
+        if name in VIEWS:
+            sql_files.define_view(con, name)
+        else:
+            sql_files.materialize(con, name)
+    conflicts = _collapse_duplicates(con)
+    _strict_rereads(con)
     return conflicts
 
 
 def _build(
     con: duckdb.DuckDBPyConnection, sources: event_files.Sources, runs: event_files.RunRange | None
 ) -> list[tuple[str, int]]:
-    """Build every relation of the SQL stage; returns the conflicting (run, sequence) keys."""
+    """Materialize every table of the SQL stage; returns the conflicting (run, sequence) keys."""
     conflicts = events_pass(con, sources, runs)
     for name in PIPELINE:
         sql_files.materialize(con, name)
