@@ -3,7 +3,8 @@
 -- stored event_scan after the events pass (a view): a duplicated key's kept row (D-3), the
 -- payloads read leniently scanned again as a strict parser re-read them (D-7). `f` holds, as JSON
 -- texts, the payload fields its type's grading reads (D-2 aliases), in the order the per-type
--- relations read them; other types parse nothing.
+-- relations (tool_called_events, usage_events, bracket_events, scored_events, started_events)
+-- read them; other types parse nothing.
 SELECT
     run_id,
     sequence,

@@ -1,14 +1,19 @@
 -- name: bracket_events
 -- One row per invocation bracket event (§2.1): agent.invocation-started with its agent (D-2),
--- invocationId and modelClass; agent.invocation-completed with its invocationId. Read from `event_scan`,
--- which reads the typed fields off each payload's one parse.
+-- invocationId and modelClass; agent.invocation-completed with its invocationId. Read from
+-- `events`.
 SELECT
     run_id,
     sequence,
     type,
     ts,
-    agent_id,
-    invocation_id,
-    model_class
-FROM event_scan
+    CASE
+        WHEN type = 'agent.invocation-started' THEN coalesce(json_string(f[1]), json_string(f[2]))
+    END AS agent_id,
+    CASE
+        WHEN type = 'agent.invocation-started' THEN json_string(f[3])
+        ELSE json_string(f[1])
+    END AS invocation_id,
+    CASE WHEN type = 'agent.invocation-started' THEN json_string(f[4]) END AS model_class
+FROM events
 WHERE type IN ('agent.invocation-started', 'agent.invocation-completed')
