@@ -411,7 +411,7 @@ def _started_events() -> tuple[Rows, Expected]:
     ]
 
 
-# -- sql/spans: eval runs, and events placed in eval spans and trial segments ----------------------
+# -- extract/segments.py: eval runs, and events placed in eval spans and trial segments ----------
 
 
 @golden("eval_runs", "§2.1", "run_id, start_seq, started_count, suite_id, trial_count, end_seq")
@@ -455,8 +455,8 @@ def _span_scored() -> tuple[Rows, Expected]:
 
 def _span_log(add: Callable[[LogBuilder], object]) -> tuple[Rows, Expected]:
     """Events (written by `add`) before an eval, in its first two segments, after its last
-    eval.scored and after its eval.completed, and in a restarted eval: the rows of span_events
-    (sql/macros.sql) are those of the span, each with its segment."""
+    eval.scored and after its eval.completed, and in a restarted eval: the rows `segments.place`
+    keeps are those of the span, each with its segment."""
     log, restarted = LogBuilder("run-a"), LogBuilder("run-b")
     add(log)  # 0: before eval.started
     log.add("eval.started", started())  # 1
@@ -491,7 +491,7 @@ def _span_brackets() -> tuple[Rows, Expected]:
     return _span_log(lambda log: log.add("agent.invocation-completed", invocation("inv-1")))
 
 
-# -- sql/trials: one row per trial, its calls and usage, and the problems found --------------------
+# -- segments.py and sql/trials: one row per trial, its calls and usage, and the problems found ---
 
 
 @golden(

@@ -1,8 +1,11 @@
 """The SQL stage: event files in, one row per trial (plus its calls and usage) out (§2).
 
-The queries live in `sql/`; this module runs them in order and does the two checks SQL cannot do
-exactly: D-7 equality of duplicate rows (D-3) and the payloads DuckDB's lenient parser accepts but
-JSON does not (NaN, Infinity) or reads differently (a repeated key: JSON parsers keep the last).
+The queries live in `sql/`; this module runs them in order: one scan of the event files that
+parses each payload once (event_scan), the per-type relations read off it, then the eval spans,
+trial segments, calls and usage in Polars (`segments`). It also does the two checks SQL cannot do
+exactly: D-7 equality of duplicate rows (D-3, keys found by adjacency) and the payloads DuckDB's
+lenient parser accepts but JSON does not (NaN, Infinity, trailing commas) or reads differently (a
+repeated key: JSON parsers keep the last).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import duckdb
 import polars as pl
 
 from evalbatch import jsonvalue, problems
-from evalbatch.extract import sql_files
+from evalbatch.extract import segments, sql_files
 from evalbatch.inputs import event_files
 from evalbatch.options import Resources
 
@@ -43,25 +46,19 @@ FRAMES: dict[str, str] = {
         "value: D-7, E-26), with the payload as the strict parser re-read it (the empty text when "
         "it is not JSON), scanned again in their place."
     ),
+    **segments.FRAMES,
 }
 
-#: the queries that build the trial tables from `events`, in dependency order: per-type events
-#: (sql/typed), eval runs and the events of their spans (sql/spans), then the trial rows
-#: (sql/trials); `event_problems` and `usage_problems` are read from these when asked for
+#: the queries that read the events: the per-type relations (sql/typed) and the runs whose costs
+#: come from provider.usage (sql/trials); the eval spans, trial segments, calls and usage are
+#: then built from the per-type relations in Polars (`segments.FRAMES`), and `event_problems`
+#: and `usage_problems` are read from them when asked for
 PIPELINE = (
     "tool_called_events",
     "usage_events",
     "bracket_events",
     "scored_events",
     "started_events",
-    "eval_runs",
-    "span_scored",
-    "span_calls",
-    "span_usage",
-    "span_brackets",
-    "trial_segments",
-    "trial_calls",
-    "trial_usage",
     "run_cost_source",
 )
 
@@ -228,12 +225,16 @@ def events_pass(
 
 def _build(
     con: duckdb.DuckDBPyConnection, sources: event_files.Sources, runs: event_files.RunRange | None
-) -> list[tuple[str, int]]:
-    """Materialize every table of the SQL stage; returns the conflicting (run, sequence) keys."""
+) -> tuple[list[tuple[str, int]], dict[str, pl.DataFrame]]:
+    """Build every relation of the SQL stage; returns the conflicting (run, sequence) keys and
+    the trial frames (`segments.FRAMES`, also registered under their names)."""
     conflicts = events_pass(con, sources, runs)
     for name in PIPELINE:
         sql_files.materialize(con, name)
-    return conflicts
+    frames = segments.build(con)
+    for name, frame in frames.items():
+        register_frame(con, name, frame)
+    return conflicts, frames
 
 
 def extract(
@@ -249,7 +250,9 @@ def extract(
     """
     if not isinstance(sources, event_files.Sources):
         sources = event_files.scan(con, sources)
-    conflicts = event_files.leaving_out_damaged(con, sources, lambda: _build(con, sources, runs))
+    conflicts, frames = event_files.leaving_out_damaged(
+        con, sources, lambda: _build(con, sources, runs)
+    )
 
     event_problems = sql_files.relation(con, "event_problems").pl()
     if conflicts:
@@ -265,10 +268,10 @@ def extract(
             ["run_id", "sequence", "code"]
         )
     return Extraction(
-        eval_runs=con.sql("SELECT * FROM eval_runs ORDER BY run_id").pl(),
-        trial_segments=con.sql("SELECT * FROM trial_segments ORDER BY run_id, segment_no").pl(),
-        trial_usage=con.sql("SELECT * FROM trial_usage ORDER BY run_id, segment_no").pl(),
-        trial_calls=con.sql("SELECT * FROM trial_calls ORDER BY run_id, segment_no, call_pos").pl(),
+        eval_runs=frames["eval_runs"].sort("run_id"),
+        trial_segments=frames["trial_segments"].sort("run_id", "segment_no"),
+        trial_usage=frames["trial_usage"].sort("run_id", "segment_no"),
+        trial_calls=frames["trial_calls"].sort("run_id", "segment_no", "call_pos"),
         cost_source_runs={
             row[0] for row in con.sql("SELECT run_id FROM run_cost_source").fetchall()
         },
