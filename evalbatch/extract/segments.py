@@ -88,8 +88,13 @@ def eval_runs(started: pl.DataFrame, completed: pl.DataFrame) -> pl.DataFrame:
 
 
 def _in_span(events: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
-    """The events after their run's only eval.started and before its eval.completed (E-2)."""
-    bounds = runs.filter(pl.col("started_count") == 1).select("run_id", "start_seq", "end_seq")
+    """The events after their run's only eval.started and before its eval.completed (E-2), with
+    their run's number (`run_no`, dense, in run order) for sorting on integers."""
+    bounds = (
+        runs.with_row_index("run_no")
+        .filter(pl.col("started_count") == 1)
+        .select("run_id", "run_no", "start_seq", "end_seq")
+    )
     return (
         events.join(bounds, on="run_id")
         .filter(
@@ -103,19 +108,19 @@ def _in_span(events: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
 def place(runs: pl.DataFrame, frames: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
     """The events of each frame inside the eval span, each with its trial segment (§2.1, E-2):
     the number of the span's eval.scored before it, a running count over one sort of the keys
-    alone (run, sequence) on which each frame's own rows are never moved. `frames` holds
+    alone (run number, sequence) on which each frame's own rows are never moved. `frames` holds
     `span_scored`'s source (scored_events) under that name; its events close their segment
     (numbered from 0, starting after the previous eval.scored or the eval.started)."""
     in_span = {name: _in_span(frame, runs) for name, frame in frames.items()}
     keys = pl.concat(
         [
-            frame.select("run_id", "sequence", scored=pl.lit(name == "span_scored"))
+            frame.select("run_no", "sequence", scored=pl.lit(name == "span_scored"))
             for name, frame in in_span.items()
         ]
     )
-    order = keys.select(pl.arg_sort_by("run_id", "sequence")).to_series()
+    order = keys.select(pl.arg_sort_by("run_no", "sequence")).to_series()
     running = (
-        keys[order].select(pl.col("scored").cast(pl.Int64).cum_sum().over("run_id")).to_series()
+        keys[order].select(pl.col("scored").cast(pl.Int64).cum_sum().over("run_no")).to_series()
     )
     segment = pl.zeros(keys.height, pl.Int64, eager=True).scatter(order, running)
     placed: dict[str, pl.DataFrame] = {}
@@ -126,17 +131,17 @@ def place(runs: pl.DataFrame, frames: dict[str, pl.DataFrame]) -> dict[str, pl.D
         if name == "span_scored":
             placed[name] = (
                 frame.with_columns(segment_no=numbers - 1)
-                .sort("run_id", "sequence")
+                .sort("run_no", "sequence")
                 .with_columns(
                     segment_start_seq=pl.col("sequence")
                     .shift()
-                    .over("run_id")
+                    .over("run_no")
                     .fill_null(pl.col("start_seq"))
                 )
-                .drop("start_seq")
+                .drop("run_no", "start_seq")
             )
         else:
-            placed[name] = frame.with_columns(segment_no=numbers).drop("start_seq")
+            placed[name] = frame.with_columns(segment_no=numbers).drop("run_no", "start_seq")
     return placed
 
 
