@@ -156,10 +156,10 @@ def _store(
 
 
 def _store_frames(con: duckdb.DuckDBPyConnection) -> None:
-    """Keep the frames the stage registered (`trial_tables.FRAMES`, read through Arrow) and its
-    `events` view as tables, so they outlive the stage's Python objects and a sealed connection
-    keeps them."""
-    for name in trial_tables.FRAMES:
+    """Keep the frames the stage registered (`trial_tables.FRAMES` and the `FETCHED` per-type
+    relations, read through Arrow) and its `events` view as tables, so they outlive the stage's
+    Python objects and a sealed connection keeps them."""
+    for name in [*trial_tables.FRAMES, *sorted(trial_tables.FETCHED)]:
         frame = con.sql(f'FROM "{name}"').pl()
         con.unregister(name)
         _store(con, name, frame)

@@ -665,7 +665,7 @@ def relation_rows(tmp_path: Path, case: Golden) -> list[tuple[Any, ...]]:
         # event_scan's stored rows are rewritten by the events pass: its case runs the query
         stored = (
             case.relation in trial_tables.FRAMES
-            or case.relation in trial_tables.PIPELINE
+            or case.relation in trial_tables.PIPELINE  # stored, or fetched and registered
             or case.relation in set(trial_tables.EVENTS_PASS) - trial_tables.VIEWS - {"event_scan"}
         )
         source = f'"{case.relation}"' if stored else f"({sql_files.load(case.relation).text})"

@@ -1,6 +1,6 @@
 """Eval spans, trial segments, brackets, calls and usage in O(n) Polars expressions (§2.1, §2.2).
 
-The per-type relations (sql/typed) are read once each; every event is placed in its run's eval
+The per-type relations (sql/typed) are fetched once each; every event is placed in its run's eval
 span and trial segment by one sort on (run, sequence) and a running count of `eval.scored`
 (E-2), instead of as-of joins per type; brackets, calls and usage sums are joins and group-bys on
 (run, segment). The frames keep the names and columns of the queries they replace, so grading
@@ -266,22 +266,24 @@ def trial_usage(segments: pl.DataFrame, calls: pl.DataFrame, usage: pl.DataFrame
     )
 
 
-def build(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
-    """Every frame of `FRAMES`, from the per-type relations of `con` (read once each)."""
-    started = _fetch(con, "FROM started_events")
+def build(
+    con: duckdb.DuckDBPyConnection, typed: dict[str, pl.DataFrame]
+) -> dict[str, pl.DataFrame]:
+    """Every frame of `FRAMES`, from the rows of the per-type relations (`typed`, by name) and
+    the eval.completed events of `con`."""
     completed = _fetch(
         con,
         "SELECT run_id, sequence FROM events "
         "WHERE type = 'eval.completed' AND sequence IS NOT NULL",
     )
-    runs = eval_runs(started, completed)
+    runs = eval_runs(typed["started_events"], completed)
     placed = place(
         runs,
         {
-            "span_scored": _fetch(con, "FROM scored_events"),
-            "span_calls": _fetch(con, "FROM tool_called_events"),
-            "span_usage": _fetch(con, "FROM usage_events"),
-            "span_brackets": _fetch(con, "FROM bracket_events"),
+            "span_scored": typed["scored_events"],
+            "span_calls": typed["tool_called_events"],
+            "span_usage": typed["usage_events"],
+            "span_brackets": typed["bracket_events"],
         },
     )
     segments = trial_segments(placed["span_scored"], placed["span_brackets"])

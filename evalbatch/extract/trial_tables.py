@@ -61,6 +61,9 @@ PIPELINE = (
     "started_events",
     "run_cost_source",
 )
+#: the queries of `PIPELINE` whose rows are fetched once into Polars (for `segments`) and
+#: registered under their own name, rather than stored in DuckDB as well
+FETCHED = frozenset(PIPELINE[:5])
 
 
 @dataclass
@@ -229,9 +232,13 @@ def _build(
     """Build every relation of the SQL stage; returns the conflicting (run, sequence) keys and
     the trial frames (`segments.FRAMES`, also registered under their names)."""
     conflicts = events_pass(con, sources, runs)
+    typed = {name: sql_files.relation(con, name).pl() for name in PIPELINE if name in FETCHED}
+    for name, frame in typed.items():
+        register_frame(con, name, frame)
     for name in PIPELINE:
-        sql_files.materialize(con, name)
-    frames = segments.build(con)
+        if name not in FETCHED:
+            sql_files.materialize(con, name)
+    frames = segments.build(con, typed)
     for name, frame in frames.items():
         register_frame(con, name, frame)
     return conflicts, frames
