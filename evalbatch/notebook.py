@@ -124,10 +124,17 @@ def tables() -> list[TableInfo]:
     found = [TableInfo(name, "graded", rule, text) for name, (rule, text) in GRADED.items()]
     found += [TableInfo(name, "view", rule, text) for name, (rule, text, _) in VIEWS.items()]
     found += [
-        TableInfo(name, "stage", rule, sql_files.load(name).description)
-        for name, rule in STAGE.items()
+        TableInfo(name, "stage", rule, _stage_description(name)) for name, rule in STAGE.items()
     ]
     return found
+
+
+def _stage_description(name: str) -> str:
+    """What a stage relation holds: its SQL file's header, or the text of a frame the stage
+    builds from its scan."""
+    if name in trial_tables.FRAMES:
+        return trial_tables.FRAMES[name]
+    return sql_files.load(name).description
 
 
 def _as_list(paths: str | Path | Sequence[str | Path]) -> list[str]:
@@ -146,6 +153,19 @@ def _store(
         con.execute(f'CREATE OR REPLACE TEMP TABLE "{name}" AS SELECT {columns} FROM "{scratch}"')
     finally:
         con.unregister(scratch)
+
+
+def _store_frames(con: duckdb.DuckDBPyConnection) -> None:
+    """Keep the frames the stage registered (`trial_tables.FRAMES` and the `FETCHED` per-type
+    relations, read through Arrow) and its `events` view as tables, so they outlive the stage's
+    Python objects and a sealed connection keeps them."""
+    for name in [*trial_tables.FRAMES, *sorted(trial_tables.FETCHED)]:
+        frame = con.sql(f'FROM "{name}"').pl()
+        con.unregister(name)
+        _store(con, name, frame)
+    con.execute('CREATE OR REPLACE TEMP TABLE "__evalbatch_events" AS FROM events')
+    con.execute("DROP VIEW events")
+    con.execute('ALTER TABLE "__evalbatch_events" RENAME TO events')
 
 
 def _add_graded(con: duckdb.DuckDBPyConnection, result: GradeResult) -> None:
@@ -242,6 +262,7 @@ def connect(
         if run_filter is not None:
             run_filter.apply(con, sources)
         trial_tables.extract(con, sources)
+        _store_frames(con)
         _add_graded(con, result)
         _add_views(con, stored=safe)
         if safe:

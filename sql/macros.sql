@@ -19,21 +19,3 @@ CREATE OR REPLACE TEMP MACRO json_string(v) AS
         CASE WHEN contains(CAST(v AS VARCHAR), '\') THEN v ->> '$'
         ELSE substr(CAST(v AS VARCHAR), 2, length(CAST(v AS VARCHAR)) - 2) END
     END;
--- The events of one per-type relation (`source`, named as text: tool_called_events, usage_events,
--- bracket_events) inside each eval's span (after its only eval.started, before eval.completed:
--- §2.1, E-2), each with the trial segment it sits in: segment_no counts the span's eval.scored
--- events before it (an as-of join on sequence with span_scored, so no event is sorted with its
--- payload); events after the last eval.scored sit in a segment no trial owns. Read by
--- span_calls, span_usage and span_brackets, so the rule is written once.
-CREATE OR REPLACE TEMP MACRO span_events(source) AS TABLE
-    WITH in_span AS (
-        SELECT e.*
-        FROM query_table(source) AS e
-        JOIN eval_runs AS r ON e.run_id = r.run_id
-        WHERE r.started_count = 1
-            AND e.sequence > r.start_seq
-            AND (r.end_seq IS NULL OR e.sequence < r.end_seq)
-    )
-    SELECT e.*, coalesce(s.segment_no + 1, 0)::BIGINT AS segment_no
-    FROM in_span AS e
-    ASOF LEFT JOIN span_scored AS s ON e.run_id = s.run_id AND e.sequence > s.sequence;

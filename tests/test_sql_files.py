@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evalbatch.extract import sql_files, trial_tables
+from evalbatch.extract import segments, sql_files, trial_tables
 from tests.test_sql_golden import CASES
 
 #: the folders of sql/ that hold the queries of the stage's readers, not the stage itself
@@ -19,7 +19,8 @@ CONSUMER_FOLDERS = ("provenance", "verify", "explain", "export")
 def test_every_sql_file_loads_with_a_header() -> None:
     files = sql_files.all_files()
     assert {f.name for f in files} >= {
-        "events",
+        "scan_rows",
+        "event_scan",
         "event_rows",
         "duplicate_events",
         "macros",
@@ -57,22 +58,33 @@ def test_the_stage_order_names_each_stage_relation_once_after_what_it_reads() ->
 
 
 def test_the_span_rule_is_written_once() -> None:
-    """Layout issue item 6: span_calls, span_usage and span_brackets are the one table macro
-    span_events (§2.1, E-2) over their per-type relation, not three copies of its query."""
-    assert "MACRO span_events(source) AS TABLE" in sql_files.load("macros").text
-    for name, source in (
-        ("span_calls", "tool_called_events"),
-        ("span_usage", "usage_events"),
-        ("span_brackets", "bracket_events"),
-    ):
-        assert sql_files.load(name).text == f"SELECT * FROM span_events('{source}')"
+    """Layout issue item 6, issue 16 item 1: span_calls, span_usage and span_brackets are placed
+    in their spans and segments (§2.1, E-2) by the one function `segments.place`, over their
+    per-type relations, and no query of sql/ repeats the rule."""
+    assert {"span_scored", "span_calls", "span_usage", "span_brackets"} <= set(segments.FRAMES)
+    assert "span_events" not in sql_files.load("macros").text
+    stage = [f for f in sql_files.all_files() if f.folder in sql_files.STAGE_FOLDERS]
+    assert not [f.name for f in stage if re.search(r"\bASOF\b", f.text, re.IGNORECASE)]
 
 
 def test_every_stage_relation_has_a_golden_case() -> None:
-    """Layout issue item 6: each relation in sql/events, typed, spans and trials has its case in
+    """Layout issue item 6: each relation in sql/events, typed, spans and trials, and each frame
+    the stage builds from its scan (`trial_tables.FRAMES`), has its case in
     tests/test_sql_golden.py."""
     stage = {f.name for f in sql_files.all_files() if f.folder in sql_files.STAGE_FOLDERS}
-    assert stage == set(CASES)
+    assert stage | set(trial_tables.FRAMES) == set(CASES)
+
+
+def test_every_frame_says_what_a_row_is_and_cites_the_contract() -> None:
+    """The frames of the stage are documented as its queries are (a header naming the rules);
+    none shares a name with a query of the stage, and a reader's query of a frame's name (for
+    readers that fetch it by name) only reads that frame."""
+    files = {f.name: f for f in sql_files.all_files()}
+    for name, description in trial_tables.FRAMES.items():
+        assert re.search(r"(D-\d+|§\d|E-\d+)", description), name
+        if name in files:
+            assert files[name].folder not in sql_files.STAGE_FOLDERS, name
+            assert files[name].text == f"SELECT * FROM {name}", name
 
 
 @pytest.fixture

@@ -109,6 +109,83 @@ def _eval_run_ids() -> tuple[Rows, Expected]:
     return eval_run.rows + other.rows, [("run-a",)]
 
 
+@golden("scan_rows", "§2.1, E-1, D-3", "run_id, sequence, type, payload")
+def _scan_rows() -> tuple[Rows, Expected]:
+    """The rows of eval runs as read: every row, a duplicated key's rows all kept, types and
+    payload cells as written; other runs are not read."""
+    log, other = LogBuilder("run-a"), LogBuilder("run-b")
+    log.add("eval.started", {})  # 0
+    log.add("agent.toolCalled", {"toolName": "crm:a"})  # 1: v1 name, twice
+    again(log)
+    log.add("custom.note", None)  # 2: a null cell
+    null_payload(log)
+    other.add("custom.note", {})  # not an eval run
+    return log.rows + other.rows, [
+        ("run-a", 0, "eval.started", "{}"),
+        ("run-a", 1, "agent.toolCalled", '{"toolName": "crm:a"}'),
+        ("run-a", 1, "agent.toolCalled", '{"toolName": "crm:a"}'),
+        ("run-a", 2, "custom.note", None),
+    ]
+
+
+@golden(
+    "event_scan",
+    "§2.2, D-1, D-2, D-3, E-6, D-7, E-26, E-61",
+    "sequence, type, payload_json, payload_suspect, f, suspect_payload",
+)
+def _event_scan() -> tuple[Rows, Expected]:
+    """Each row read once: v2 types, a null cell read as JSON null, the fields of a graded type
+    and its validity from one extraction, ungraded types only checked; NaN, a trailing comma and
+    a repeated key of an eval payload flagged with their text, a repeated key of usage not."""
+    log = LogBuilder("run-a")
+    log.add("eval.started", started())  # 0
+    log.add("agent.toolCalled", {"toolName": "crm:a"})  # 1: v1 name, twice
+    again(log)
+    log.add("custom.note", None)  # 2: a null cell
+    null_payload(log)
+    log.add("custom.note", raw="{")  # 3: not JSON, not graded
+    log.add("provider.usage", raw='{"inputTokens": NaN}')  # 4
+    log.add("eval.completed", raw='{"passed": true,}')  # 5
+    log.add("eval.scored", raw='{"taskId": "t1", "taskId": "t2"}')  # 6
+    log.add("provider.usage", raw='{"inputTokens": 1, "inputTokens": 2}')  # 7: E-26
+    started_f = ['"s"', '"1"', None, None, None]
+    call_f = [None, None, '"crm:a"', None, None, None]
+    return log.rows, [
+        (0, "eval.started", True, False, started_f, None),
+        (1, "agent.tool-called", True, False, call_f, None),
+        (1, "agent.tool-called", True, False, call_f, None),
+        (2, "custom.note", True, False, None, None),
+        (3, "custom.note", False, False, None, None),
+        (4, "provider.usage", True, True, ["NaN", None, None, None, None], '{"inputTokens": NaN}'),
+        (5, "eval.completed", True, True, None, '{"passed": true,}'),
+        (
+            6,
+            "eval.scored",
+            True,
+            True,
+            ['"t1"', None, None, None, None, None],
+            '{"taskId": "t1", "taskId": "t2"}',
+        ),
+        (7, "provider.usage", True, False, ["1", None, None, None, None], None),
+    ]
+
+
+@golden("duplicate_row_hashes", "D-3, E-50", "run_id, sequence")
+def _duplicate_row_hashes() -> tuple[Rows, Expected]:
+    """Every row behind a duplicated key of an eval run, alike or not; other keys and runs not."""
+    log, other = LogBuilder("run-a"), LogBuilder("run-b")
+    log.add("eval.started", started())  # 0
+    log.add("provider.usage", usage())  # 1, twice alike
+    again(log)
+    log.add("provider.usage", usage())  # 2, three times, one different
+    again(log)
+    again(log, payload='{"inputTokens": 2}')
+    log.add("custom.note", {})  # 3
+    other.add("provider.usage", usage())  # not an eval run
+    again(other)
+    return log.rows + other.rows, [("run-a", 1)] * 2 + [("run-a", 2)] * 3
+
+
 @golden("duplicate_keys", "D-3", "run_id, sequence")
 def _duplicate_keys() -> tuple[Rows, Expected]:
     """Keys of an eval run held by more than one row, equal or not; other runs are not read."""
@@ -334,7 +411,7 @@ def _started_events() -> tuple[Rows, Expected]:
     ]
 
 
-# -- sql/spans: eval runs, and events placed in eval spans and trial segments ----------------------
+# -- extract/segments.py: eval runs, and events placed in eval spans and trial segments ----------
 
 
 @golden("eval_runs", "§2.1", "run_id, start_seq, started_count, suite_id, trial_count, end_seq")
@@ -376,10 +453,10 @@ def _span_scored() -> tuple[Rows, Expected]:
     ]
 
 
-def _span_log(add: Callable[[LogBuilder], None]) -> tuple[Rows, Expected]:
+def _span_log(add: Callable[[LogBuilder], object]) -> tuple[Rows, Expected]:
     """Events (written by `add`) before an eval, in its first two segments, after its last
-    eval.scored and after its eval.completed, and in a restarted eval: the rows of span_events
-    (sql/macros.sql) are those of the span, each with its segment."""
+    eval.scored and after its eval.completed, and in a restarted eval: the rows `segments.place`
+    keeps are those of the span, each with its segment."""
     log, restarted = LogBuilder("run-a"), LogBuilder("run-b")
     add(log)  # 0: before eval.started
     log.add("eval.started", started())  # 1
@@ -414,7 +491,7 @@ def _span_brackets() -> tuple[Rows, Expected]:
     return _span_log(lambda log: log.add("agent.invocation-completed", invocation("inv-1")))
 
 
-# -- sql/trials: one row per trial, its calls and usage, and the problems found --------------------
+# -- segments.py and sql/trials: one row per trial, its calls and usage, and the problems found ---
 
 
 @golden(
@@ -571,6 +648,13 @@ def _usage_problems() -> tuple[Rows, Expected]:
 # -------------------------------------------------------------------------------------------------
 
 
+def description(relation: str) -> str:
+    """What the relation holds and which rules decide it: its SQL header, or the frame's text."""
+    if relation in trial_tables.FRAMES:
+        return trial_tables.FRAMES[relation]
+    return sql_files.load(relation).description
+
+
 def relation_rows(tmp_path: Path, case: Golden) -> list[tuple[Any, ...]]:
     """Run the stage over the case's events and read its relation's rows."""
     rows, _ = case.build()
@@ -578,8 +662,11 @@ def relation_rows(tmp_path: Path, case: Golden) -> list[tuple[Any, ...]]:
     con = trial_tables.connect()
     try:
         trial_tables.extract(con, [str(path)])
-        stored = case.relation in trial_tables.PIPELINE or (
-            case.relation in trial_tables.EVENTS_PASS and case.relation not in trial_tables.VIEWS
+        # event_scan's stored rows are rewritten by the events pass: its case runs the query
+        stored = (
+            case.relation in trial_tables.FRAMES
+            or case.relation in trial_tables.PIPELINE  # stored, or fetched and registered
+            or case.relation in set(trial_tables.EVENTS_PASS) - trial_tables.VIEWS - {"event_scan"}
         )
         source = f'"{case.relation}"' if stored else f"({sql_files.load(case.relation).text})"
         return con.sql(f"SELECT {case.columns} FROM {source} ORDER BY ALL").fetchall()
@@ -596,7 +683,7 @@ def test_relation_golden(tmp_path: Path, case: Golden) -> None:
 
 @pytest.mark.parametrize("case", list(CASES.values()), ids=lambda case: case.id)
 def test_golden_case_names_rules_of_its_relation(case: Golden) -> None:
-    """Each rule a case names is one its SQL file's header cites."""
-    description = sql_files.load(case.relation).description
+    """Each rule a case names is one its SQL file's header (or its frame's text) cites."""
+    text = description(case.relation)
     for rule in re.split(r",\s*", case.rule):
-        assert re.search(rf"{re.escape(rule)}(?!\.?\d)", description), (case.relation, rule)
+        assert re.search(rf"{re.escape(rule)}(?!\.?\d)", text), (case.relation, rule)

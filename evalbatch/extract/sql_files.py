@@ -2,9 +2,9 @@
 
 Each file holds one SELECT and opens with a `-- name:` line and a comment saying what the relation
 holds and which contract rule it implements. The files sit in sub-folders that read as the data
-flow: the stage's `events/` (rows of eval runs, parsed once), `typed/` (one relation per event
-type), `spans/` (events placed in eval spans and trial segments), `trials/` (one row per trial,
-its calls, usage and problems), then the queries of the stage's consumers (`provenance/`,
+flow: the stage's `events/` (rows of eval runs, scanned and parsed once), `typed/` (one relation
+per event type), `trials/` (the problems and cost sources read from the trial frames, which
+evalbatch/extract/segments.py builds), then the queries of the stage's consumers (`provenance/`,
 `verify/`, `explain/`, `export/`). A query is found by its name alone, wherever it sits.
 `materialize` stores a query's result as a temporary table that later queries read by the same
 name.
@@ -22,7 +22,7 @@ import duckdb
 from evalbatch.errors import SqlFileError
 
 #: the sub-folders of `sql/` that hold the SQL stage itself, in the order data flows through them
-STAGE_FOLDERS = ("events", "typed", "spans", "trials")
+STAGE_FOLDERS = ("events", "typed", "trials")
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,11 @@
 """The SQL stage: event files in, one row per trial (plus its calls and usage) out (§2).
 
-The queries live in `sql/`; this module runs them in order and does the two checks SQL cannot do
-exactly: D-7 equality of duplicate rows (D-3) and the payloads DuckDB's lenient parser accepts but
-JSON does not (NaN, Infinity) or reads differently (a repeated key: JSON parsers keep the last).
+The queries live in `sql/`; this module runs them in order: one scan of the event files that
+parses each payload once (event_scan), the per-type relations read off it, then the eval spans,
+trial segments, calls and usage in Polars (`segments`). It also does the two checks SQL cannot do
+exactly: D-7 equality of duplicate rows (D-3, keys found by adjacency) and the payloads DuckDB's
+lenient parser accepts but JSON does not (NaN, Infinity, trailing commas) or reads differently (a
+repeated key: JSON parsers keep the last).
 """
 
 from __future__ import annotations
@@ -14,35 +17,53 @@ import duckdb
 import polars as pl
 
 from evalbatch import jsonvalue, problems
-from evalbatch.extract import sql_files
+from evalbatch.extract import segments, sql_files
 from evalbatch.inputs import event_files
 from evalbatch.options import Resources
 
-#: the events pass, in dependency order: which runs are eval runs, the keys held by more than one
-#: row (D-3), each event's row (a view, read once) and the parsed `events` table built from them
-EVENTS_PASS = ("eval_run_ids", "duplicate_keys", "event_rows", "events")
+#: the events pass, in dependency order: which runs are eval runs, their rows as read (a view),
+#: the one scan that parses each row's payload (stored, then its duplicate and lenient rows
+#: replaced: `events_pass`) and the `events` it leaves
+EVENTS_PASS = ("eval_run_ids", "scan_rows", "event_scan", "events")
 #: the queries of `EVENTS_PASS` kept as views rather than tables
-VIEWS = frozenset({"event_rows"})
+VIEWS = frozenset({"scan_rows", "events"})
 
-#: the queries that build the trial tables from `events`, in dependency order: per-type events
-#: (sql/typed), eval runs and the events of their spans (sql/spans), then the trial rows
-#: (sql/trials); `event_problems` and `usage_problems` are read from these when asked for
+#: the stage's relations built in Python from what the scan found, registered in the connection
+#: under these names (the queries of sql/ read them as tables), with what a row is and which
+#: rules decide the rows
+FRAMES: dict[str, str] = {
+    "duplicate_keys": (
+        "(runId, sequence) keys held by more than one row of an eval run (D-3), found as equal "
+        "neighbours of the scanned keys in key order (no GROUP BY over all rows); usually none."
+    ),
+    "duplicate_row_hashes": (
+        "The rows behind each duplicated key (D-3), every one of them: run_id, sequence and the "
+        "row's hash as read, for its run's events fingerprint (E-50; batch_fingerprints)."
+    ),
+    "fixed_event_rows": (
+        "The events whose payload DuckDB's lenient parser reads differently from JSON (NaN and "
+        "Infinity are not JSON, nor is a trailing comma: E-61; a repeated key keeps its last "
+        "value: D-7, E-26), with the payload as the strict parser re-read it (the empty text when "
+        "it is not JSON), scanned again in their place."
+    ),
+    **segments.FRAMES,
+}
+
+#: the queries that read the events: the per-type relations (sql/typed) and the runs whose costs
+#: come from provider.usage (sql/trials); the eval spans, trial segments, calls and usage are
+#: then built from the per-type relations in Polars (`segments.FRAMES`), and `event_problems`
+#: and `usage_problems` are read from them when asked for
 PIPELINE = (
     "tool_called_events",
     "usage_events",
     "bracket_events",
     "scored_events",
     "started_events",
-    "eval_runs",
-    "span_scored",
-    "span_calls",
-    "span_usage",
-    "span_brackets",
-    "trial_segments",
-    "trial_calls",
-    "trial_usage",
     "run_cost_source",
 )
+#: the queries of `PIPELINE` whose rows are fetched once into Polars (for `segments`) and
+#: registered under their own name, rather than stored in DuckDB as well
+FETCHED = frozenset(PIPELINE[:5])
 
 
 @dataclass
@@ -77,36 +98,43 @@ def connect(resources: Resources | None = None) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def _payload_fixes(con: duckdb.DuckDBPyConnection) -> bool:
-    """Re-read the few payloads DuckDB accepts leniently, as a strict JSON parser would (D-7).
+#: the columns of a row the scan reads (scan_rows), as a frame of rows to scan again
+_ROW_COLUMNS = ("run_id", "sequence", "sequence_ok", "type", "payload", "ts", "row_hash")
+_KEY = ("run_id", "sequence")
 
-    A payload that is not JSON becomes the empty text, which no parser accepts; one with a
-    repeated key becomes its canonical text, where the last value stands. Returns whether any
-    payload was re-read.
-    """
-    (count,) = con.execute("SELECT count(*) FROM events WHERE payload_suspect").fetchall()
-    if not count[0]:
-        return False
-    suspects = con.execute(
-        "SELECT r.run_id, r.sequence, r.payload FROM event_rows AS r "
-        "SEMI JOIN (SELECT run_id, sequence FROM events WHERE payload_suspect) AS s "
-        "ON s.run_id = r.run_id AND s.sequence = r.sequence"
-    ).fetchall()
-    rows = []
-    for run_id, sequence, payload in suspects:
-        try:
-            fixed = jsonvalue.canonical_text(payload)
-        except jsonvalue.NotJson:
-            fixed = ""
-        rows.append((run_id, sequence, fixed))
-    if not rows:
-        return False
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE payload_fixes "
-        "(run_id VARCHAR, sequence BIGINT, payload VARCHAR)"
-    )
-    con.executemany("INSERT INTO payload_fixes VALUES (?, ?, ?)", rows)
-    return True
+
+def register_frame(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame) -> None:
+    """Make `frame` readable in `con` under `name` (Arrow, no copy)."""
+    con.register(name, frame.to_arrow())
+
+
+def _scan_again(con: duckdb.DuckDBPyConnection, keys: str, rows: pl.DataFrame) -> None:
+    """Replace the rows of event_scan whose keys are in the relation `keys` by the scan of
+    `rows` (`_ROW_COLUMNS`: rows re-read for a second look)."""
+    scratch = "__evalbatch_rescan"
+    con.register(scratch, rows.select(_ROW_COLUMNS).to_arrow())
+    try:
+        con.execute(
+            "DELETE FROM event_scan WHERE (run_id, sequence) IN "
+            f"(SELECT run_id, sequence FROM {keys})"
+        )
+        query = sql_files.load("event_scan").text
+        con.execute(
+            f"INSERT INTO event_scan WITH scan_rows AS (FROM {scratch}) SELECT * FROM ({query})"
+        )
+    finally:
+        con.unregister(scratch)
+
+
+def _duplicate_keys(keys: pl.DataFrame) -> pl.DataFrame:
+    """The (run, sequence) keys held by more than one row (D-3): equal neighbours once the keys
+    are in order, sorted only when they are not already (no GROUP BY over all rows)."""
+    run, sequence = pl.col("run_id"), pl.col("sequence")
+    step_ok = (run > run.shift()) | ((run == run.shift()) & (sequence >= sequence.shift()))
+    if not keys.select(step_ok.fill_null(True).all()).item():
+        keys = keys.sort(_KEY)
+    repeats = (run == run.shift()) & (sequence == sequence.shift())
+    return keys.filter(repeats.fill_null(False)).unique(maintain_order=True)
 
 
 def _same_event(a: tuple[str, str], b: tuple[str, str]) -> bool:
@@ -121,48 +149,99 @@ def _same_event(a: tuple[str, str], b: tuple[str, str]) -> bool:
         return a[1] == b[1]
 
 
-def _conflicts(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
-    """(run, sequence) keys whose rows are not one event (D-3)."""
+def _conflicts(duplicates: pl.DataFrame) -> list[tuple[str, int]]:
+    """(run, sequence) keys whose rows (of duplicate_events) are not one event (D-3)."""
     groups: dict[tuple[str, int], list[tuple[str, str]]] = defaultdict(list)
-    for run_id, sequence, type_, payload in sql_files.relation(con, "duplicate_events").fetchall():
+    for run_id, sequence, type_, payload in duplicates.select(
+        "run_id", "sequence", "type", "payload"
+    ).iter_rows():
         groups[(run_id, sequence)].append((type_, payload))
     return [
         key for key, rows in groups.items() if not all(_same_event(rows[0], r) for r in rows[1:])
     ]
 
 
+#: duplicate_row_hashes when no key is held by more than one row
+_NO_ROW_HASHES = pl.DataFrame(
+    schema={"run_id": pl.String, "sequence": pl.Int64, "row_hash": pl.UInt64}
+)
+
+
+def _collapse_duplicates(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
+    """One row per key (D-3): a key held by several rows keeps the row duplicate_events
+    chooses, scanned again on its own. Only the keys leave DuckDB. Returns the keys whose rows
+    are not one event."""
+    keys = _duplicate_keys(
+        con.sql("SELECT run_id, sequence FROM event_scan WHERE sequence IS NOT NULL").pl()
+    )
+    register_frame(con, "duplicate_keys", keys)
+    if keys.is_empty():
+        register_frame(con, "duplicate_row_hashes", _NO_ROW_HASHES)
+        return []
+    duplicates = sql_files.relation(con, "duplicate_events").pl()
+    register_frame(con, "duplicate_row_hashes", duplicates.select(*_KEY, "row_hash"))
+    _scan_again(con, "duplicate_keys", duplicates.filter("kept"))
+    return _conflicts(duplicates)
+
+
+def _strict_rereads(con: duckdb.DuckDBPyConnection) -> None:
+    """Re-read the payloads DuckDB reads leniently as a strict JSON parser reads them (D-7,
+    E-26, E-61) and scan those rows again in their place.
+
+    A payload that is not JSON becomes the empty text, which no parser accepts (so past the
+    depth Python recurses to as well: E-60); one with a repeated key becomes its canonical text,
+    where the last value stands. A row without a usable sequence has no key to be put back
+    under, and is left as read.
+    """
+    suspects = con.sql(
+        "SELECT run_id, sequence, sequence_ok, type, suspect_payload AS payload, ts, row_hash "
+        "FROM event_scan WHERE payload_suspect AND sequence IS NOT NULL"
+    ).pl()
+    fixed: list[str] = []
+    for payload in suspects["payload"]:
+        try:
+            fixed.append(jsonvalue.canonical_text(payload))
+        except jsonvalue.NotJson:
+            fixed.append("")
+    rows = suspects.with_columns(payload=pl.Series(fixed, dtype=pl.String))
+    register_frame(con, "fixed_event_rows", rows)
+    if not rows.is_empty():
+        _scan_again(con, "fixed_event_rows", rows)
+
+
 def events_pass(
     con: duckdb.DuckDBPyConnection, sources: event_files.Sources, runs: event_files.RunRange | None
-) -> None:
-    """Build `events` from the event files, as `EVENTS_PASS` orders it, with the payloads DuckDB
-    reads leniently re-read as JSON (D-7)."""
+) -> list[tuple[str, int]]:
+    """Build `events` from one scan of the event files, as `EVENTS_PASS` orders it: duplicates
+    collapsed (D-3), the payloads DuckDB reads leniently re-read as JSON (D-7). Returns the
+    conflicting (run, sequence) keys (D-3)."""
     event_files.register(con, sources, runs)
     for name in EVENTS_PASS:
         if name in VIEWS:
             sql_files.define_view(con, name)
         else:
             sql_files.materialize(con, name)
-    if _payload_fixes(con):
-        con.execute(
-            "CREATE OR REPLACE TEMP VIEW event_rows AS " + sql_files.load("fixed_event_rows").text
-        )
-        con.execute("CREATE OR REPLACE TEMP TABLE fixed_events AS " + sql_files.load("events").text)
-        con.execute(
-            "DELETE FROM events WHERE (run_id, sequence) IN "
-            "(SELECT run_id, sequence FROM fixed_events)"
-        )
-        con.execute("INSERT INTO events SELECT * FROM fixed_events")
+    conflicts = _collapse_duplicates(con)
+    _strict_rereads(con)
+    return conflicts
 
 
 def _build(
     con: duckdb.DuckDBPyConnection, sources: event_files.Sources, runs: event_files.RunRange | None
-) -> list[tuple[str, int]]:
-    """Materialize every table of the SQL stage; returns the conflicting (run, sequence) keys."""
-    events_pass(con, sources, runs)
-    conflicts = _conflicts(con)
+) -> tuple[list[tuple[str, int]], dict[str, pl.DataFrame]]:
+    """Build every relation of the SQL stage; returns the conflicting (run, sequence) keys and
+    the trial frames (`segments.FRAMES`, also registered under their names)."""
+    conflicts = events_pass(con, sources, runs)
+    typed = {name: sql_files.relation(con, name).pl() for name in PIPELINE if name in FETCHED}
+    for name, frame in typed.items():
+        register_frame(con, name, frame)
     for name in PIPELINE:
-        sql_files.materialize(con, name)
-    return conflicts
+        if name not in FETCHED:
+            sql_files.materialize(con, name)
+    frames = segments.build(con, typed)
+    for name, frame in frames.items():
+        register_frame(con, name, frame)
+    return conflicts, frames
 
 
 def extract(
@@ -178,7 +257,9 @@ def extract(
     """
     if not isinstance(sources, event_files.Sources):
         sources = event_files.scan(con, sources)
-    conflicts = event_files.leaving_out_damaged(con, sources, lambda: _build(con, sources, runs))
+    conflicts, frames = event_files.leaving_out_damaged(
+        con, sources, lambda: _build(con, sources, runs)
+    )
 
     event_problems = sql_files.relation(con, "event_problems").pl()
     if conflicts:
@@ -194,10 +275,10 @@ def extract(
             ["run_id", "sequence", "code"]
         )
     return Extraction(
-        eval_runs=con.sql("SELECT * FROM eval_runs ORDER BY run_id").pl(),
-        trial_segments=con.sql("SELECT * FROM trial_segments ORDER BY run_id, segment_no").pl(),
-        trial_usage=con.sql("SELECT * FROM trial_usage ORDER BY run_id, segment_no").pl(),
-        trial_calls=con.sql("SELECT * FROM trial_calls ORDER BY run_id, segment_no, call_pos").pl(),
+        eval_runs=frames["eval_runs"].sort("run_id"),
+        trial_segments=frames["trial_segments"].sort("run_id", "segment_no"),
+        trial_usage=frames["trial_usage"].sort("run_id", "segment_no"),
+        trial_calls=frames["trial_calls"].sort("run_id", "segment_no", "call_pos"),
         cost_source_runs={
             row[0] for row in con.sql("SELECT run_id FROM run_cost_source").fetchall()
         },

@@ -1,7 +1,8 @@
 -- name: event_rows
--- One row per event of an eval run (a view, read once): v1 type names mapped to v2 (D-1), a null
--- payload cell read as JSON null (E-6), duplicate rows collapsed to the earliest timestamp (D-3);
--- ties on timestamp are broken by content, so the choice never depends on file order.
+-- One row per event of an eval run with its payload text, read from the files on each query (the
+-- notebook's event_log): v1 type names mapped to v2 (D-1), a null payload cell read as JSON null
+-- (E-6), duplicate rows collapsed to the earliest timestamp (D-3); ties on timestamp are broken
+-- by content, so the choice never depends on file order (the row duplicate_events keeps).
 WITH rows AS (
     SELECT
         run_id, sequence, sequence_ok, v2_type(type) AS type, coalesce(payload, 'null') AS payload, ts,

@@ -1,4 +1,0 @@
--- name: span_brackets
--- The invocation bracket events (bracket_events) inside each eval's span, each with the trial
--- segment it sits in (§2.1, E-2; the rule is the span_events macro of sql/macros.sql).
-SELECT * FROM span_events('bracket_events')
