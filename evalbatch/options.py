@@ -4,11 +4,15 @@ engine, the reference, the library surface and the CLI, and passed explicitly.""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import duckdb
+if TYPE_CHECKING:
+    import duckdb
 
 OnMissDefault = Literal["count", "fail"]
+#: the paired tests `regress` and the regression block may use (§5, D-16)
+Method = Literal["paired-bootstrap", "paired-t", "sign-test", "mcnemar"]
+METHODS: tuple[Method, ...] = ("paired-bootstrap", "paired-t", "sign-test", "mcnemar")
 
 
 @dataclass(frozen=True)

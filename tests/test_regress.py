@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from evalbatch import api
 from evalbatch.cli import cli
 from evalbatch.errors import InputError
+from evalbatch.options import METHODS
 from evalbatch.reduce import regression
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
@@ -92,7 +93,7 @@ def verdict(base: pl.DataFrame, cand: pl.DataFrame, **options: Any) -> regressio
 # --- D-16: identical runs, direction, margin -------------------------------------------------
 
 
-@pytest.mark.parametrize("method", regression.METHODS)
+@pytest.mark.parametrize("method", METHODS)
 def test_identical_runs_are_unchanged_for_every_method(method: str) -> None:
     """D-16 / RFC 0244 §F: identical runs are always `unchanged` (the witnessable case)."""
     rng = np.random.default_rng(3)
@@ -103,7 +104,7 @@ def test_identical_runs_are_unchanged_for_every_method(method: str) -> None:
     assert result.score_delta == 0.0
 
 
-@pytest.mark.parametrize("method", regression.METHODS)
+@pytest.mark.parametrize("method", METHODS)
 def test_identical_sample_logs_are_unchanged(method: str) -> None:
     """D-16 end to end: the sample baseline against itself, every method."""
     report = api.regress_paths(
@@ -113,7 +114,7 @@ def test_identical_sample_logs_are_unchanged(method: str) -> None:
     assert report.exit_code == 0
 
 
-@pytest.mark.parametrize("method", regression.METHODS)
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("direction", [1, -1])
 def test_each_method_reports_the_direction(method: str, direction: int) -> None:
     """D-16: a rejected null gives `improved` or `regressed` by the sign of the effect."""

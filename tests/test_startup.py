@@ -20,7 +20,17 @@ import pytest
 from tests.conftest import OUTPUT_FILES, ROOT, SAMPLE_EVENTS, SAMPLE_SUITES
 
 #: libraries only some commands need, and the engine's readers, which --help needs none of
-HEAVY_FOR_HELP = ("scipy", "jsonschema", "jsonschema_rs", "matplotlib", "ray", "pyarrow")
+HEAVY_FOR_HELP = (
+    "scipy",
+    "jsonschema",
+    "jsonschema_rs",
+    "matplotlib",
+    "ray",
+    "pyarrow",
+    "polars",
+    "numpy",
+    "duckdb",
+)
 #: libraries `run` on valid suites does not need
 HEAVY_FOR_RUN = ("matplotlib", "ray", "jsonschema")
 HEAVY = tuple(sorted(set(HEAVY_FOR_HELP + HEAVY_FOR_RUN)))
@@ -86,7 +96,8 @@ def _loaded_after(tmp_path: Path, *args: str | Path) -> tuple[int, list[str], st
 )
 def test_help_and_version_load_no_heavy_library(tmp_path: Path, args: list[str]) -> None:
     """Issue 16, item 5: importing `evalbatch.cli` and printing the help or the version loads
-    neither scipy, jsonschema, matplotlib, Ray nor the Arrow reader."""
+    no data library at all: neither scipy, jsonschema, matplotlib, Ray, Arrow, Polars, NumPy nor
+    DuckDB (the engine loads when a command runs)."""
     code, loaded, _ = _loaded_after(tmp_path, *args)
     assert code == 0
     assert [m for m in loaded if m in HEAVY_FOR_HELP] == []

@@ -17,8 +17,7 @@ import click
 from evalbatch.commands import faults, filters, printing, resources
 from evalbatch.commands.types import FiniteFloatRange, printable
 from evalbatch.errors import EXIT_FAILED
-from evalbatch.options import Resources
-from evalbatch.reduce import regression
+from evalbatch.options import METHODS, Method, Resources
 
 
 @click.command(name="regress", cls=faults.Command)
@@ -29,7 +28,7 @@ from evalbatch.reduce import regression
 )
 @click.option(
     "--method",
-    type=click.Choice(regression.METHODS),
+    type=click.Choice(METHODS),
     default="paired-bootstrap",
     show_default=True,
     help="The paired test: bootstrap percentile interval, Student t, exact sign test, or exact "
@@ -89,7 +88,7 @@ def regress_command(
     base: str,
     cand: str,
     suite_paths: tuple[str, ...],
-    method: regression.Method,
+    method: Method,
     alpha: float,
     margin: float,
     seed: int,
@@ -121,7 +120,9 @@ def regress_command(
     included), an unknown run named, sides graded differently (without --allow-mixed), unusable
     input or a usage error.
     """
-    from evalbatch import api  # the engine loads when the command runs, not for --help
+    # the engine loads when the command runs, not for --help
+    from evalbatch import api
+    from evalbatch.reduce import regression
 
     options = regression.RegressOptions(
         method=method,

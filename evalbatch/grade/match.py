@@ -12,8 +12,6 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from evalbatch import jsonvalue
 
@@ -299,6 +297,10 @@ def matching_pairs(pairs: pl.DataFrame) -> pl.DataFrame:
         pl.struct("trial_key", "e_pos").rank("dense").cast(pl.Int64).sub(1).alias("row"),
         pl.struct("trial_key", "o_idx").rank("dense").cast(pl.Int64).sub(1).alias("col"),
     )
+    # scipy loads here, with the first matching a run needs, not with every command
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
     rows = ok["row"].to_numpy()
     cols = ok["col"].to_numpy()
     graph = csr_matrix(

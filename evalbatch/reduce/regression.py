@@ -14,11 +14,10 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
+from evalbatch.options import Method
 from evalbatch.text import printable
 
-Method = Literal["paired-bootstrap", "paired-t", "sign-test", "mcnemar"]
 Verdict = Literal["improved", "regressed", "unchanged", "inconclusive"]
-METHODS: tuple[Method, ...] = ("paired-bootstrap", "paired-t", "sign-test", "mcnemar")
 
 
 @dataclass(frozen=True)
