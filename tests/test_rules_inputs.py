@@ -534,6 +534,46 @@ def test_d7_repeated_key_in_a_payload_last_one_wins() -> None:
 
 
 @pytest.mark.parametrize(
+    "call",
+    [
+        '{"agentId": @A, "toolName": "t:decoy", "callId": "c", "toolName": "t:x", "inputs": {}}',
+        '{"agentId": @A, "tool\\u004eame": "t:decoy", "callId": "c", "toolName": "t:x"}',
+        '{"agentId": "decoy", "toolName": "t:x", "callId": "c", "agentId": @A}',
+    ],
+    ids=["tool-name", "escaped-key", "agent-id"],
+)
+def test_d7_repeated_key_in_a_tool_call_last_one_wins(call: str) -> None:
+    """D-7, E-26: a tool call naming a field twice is read the JSON way, the last value standing
+    (DuckDB's parser would keep the first, and the trajectory would miss its call)."""
+    log = LogBuilder()
+    log.eval_started()
+    inv = log.started()
+    log.add("agent.tool-called", raw=with_agent(call))
+    log.completed(inv)
+    log.scored("task-a")
+    log.eval_completed()
+    result = grade(log, [suite(golden("task-a", traj("exact", ["t:x"])))])
+    assert task_of(summary_of(result), "task-a")["trajectory"]["matched"] is True
+
+
+def test_d7_repeated_key_in_a_usage_event_last_one_wins() -> None:
+    """D-7, E-26: a provider.usage naming a token count twice counts the last value."""
+    log = LogBuilder()
+    log.eval_started()
+    inv = log.started()
+    log.add(
+        "provider.usage",
+        raw='{"provider": "p", "model": "m", "inputTokens": 99, "outputTokens": 5, '
+        '"inputTokens": 7}',
+    )
+    log.completed(inv)
+    log.scored("task-a")
+    log.eval_completed()
+    result = grade(log, [suite(golden("task-a"))])
+    assert task_of(summary_of(result), "task-a")["efficiency"]["inputTokens"] == 7
+
+
+@pytest.mark.parametrize(
     ("first", "second"),
     [("9007199254740993", "9007199254740992"), ("0.1000000000000000000001", "0.1")],
     ids=["beyond-2^53", "beyond-double-digits"],

@@ -136,7 +136,8 @@ def _scan_rows() -> tuple[Rows, Expected]:
 def _event_scan() -> tuple[Rows, Expected]:
     """Each row read once: v2 types, a null cell read as JSON null, the fields of a graded type
     and its validity from one extraction, ungraded types only checked; NaN, a trailing comma and
-    a repeated key of an eval payload flagged with their text, a repeated key of usage not."""
+    a repeated key of an eval payload flagged with their text; on usage and tool calls, a field
+    grading reads named twice flagged too, a name that is not such a field not (E-26)."""
     log = LogBuilder("run-a")
     log.add("eval.started", started())  # 0
     log.add("agent.toolCalled", {"toolName": "crm:a"})  # 1: v1 name, twice
@@ -148,6 +149,7 @@ def _event_scan() -> tuple[Rows, Expected]:
     log.add("eval.completed", raw='{"passed": true,}')  # 5
     log.add("eval.scored", raw='{"taskId": "t1", "taskId": "t2"}')  # 6
     log.add("provider.usage", raw='{"inputTokens": 1, "inputTokens": 2}')  # 7: E-26
+    log.add("agent.tool-called", raw='{"toolName": "crm:a", "note": 1, "note": 2}')  # 8
     started_f = ['"s"', '"1"', None, None, None]
     call_f = [None, None, '"crm:a"', None, None, None]
     return log.rows, [
@@ -166,7 +168,15 @@ def _event_scan() -> tuple[Rows, Expected]:
             ['"t1"', None, None, None, None, None],
             '{"taskId": "t1", "taskId": "t2"}',
         ),
-        (7, "provider.usage", True, False, ["1", None, None, None, None], None),
+        (
+            7,
+            "provider.usage",
+            True,
+            True,
+            ["1", None, None, None, None],
+            '{"inputTokens": 1, "inputTokens": 2}',
+        ),
+        (8, "agent.tool-called", True, False, call_f, None),
     ]
 
 
