@@ -79,13 +79,16 @@ def grade_paths(
     merged = Merged()
     summaries: dict[str, dict[str, Any]] = {}
     trials = [pl.DataFrame(schema=TRIAL_SCHEMA)]
-    for batch in batch_outputs(grading, on_batch):
-        merged.add(batch)
-        summaries.update(
-            (run_id, merged.pending.get(run_id) or json.loads(line)["summary"])
-            for run_id, line in batch.summaries
-        )
-        trials.append(batch.trials)
+    try:
+        for batch in batch_outputs(grading, on_batch):
+            merged.add(batch)
+            summaries.update(
+                (run_id, merged.pending.get(run_id) or json.loads(line)["summary"])
+                for run_id, line in batch.summaries
+            )
+            trials.append(batch.trials)
+    finally:
+        grading.close()
     runs, tasks, problem_frame = merged.finish(
         grading, regress_options or regression.RegressOptions()
     )  # the pending summaries, shared with `summaries`, now hold their regression blocks

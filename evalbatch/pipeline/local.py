@@ -4,6 +4,7 @@ connection, the SQL stage of the next batch overlapping the grading of the curre
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -60,6 +61,18 @@ class Pass:
     file_problems: dict[tuple[str, str], event_files.FileProblem]
     parts: Iterator[Batch]
 
+    def close(self) -> None:
+        """Stop the pass where it is (its worker thread and connection end). Callers close it
+        themselves, never leaving it to the garbage collector: that may run in the worker thread,
+        which would then wait for its own extraction."""
+        close = getattr(self.parts, "close", None)
+        if close is not None:
+            close()
+
+
+#: the name of the thread that extracts the next batch
+_WORKER = "evalbatch-extract"
+
 
 def local_pass(
     paths: list[str],
@@ -85,7 +98,7 @@ def local_pass(
     def parts() -> Iterator[Batch]:
         # DuckDB extracts the next batch on a worker thread (it releases the GIL) while this
         # thread grades the current one in Python and Polars: the two stages overlap.
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalbatch-extract")
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=_WORKER)
         ranges = iter(plan.ranges)
         pending = None
         try:
@@ -104,11 +117,16 @@ def local_pass(
                 found.update({(p.path, p.code): p for p in part.file_problems})
                 yield part
         finally:
+            # closed from the worker itself (only the garbage collector could): waiting for its
+            # own extraction would never end, so interrupt it and let it go
+            on_worker = threading.current_thread().name.startswith(_WORKER)
             if pending is not None and not pending.cancel():
                 con.interrupt()
-                wait([pending])
-            pool.shutdown(wait=True)
-            con.close()
+                if not on_worker:
+                    wait([pending])
+            pool.shutdown(wait=not on_worker)
+            if not on_worker:
+                con.close()
 
     return Pass(plan, found, parts())
 
@@ -147,7 +165,10 @@ def grade_shards_locally(
     """Every batch of the local engine, graded but not merged (for tools that need the per-run
     grading detail, such as `verify`)."""
     grading = local_pass(paths, choices, options, resources or Resources(), chooser(run_filter))
-    parts = list(grading.parts)
+    try:
+        parts = list(grading.parts)
+    finally:
+        grading.close()
     for part in parts:  # a damaged file found in a later batch was read in none
         part.file_problems = list(grading.file_problems.values())
     return parts

@@ -200,6 +200,8 @@ def write_outputs(
         except BaseException:
             files.abort()
             raise
+        finally:
+            grading.close()
     return RunReport(
         runs=runs,
         problems=problem_frame,
