@@ -8,11 +8,6 @@ CREATE OR REPLACE TEMP MACRO v2_type(t) AS CASE t
     WHEN 'agent.toolReturned' THEN 'agent.tool-returned'
     ELSE t
 END;
--- Whether `name` (a quoted key, '"toolName"') occurs twice in a payload's text: a repeated key
--- DuckDB would read as its first value where JSON reads the last (D-7, E-26). Text only, so a
--- name inside a string or a nested object also counts (a second look that finds nothing).
-CREATE OR REPLACE TEMP MACRO named_twice(text, name) AS
-    contains(substr(text, strpos(text, name) + length(name)), name);
 -- A JSON number's text starts with '-' or a digit (strings, booleans, null, objects and arrays
 -- never do), so its type is read off the first character and its value off the text: no parse.
 CREATE OR REPLACE TEMP MACRO json_number(v) AS

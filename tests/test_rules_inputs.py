@@ -539,8 +539,11 @@ def test_d7_repeated_key_in_a_payload_last_one_wins() -> None:
         '{"agentId": @A, "toolName": "t:decoy", "callId": "c", "toolName": "t:x", "inputs": {}}',
         '{"agentId": @A, "tool\\u004eame": "t:decoy", "callId": "c", "toolName": "t:x"}',
         '{"agentId": "decoy", "toolName": "t:x", "callId": "c", "agentId": @A}',
+        '{"agentId": @A, "toolName": "t:decoy", "callId": "c", "tool\\u004eame": "t:x"}',
+        '{"agentId": @A, "tool\\u004eame": "t:x", "callId": "c"}',
+        '{"agent": {"agentId": "decoy", "agentId": @A}, "toolName": "t:x", "callId": "c"}',
     ],
-    ids=["tool-name", "escaped-key", "agent-id"],
+    ids=["tool-name", "escaped-key", "agent-id", "escaped-key-last", "escaped-key-alone", "agent"],
 )
 def test_d7_repeated_key_in_a_tool_call_last_one_wins(call: str) -> None:
     """D-7, E-26: a tool call naming a field twice is read the JSON way, the last value standing

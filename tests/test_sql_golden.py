@@ -136,8 +136,8 @@ def _scan_rows() -> tuple[Rows, Expected]:
 def _event_scan() -> tuple[Rows, Expected]:
     """Each row read once: v2 types, a null cell read as JSON null, the fields of a graded type
     and its validity from one extraction, ungraded types only checked; NaN, a trailing comma and
-    a repeated key of an eval payload flagged with their text; on usage and tool calls, a field
-    grading reads named twice flagged too, a name that is not such a field not (E-26)."""
+    a repeated key flagged with their text, a payload's own key or a tool call's agent key, but
+    not a key repeated inside a tool's inputs (compared the JSON way later: D-7, E-26)."""
     log = LogBuilder("run-a")
     log.add("eval.started", started())  # 0
     log.add("agent.toolCalled", {"toolName": "crm:a"})  # 1: v1 name, twice
@@ -149,7 +149,9 @@ def _event_scan() -> tuple[Rows, Expected]:
     log.add("eval.completed", raw='{"passed": true,}')  # 5
     log.add("eval.scored", raw='{"taskId": "t1", "taskId": "t2"}')  # 6
     log.add("provider.usage", raw='{"inputTokens": 1, "inputTokens": 2}')  # 7: E-26
-    log.add("agent.tool-called", raw='{"toolName": "crm:a", "note": 1, "note": 2}')  # 8
+    log.add("agent.tool-called", raw='{"toolName": "crm:a", "inputs": {"q": 1, "q": 2}}')  # 8
+    log.add("agent.tool-called", raw='{"toolName": "crm:a", "note": 1, "note": 2}')  # 9
+    log.add("agent.tool-called", raw='{"agent": {"agentId": "x", "agentId": "y"}}')  # 10
     started_f = ['"s"', '"1"', None, None, None]
     call_f = [None, None, '"crm:a"', None, None, None]
     return log.rows, [
@@ -176,7 +178,23 @@ def _event_scan() -> tuple[Rows, Expected]:
             ["1", None, None, None, None],
             '{"inputTokens": 1, "inputTokens": 2}',
         ),
-        (8, "agent.tool-called", True, False, call_f, None),
+        (8, "agent.tool-called", True, False, [*call_f[:4], '{"q":1,"q":2}', None], None),
+        (
+            9,
+            "agent.tool-called",
+            True,
+            True,
+            call_f,
+            '{"toolName": "crm:a", "note": 1, "note": 2}',
+        ),
+        (
+            10,
+            "agent.tool-called",
+            True,
+            True,
+            [None, '"x"', None, None, None, None],
+            '{"agent": {"agentId": "x", "agentId": "y"}}',
+        ),
     ]
 
 

@@ -56,44 +56,28 @@ checked AS (
 keyed AS (
     SELECT
         *,
-        -- the keys of the eval and bracket payloads, for the repeated-key check below (E-26),
-        -- and of any payload whose keys may be written with escapes (`\u0061`)
-        CASE WHEN payload_json AND graded_type AND (
-            type NOT IN ('agent.tool-called', 'provider.usage') OR contains(payload, '\u')
-        ) THEN json_keys(payload) END AS top_keys,
-        -- on the bulk types, a cheaper test first: some field grading reads is named twice in
-        -- the text (anywhere: a name inside the arguments only costs a second look)
-        CASE
-            WHEN NOT payload_json THEN false
-            WHEN type = 'agent.tool-called' THEN list_bool_or(list_transform(
-                ['"agentId"', '"agent"', '"toolName"', '"toolId"', '"inputs"', '"arguments"'],
-                lambda name: named_twice(payload, name)
-            ))
-            WHEN type = 'provider.usage' THEN list_bool_or(list_transform(
-                ['"inputTokens"', '"outputTokens"', '"costEstimateUsd"', '"currency"',
-                 '"cacheHit"'],
-                lambda name: named_twice(payload, name)
-            ))
-            ELSE false
-        END AS field_named_twice
+        -- the payload's own keys, each as often as it is written, escapes read (`\u0061`):
+        -- for the repeated-key check below (E-26)
+        CASE WHEN payload_json AND graded_type THEN json_keys(payload) END AS top_keys,
+        -- and the keys of a tool call's `agent` object, which holds agentId (D-2)
+        CASE WHEN payload_json AND type = 'agent.tool-called'
+            AND (contains(payload, '"agent"') OR contains(payload, '\u'))
+        THEN json_keys(payload, '$.agent') END AS agent_keys
     FROM checked
 ),
 flagged AS (
     SELECT
         *,
         -- DuckDB's parser is lenient where JSON is not: NaN/Infinity, and a repeated key (JSON
-        -- parsers keep the last; DuckDB reads the first) get a second look in Python. Keys are
-        -- counted on the few eval and bracket events; on tool calls and usage, a payload that
-        -- names a field grading reads twice gets the second look (E-26).
+        -- parsers keep the last; DuckDB reads the first: E-26) get a second look in Python.
         CASE
             WHEN NOT payload_json THEN false
             WHEN contains(payload, 'NaN') OR contains(payload, 'Infinity') THEN true
             -- DuckDB accepts trailing commas, which JSON does not have (RFC 8259, E-61)
             WHEN regexp_matches(payload, ',\s*[\]}]') THEN true
-            -- a field of a tool call or usage named twice: read the JSON way (D-7, E-26)
-            WHEN field_named_twice THEN true
             -- json_keys lists a repeated key each time it occurs (and no key for a non-object)
-            ELSE coalesce(len(top_keys) <> len(list_distinct(top_keys)), false)
+            WHEN len(top_keys) <> len(list_distinct(top_keys)) THEN true
+            ELSE coalesce(len(agent_keys) <> len(list_distinct(agent_keys)), false)
         END AS payload_suspect
     FROM keyed
 )
