@@ -55,8 +55,9 @@ FRAMES: dict[str, str] = {
     ),
 }
 
-_RUN = pl.col("run_id")
-_SEGMENT = ("run_id", "segment_no")
+#: a trial segment's key while the frames are built: the run's dense number (in run-id order, so
+#: sorting on it sorts on run id) and the segment's number in its run
+_SEGMENT = ("run_no", "segment_no")
 #: the exact decimal type of costs (DuckDB's DECIMAL(38, 18))
 _COST = pl.Decimal(38, 18)
 
@@ -118,7 +119,7 @@ def place(runs: pl.DataFrame, frames: dict[str, pl.DataFrame]) -> dict[str, pl.D
             for name, frame in in_span.items()
         ]
     )
-    order = keys.select(pl.arg_sort_by("run_no", "sequence")).to_series()
+    order = keys.select(pl.arg_sort_by("run_no", "sequence", maintain_order=True)).to_series()
     running = (
         keys[order].select(pl.col("scored").cast(pl.Int64).cum_sum().over("run_no")).to_series()
     )
@@ -131,17 +132,17 @@ def place(runs: pl.DataFrame, frames: dict[str, pl.DataFrame]) -> dict[str, pl.D
         if name == "span_scored":
             placed[name] = (
                 frame.with_columns(segment_no=numbers - 1)
-                .sort("run_no", "sequence")
+                .sort("run_no", "sequence", maintain_order=True)
                 .with_columns(
                     segment_start_seq=pl.col("sequence")
                     .shift()
                     .over("run_no")
                     .fill_null(pl.col("start_seq"))
                 )
-                .drop("run_no", "start_seq")
+                .drop("start_seq")
             )
         else:
-            placed[name] = frame.with_columns(segment_no=numbers).drop("run_no", "start_seq")
+            placed[name] = frame.with_columns(segment_no=numbers).drop("start_seq")
     return placed
 
 
@@ -149,7 +150,7 @@ def trial_segments(scored: pl.DataFrame, brackets: pl.DataFrame) -> pl.DataFrame
     """One row per span eval.scored with its segment's bracket (§2.1, E-62)."""
     first_start = (
         brackets.filter(pl.col("type") == "agent.invocation-started")
-        .sort("run_id", "segment_no", "sequence")
+        .sort(*_SEGMENT, "sequence", maintain_order=True)
         .group_by(_SEGMENT, maintain_order=True)
         .first()
         .select(
@@ -168,7 +169,7 @@ def trial_segments(scored: pl.DataFrame, brackets: pl.DataFrame) -> pl.DataFrame
             pl.col("start_seq").lt(pl.col("sequence"))
             & pl.col("invocation_id").eq(pl.col("start_invocation"))
         )
-        .sort("run_id", "segment_no", "sequence")
+        .sort(*_SEGMENT, "sequence", maintain_order=True)
         .group_by(_SEGMENT, maintain_order=True)
         .first()
         .select(*_SEGMENT, end_seq="sequence", end_ts="ts")
@@ -181,6 +182,7 @@ def trial_segments(scored: pl.DataFrame, brackets: pl.DataFrame) -> pl.DataFrame
     span_us = end_us - pl.col("start_ts").dt.epoch("us").cast(pl.Int128)
     return joined.select(
         "run_id",
+        "run_no",
         "segment_no",
         scored_seq="sequence",
         segment_start_seq="segment_start_seq",
@@ -217,8 +219,9 @@ def trial_calls(segments: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
     return (
         calls.join(bounds, on=_SEGMENT)
         .filter(_IN_BRACKET)
-        .sort("run_id", "segment_no", "sequence")
+        .sort(*_SEGMENT, "sequence", maintain_order=True)
         .select(
+            "run_id",
             *_SEGMENT,
             call_pos=pl.int_range(pl.len(), dtype=pl.Int32).over(_SEGMENT),
             sequence="sequence",
@@ -252,10 +255,11 @@ def trial_usage(segments: pl.DataFrame, calls: pl.DataFrame, usage: pl.DataFrame
     )
     counts = calls.group_by(_SEGMENT).agg(tool_call_count=pl.len().cast(pl.Int64))
     return (
-        segments.select(*_SEGMENT)
+        segments.select("run_id", *_SEGMENT)
         .join(counts, on=_SEGMENT, how="left", maintain_order="left")
         .join(sums, on=_SEGMENT, how="left", maintain_order="left")
         .select(
+            "run_id",
             *_SEGMENT,
             tool_call_count=pl.col("tool_call_count").fill_null(0),
             model_call_count=pl.col("model_call_count").fill_null(0),
@@ -288,10 +292,11 @@ def build(
     )
     segments = trial_segments(placed["span_scored"], placed["span_brackets"])
     calls = trial_calls(segments, placed["span_calls"])
-    return {
+    frames = {
         "eval_runs": runs,
         **placed,
         "trial_segments": segments,
         "trial_calls": calls,
         "trial_usage": trial_usage(segments, calls, placed["span_usage"]),
     }
+    return {name: frame.drop("run_no", strict=False) for name, frame in frames.items()}
