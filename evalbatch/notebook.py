@@ -1,9 +1,10 @@
 """The SQL stage and the graded tables in one DuckDB connection, for notebooks and ad-hoc SQL.
 
-`connect(events, suites)` runs the queries of `sql/` over the given files, exactly as grading does
-(§2), leaves their tables in the connection, grades the same files as `grade_paths` does (§3) and
-adds the graded tables beside them, so an analyst can join what the log says with how it was
-graded. Names are listed in `TABLES` and, inside the connection, in the table `evalbatch_tables`.
+`connect(events, suites)` runs the SQL stage over the given files once, exactly as grading does
+(§2), grades its runs from that extraction as `grade_paths` would (§3), and keeps both: the
+stage's frames, registered as Arrow tables, and the graded tables beside them, so an analyst can
+join what the log says with how it was graded. Names are listed in `TABLES` and, inside the
+connection, in the table `evalbatch_tables`.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ import polars as pl
 from evalbatch.errors import EvalbatchError
 from evalbatch.extract import sql_files, trial_tables
 from evalbatch.inputs import event_files
+from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
-from evalbatch.pipeline.grading import GradeResult, grade_paths
+from evalbatch.pipeline.grading import GradeResult, collect
+from evalbatch.pipeline.local import stage_pass
+from evalbatch.reduce import regression
 
 
 class QueryError(EvalbatchError):
@@ -155,14 +159,9 @@ def _store(
         con.unregister(scratch)
 
 
-def _store_frames(con: duckdb.DuckDBPyConnection) -> None:
-    """Keep the frames the stage registered (`trial_tables.FRAMES` and the `FETCHED` per-type
-    relations, read through Arrow) and its `events` view as tables, so they outlive the stage's
-    Python objects and a sealed connection keeps them."""
-    for name in [*trial_tables.FRAMES, *sorted(trial_tables.FETCHED)]:
-        frame = con.sql(f'FROM "{name}"').pl()
-        con.unregister(name)
-        _store(con, name, frame)
+def _store_events(con: duckdb.DuckDBPyConnection) -> None:
+    """Keep the stage's `events` (a view over its scan) as a table, so a sealed connection,
+    which reads no file, keeps it whatever the scan's table becomes."""
     con.execute('CREATE OR REPLACE TEMP TABLE "__evalbatch_events" AS FROM events')
     con.execute("DROP VIEW events")
     con.execute('ALTER TABLE "__evalbatch_events" RENAME TO events')
@@ -206,8 +205,9 @@ def _seal(con: duckdb.DuckDBPyConnection) -> None:
         "SELECT database_name, schema_name, view_name FROM duckdb_views() "
         "WHERE NOT internal ORDER BY view_name"
     ).fetchall()
+    kept = {*VIEWS, *trial_tables.FRAMES, *trial_tables.FETCHED}  # registered Arrow tables
     for database, schema, name in views:
-        if name not in VIEWS:
+        if name not in kept:
             con.execute(f'DROP VIEW "{database}"."{schema}"."{name}"')
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
@@ -247,22 +247,17 @@ def connect(
         InputError: no event file can be used at all.
         SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
     """
-    event_paths = _as_list(events)
-    result = grade_paths(
-        event_paths,
-        _as_list(suites),
-        suite_docs=suite_docs,
-        options=options,
-        resources=resources,
-        run_filter=run_filter,
-    )
+    choices = load_suites(_as_list(suites), suite_docs)
     con = trial_tables.connect(resources)
     try:
-        sources = event_files.scan(con, event_paths)
+        sources = event_files.scan(con, _as_list(events))
         if run_filter is not None:
             run_filter.apply(con, sources)
-        trial_tables.extract(con, sources)
-        _store_frames(con)
+        # one extraction: the runs are graded from the very frames the connection keeps
+        # (registered Arrow tables, `trial_tables.FRAMES`)
+        grading = stage_pass(con, sources, choices, options or GradeOptions())
+        result = collect(grading, regression.RegressOptions())
+        _store_events(con)
         _add_graded(con, result)
         _add_views(con, stored=safe)
         if safe:

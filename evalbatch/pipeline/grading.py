@@ -19,7 +19,7 @@ from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.output_format import TRIAL_SCHEMA
 from evalbatch.outputs.writer import OutputWriter, summary_line
-from evalbatch.pipeline.local import Progress, chooser, grading_pass
+from evalbatch.pipeline.local import Pass, Progress, chooser, grading_pass
 from evalbatch.pipeline.merge import Merged, batch_outputs
 from evalbatch.reduce import regression
 
@@ -76,6 +76,15 @@ def grade_paths(
         resources or Resources(),
         chooser(run_filter),
     )
+    return collect(grading, regress_options or regression.RegressOptions(), on_batch)
+
+
+def collect(
+    grading: Pass,
+    regress_options: regression.RegressOptions,
+    on_batch: Callable[[Progress], None] | None = None,
+) -> GradeResult:
+    """Merge every batch of a grading pass into one result, in memory (the pass is closed)."""
     merged = Merged()
     summaries: dict[str, dict[str, Any]] = {}
     trials = [pl.DataFrame(schema=TRIAL_SCHEMA)]
@@ -90,7 +99,7 @@ def grade_paths(
     finally:
         grading.close()
     runs, tasks, problem_frame = merged.finish(
-        grading, regress_options or regression.RegressOptions()
+        grading, regress_options
     )  # the pending summaries, shared with `summaries`, now hold their regression blocks
     return GradeResult(
         summaries=summaries,

@@ -131,6 +131,26 @@ def local_pass(
     return Pass(plan, found, parts())
 
 
+def stage_pass(
+    con: Any,
+    sources: event_files.Sources,
+    choices: dict[tuple[str, str], suites.SuiteChoice],
+    options: GradeOptions,
+) -> Pass:
+    """Every run in one batch, extracted on the caller's connection, which keeps the stage's
+    tables afterwards: the tables a notebook queries are the ones its grades came from."""
+    plan = event_files.plan_batches(con, sources, batches=1)
+    found: dict[tuple[str, str], event_files.FileProblem] = {}
+
+    def parts() -> Iterator[Batch]:
+        if plan.ranges:
+            part = grade_extracted(extract_shard(con, sources, None), choices, options)
+            found.update({(p.path, p.code): p for p in part.file_problems})
+            yield part
+
+    return Pass(plan, found, parts())
+
+
 def grading_pass(
     events: Sequence[str | Path],
     choices: dict[tuple[str, str], suites.SuiteChoice],
