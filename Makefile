@@ -1,14 +1,16 @@
-# evalbatch: `make run` grades the samples, `make test` runs every test. Both set up .venv first.
+# evalbatch: `make run` grades the samples, `make test` runs every test. Both set up .venv first:
+# `make run` with what the default (local) engine needs, `make test` adds the dev and Ray extras.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: help setup browser run test lint fmt samples bench clean
 
 help:
-	@echo "make run      set up .venv and grade data/samples into out/samples"
-	@echo "make test     set up .venv and run the whole test suite"
+	@echo "make run      set up .venv (the default engine only) and grade data/samples into out/samples"
+	@echo "make test     add the dev and Ray extras to .venv and run the whole test suite"
 	@echo "make lint     ruff check + mypy (config in pyproject.toml)"
 	@echo "make fmt      ruff format + fix"
 	@echo "make samples  regenerate data/samples (deterministic)"
@@ -18,11 +20,17 @@ help:
 
 setup: $(STAMP)
 
+# the package and what the default engine needs: no test tools, no Ray
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[dev,ray]'
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e .
 	touch $(STAMP)
+
+# the test, lint and notebook tools, and Ray (tests/test_ray.py and mypy read the Ray engine)
+$(DEV_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[dev,ray]'
+	touch $(DEV_STAMP)
 
 run: $(STAMP)
 	$(BIN)/evalbatch run data/samples/events --suites data/samples/suites --out out/samples; \
@@ -35,14 +43,14 @@ browser:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
-test: $(STAMP) browser
+test: $(DEV_STAMP) browser
 	$(BIN)/python -m pytest
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check evalbatch tests data/samples bench
 	$(BIN)/mypy
 
-fmt: $(STAMP)
+fmt: $(DEV_STAMP)
 	$(BIN)/ruff format evalbatch tests data/samples bench
 	$(BIN)/ruff check --fix evalbatch tests data/samples bench
 

@@ -315,8 +315,8 @@ def test_e34_written_atomically_and_appended_never_overwritten(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """E-34, E-75: a failure while writing is an OutputError (exit code 4) and leaves no
-    half-written or temporary file behind; a second ingest into the same directory adds
-    `part-1.parquet` beside `part-0.parquet`."""
+    half-written or temporary file behind; a second ingest of other events of the same runs adds
+    `part-1.parquet` beside `part-0.parquet`, never over it."""
     source = _write(tmp_path / "a.ndjson", "\n".join(EVENTS_A + EVENTS_B))
     out = tmp_path / "out"
     calls = {"n": 0}
@@ -335,7 +335,10 @@ def test_e34_written_atomically_and_appended_never_overwritten(
     monkeypatch.setattr(ingest.pq, "write_table", real)
 
     ingest.ingest_paths([source], out)
-    ingest.ingest_paths([source], out)
+    first = {p: p.read_bytes() for p in out.rglob("*.parquet")}
+    later = _write(tmp_path / "b.ndjson", "\n".join(EVENTS_A[1:] + EVENTS_B[1:]))
+    ingest.ingest_paths([later], out)
+    assert {p: p.read_bytes() for p in first} == first
     parts = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     assert parts == [
         "runId=acme%2Frun-ingest-0001/part-0.parquet",
@@ -344,6 +347,64 @@ def test_e34_written_atomically_and_appended_never_overwritten(
         "runId=anon%3Aacme%2Frun-ingest-0002/part-1.parquet",
     ]
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("flush_rows", [ingest.DEFAULT_FLUSH_ROWS, 2])
+def test_issue17_item7_the_same_export_again_adds_nothing(tmp_path: Path, flush_rows: int) -> None:
+    """Issue 17 item 7: ingesting an export whose events are already there (the same file again,
+    or a copy under another name) is recognised by the sha256 of the rows each part records, and
+    adds no file; the report says how many events were already there, and the exit code is 0."""
+    source = _write(tmp_path / "a.ndjson", "\n".join(EVENTS_A + EVENTS_B))
+    out = tmp_path / "out"
+    first = ingest.ingest_paths([source], out, flush_rows=flush_rows)
+    assert (first.events_already_there, first.runs_already_there) == (0, 0)
+    before = _files(out)
+    copy = _write(tmp_path / "copy" / "renamed.jsonl", source.read_text(encoding="utf-8"))
+    for again in ([source], [copy]):
+        report = ingest.ingest_paths(again, out, flush_rows=flush_rows)
+        assert (report.events, report.runs, report.written) == (5, 2, [])
+        assert (report.events_already_there, report.runs_already_there) == (5, 2)
+        assert report.exit_code == 0
+        assert _files(out) == before
+    metadata = pq.read_metadata(first.written[0]).metadata
+    assert len(metadata[ingest.DIGEST_KEY.encode()]) == 64
+
+
+def test_issue17_item7_a_different_export_still_adds_a_part(tmp_path: Path) -> None:
+    """Issue 17 item 7: an export with other events of a run adds a new part for that run (one
+    changed event is enough), while a run whose events are all already there gets nothing."""
+    out = tmp_path / "out"
+    ingest.ingest_paths([_write(tmp_path / "a.ndjson", "\n".join(EVENTS_A + EVENTS_B))], out)
+    changed = EVENTS_A[2].replace('"timestamp":1700000000', '"timestamp":1700000001')
+    source = _write(tmp_path / "b.ndjson", "\n".join([*EVENTS_A[:2], changed, *EVENTS_B]))
+    report = ingest.ingest_paths([source], out)
+    assert [str(p.relative_to(out)) for p in report.written] == [
+        "runId=acme%2Frun-ingest-0001/part-1.parquet"
+    ]
+    assert (report.events_already_there, report.runs_already_there) == (2, 1)
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*.parquet")) == [
+        "runId=acme%2Frun-ingest-0001/part-0.parquet",
+        "runId=acme%2Frun-ingest-0001/part-1.parquet",
+        "runId=anon%3Aacme%2Frun-ingest-0002/part-0.parquet",
+    ]
+
+
+def test_issue17_item7_cli_says_the_events_were_already_there(tmp_path: Path) -> None:
+    """Issue 17 item 7: the command says, on stdout, that a repeated export was not added
+    again, and exits 0 (nothing is wrong: the events are all there)."""
+    source = _write(tmp_path / "a.ndjson", "\n".join(EVENTS_A + EVENTS_B))
+    args = ["ingest", str(source), "--out", str(tmp_path / "out")]
+    first = CliRunner().invoke(cli, args)
+    assert first.exit_code == 0, first.output
+    assert "not added again" not in first.output
+    again = CliRunner().invoke(cli, args)
+    assert again.exit_code == 0, again.output
+    assert "not added again: 5 of these events were already there" in again.stdout
+    assert "2 runs had nothing new" in again.stdout
 
 
 def test_s1_2_many_inputs_in_a_directory(tmp_path: Path) -> None:

@@ -62,4 +62,9 @@ def ingest_command(
             f"ingested {report.events} events of {report.runs} runs from {report.files} "
             f"file(s) into {Path(out_dir)}/{problems}"
         )
+        if report.events_already_there:
+            click.echo(
+                f"  not added again: {report.events_already_there} of these events were already "
+                f"there (same content; {report.runs_already_there} runs had nothing new)"
+            )
     sys.exit(report.exit_code)

@@ -12,7 +12,8 @@ envelope field that has no canonical column, or whose value does not fit its col
 kept in the JSON text column `extra`. Output is one directory per run (`runId=<id>/`, the id
 percent-encoded, E-33), each file written aside and linked into place complete (E-34). A write
 that fails (a full disk) is an `OutputError` and leaves nothing behind; a working directory left
-by a killed ingest is removed by the next ingest into the same directory (E-75).
+by a killed ingest is removed by the next ingest into the same directory (E-75). Each file records
+the sha256 of its rows, so ingesting the same export again adds nothing (issue 17 item 7).
 """
 
 from __future__ import annotations
@@ -225,10 +226,13 @@ class IngestReport:
 
     out_dir: Path
     files: int = 0
-    events: int = 0
+    events: int = 0  # usable events read, whether written now or already there
     runs: int = 0
     written: list[Path] = field(default_factory=list)
     problems: list[IngestProblem] = field(default_factory=list)
+    #: events, and runs with nothing new, whose rows a file in `out_dir` already holds (not added)
+    events_already_there: int = 0
+    runs_already_there: int = 0
 
     @property
     def exit_code(self) -> int:
@@ -659,6 +663,31 @@ def _file_mode() -> int:
 #: the private working directories of ingests into an output directory
 WORK_PREFIX = ".ingest-"
 
+#: the Parquet key-value metadata key under which each written file records `rows_digest`
+DIGEST_KEY = "evalbatch.ingest.sha256"
+
+
+def rows_digest(columns: Sequence[Sequence[Any]]) -> str:
+    """The sha256 of a file's rows, taken over each column (in `SCHEMA` order, rows in file
+    order) as one line of ASCII JSON: it depends on the values alone, not on how Parquet or a
+    library version encodes them, so the same events from the same export give the same digest."""
+    digest = hashlib.sha256()
+    for column in columns:
+        digest.update(json.dumps(column, separators=(",", ":")).encode("ascii"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def _recorded_digest(path: Path) -> tuple[str, int] | None:
+    """The digest a part file records and its row count; None for a file from before digests
+    were recorded or one that cannot be read (then nothing is taken as already there)."""
+    try:
+        footer = pq.read_metadata(path)
+    except (OSError, ValueError, pa.ArrowException):
+        return None
+    recorded = (footer.metadata or {}).get(DIGEST_KEY.encode("ascii"))
+    return (recorded.decode("ascii"), footer.num_rows) if recorded else None
+
 
 def _write_error(out_dir: Path, exc: OSError) -> OutputError:
     return write_failed(out_dir, exc, "nothing was added and the files already there are unchanged")
@@ -717,8 +746,11 @@ class _Writer:
         self.buffer: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
         self.buffered = 0
         self.parts: dict[str, list[Path]] = defaultdict(list)
+        self.digests: dict[Path, tuple[str, int]] = {}  # each part's rows_digest and rows
         self.files_written = 0
         self.events = 0
+        self.events_already_there = 0
+        self.runs_already_there = 0
 
     @staticmethod
     def _make_work_dir(out_dir: Path) -> tuple[Path, int | None]:
@@ -754,9 +786,11 @@ class _Writer:
         try:
             for run_id, rows in sorted(self.buffer.items()):
                 rows.sort(key=lambda row: row[1])  # stable: rows of one sequence keep input order
+                columns = [[row[i] for row in rows] for i in range(len(SCHEMA))]
+                digest = rows_digest(columns)
                 table = pa.Table.from_arrays(
-                    [pa.array([row[i] for row in rows], f.type) for i, f in enumerate(SCHEMA)],
-                    schema=SCHEMA,
+                    [pa.array(values, f.type) for values, f in zip(columns, SCHEMA, strict=True)],
+                    schema=SCHEMA.with_metadata({DIGEST_KEY: digest}),
                 )
                 # not named *.parquet until committed: a reader never sees a partial file
                 target = self.tmp / f"{self.files_written}.part"
@@ -764,17 +798,25 @@ class _Writer:
                 pq.write_table(table, target)
                 os.chmod(target, _file_mode())
                 self.parts[run_id].append(target)
+                self.digests[target] = (digest, len(rows))
         except OSError as exc:  # raised past the input readers, which report their own OSErrors
             raise _write_error(self.out_dir, exc) from exc
         self.buffer.clear()
         self.buffered = 0
 
     def commit(self) -> list[Path]:
-        """Link every part into place; if one cannot be, the ones already linked and the run
-        directories made for them are removed again, so a failed ingest adds nothing."""
+        """Link every part into place, less the parts whose rows a file of their run's directory
+        already holds (the same digest and row count: the same export ingested again). If one
+        cannot be linked, the ones already linked and the run directories made for them are
+        removed again, so a failed ingest adds nothing. Under the output directory's lock, so two
+        ingests of the same export never both add it."""
         self.flush()
         written: list[Path] = []
         made: list[Path] = []
+        try:
+            guard = _lock_dir(self.out_dir, blocking=True)
+        except OSError:
+            guard = None  # a file system without locks: checked and linked all the same
         try:
             existing = [p.name for p in self.out_dir.iterdir() if p.is_dir() and p != self.tmp]
             names = partition_names(list(self.parts), existing, self.resources)
@@ -783,8 +825,16 @@ class _Writer:
                 if not directory.is_dir():
                     directory.mkdir()
                     made.append(directory)
+                there = {_recorded_digest(p) for p in sorted(directory.glob("part-*.parquet"))}
+                added = 0
                 for part in self.parts[run_id]:
+                    if self.digests[part] in there:
+                        self.events_already_there += self.digests[part][1]
+                        continue
                     written.append(_link_next(part, directory))
+                    there.add(self.digests[part])
+                    added += 1
+                self.runs_already_there += added == 0
         except OSError as exc:
             for path in written:
                 with contextlib.suppress(OSError):
@@ -793,6 +843,9 @@ class _Writer:
                 with contextlib.suppress(OSError):
                     directory.rmdir()
             raise _write_error(self.out_dir, exc) from exc
+        finally:
+            if guard is not None:
+                os.close(guard)
         return written
 
     def discard(self) -> None:
@@ -856,6 +909,8 @@ def ingest_paths(
         report.runs = len(set(writer.parts) | set(writer.buffer))
         if report.events:
             report.written = writer.commit()
+            report.events_already_there = writer.events_already_there
+            report.runs_already_there = writer.runs_already_there
     finally:
         writer.discard()
     return report

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 from evalbatch.outputs import output_format
 from evalbatch.outputs.manifest import Manifest, describe_file
+from evalbatch.outputs.outdir import DERIVED_FILES
 from evalbatch.outputs.output_format import (
     MANIFEST_FILE,
     OUTPUT_FILES,
@@ -220,11 +221,14 @@ class OutputWriter:
 
     def _put_in_place(self, names: list[str]) -> None:
         """Rename each finished file over its previous version, the manifest last (the old one
-        is removed first). Each file about to be replaced is first hard-linked into the working
-        directory, so when a rename fails the ones already done are undone and the directory is
-        as it was (where the file system has no hard links, a failed rename can only stop)."""
+        is removed first, as are the report and export files made from the previous tables,
+        `DERIVED_FILES`: stale from now on). Each file about to be replaced or removed is first
+        hard-linked into the working directory, so when a rename fails the ones already done are
+        undone and the directory is as it was (where the file system has no hard links, a failed
+        rename can only stop)."""
+        derived = [name for name in DERIVED_FILES if (self.out / name).is_file()]
         kept: dict[str, Path] = {}
-        for name in dict.fromkeys([*names, MANIFEST_FILE]):
+        for name in dict.fromkeys([*names, MANIFEST_FILE, *derived]):
             backup = self.work / f"{_PREVIOUS}{name}"
             try:
                 os.link(self.out / name, backup, follow_symlinks=False)
@@ -238,7 +242,8 @@ class OutputWriter:
         mode = _file_mode()
         done: list[str] = []
         try:
-            (self.out / MANIFEST_FILE).unlink(missing_ok=True)
+            for name in [MANIFEST_FILE, *derived]:
+                (self.out / name).unlink(missing_ok=True)
             for name in names:
                 os.chmod(self.work / name, mode)
                 os.replace(self.work / name, self.out / name)
@@ -248,16 +253,18 @@ class OutputWriter:
             raise
 
     def _put_back(self, done: list[str], kept: dict[str, Path]) -> None:
-        """Undo the renames `done`, the previous manifest last (best effort: never raises)."""
+        """Undo the renames `done`, then the removals: the report and export files, the previous
+        manifest last (best effort: never raises)."""
         for name in reversed(done):
             with contextlib.suppress(OSError):
                 if name in kept:
                     os.replace(kept[name], self.out / name)
                 else:
                     (self.out / name).unlink()
-        if MANIFEST_FILE in kept:
-            with contextlib.suppress(OSError):
-                os.replace(kept[MANIFEST_FILE], self.out / MANIFEST_FILE)
+        for name in [*DERIVED_FILES, MANIFEST_FILE]:
+            if name in kept:
+                with contextlib.suppress(OSError):
+                    os.replace(kept[name], self.out / name)
 
     def abort(self) -> None:
         """Leave the output directory as it was: close what is open and remove the working

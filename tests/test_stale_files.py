@@ -1,0 +1,113 @@
+"""Issue 17 item 7: the report and export files `evalbatch report` and `evalbatch export` write
+into an output directory are made from its graded tables, so the next `run` into the directory,
+which replaces those tables, removes them rather than leave them describing runs that are no
+longer there. A run that fails leaves them with the tables they were made from.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from evalbatch import api
+from evalbatch.cli import cli
+from evalbatch.errors import OutputError
+from evalbatch.outputs import outdir, writer
+from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES
+
+
+def _invoke(*args: str | Path) -> str:
+    result = CliRunner().invoke(cli, [str(a) for a in args])
+    assert result.exit_code in (0, 3), result.output  # 3: the samples hold a skipped event
+    return result.stdout
+
+
+def _run_ids(out: Path) -> list[str]:
+    lines = (out / "summaries.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line)["runId"] for line in lines]
+
+
+def test_issue17_item7_a_new_run_removes_the_report_and_exports_of_the_last(
+    tmp_path: Path,
+) -> None:
+    """run, report, export otel and eee with their default paths, then run again over other
+    events: none of the three files is left, the user's own files are, and a report made now
+    describes the new runs only."""
+    out = tmp_path / "out"
+    _invoke("run", SAMPLE_EVENTS, "--suites", SAMPLE_SUITES, "--out", out)
+    _invoke("report", out)
+    _invoke("export", "otel", out, "--events", SAMPLE_EVENTS)
+    _invoke("export", "eee", out, "--model-id", "acme/agent", "--org", "acme")
+    assert sorted(p.name for p in out.iterdir() if p.name in outdir.DERIVED_FILES) == sorted(
+        outdir.DERIVED_FILES
+    )
+    (out / "notes.txt").write_text("mine", encoding="utf-8")
+    (out / "mine.html").write_text("mine", encoding="utf-8")
+    before = _run_ids(out)
+
+    _invoke("run", SAMPLE_EVENTS / "trials.parquet", "--suites", SAMPLE_SUITES, "--out", out)
+    assert [name for name in outdir.DERIVED_FILES if (out / name).exists()] == []
+    assert (out / "notes.txt").read_text(encoding="utf-8") == "mine"
+    assert (out / "mine.html").read_text(encoding="utf-8") == "mine"
+    after = _run_ids(out)
+    assert len(after) == 1 and len(before) == 3 and set(after) < set(before)
+
+    _invoke("report", out)
+    page = (out / outdir.REPORT_FILE).read_text(encoding="utf-8")
+    assert after[0] in page
+    assert not [run_id for run_id in set(before) - set(after) if run_id in page]
+
+
+@pytest.fixture
+def graded(tmp_path: Path) -> Path:
+    """An output directory of the samples holding a report and both exports (placeholders:
+    only their names matter to `run`)."""
+    out = tmp_path / "out"
+    api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES])
+    for name in outdir.DERIVED_FILES:
+        (out / name).write_text(f"made from the first run: {name}\n", encoding="utf-8")
+    return out
+
+
+def _directory(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.is_file()}
+
+
+def test_issue17_item7_a_run_that_fails_leaves_the_report_with_its_tables(
+    graded: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """E-72 with issue 17 item 7: a disk that fills while the new tables are renamed into place
+    leaves the directory as it was, the report and exports included (they still describe the
+    tables there)."""
+    before = _directory(graded)
+    real = writer.os.replace
+    calls = {"n": 0}
+
+    def fails_second(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(writer.os, "replace", fails_second)
+    with pytest.raises(OutputError):
+        api.write_outputs([SAMPLE_EVENTS / "trials.parquet"], graded, [SAMPLE_SUITES])
+    assert _directory(graded) == before
+
+
+def test_issue17_item7_a_directory_of_that_name_is_left_and_the_run_goes_on(
+    graded: Path,
+) -> None:
+    """Only files are removed: a directory that happens to be called `report.html` is not
+    evalbatch's to remove, and does not stop the run."""
+    (graded / outdir.REPORT_FILE).unlink()
+    (graded / outdir.REPORT_FILE).mkdir()
+    api.write_outputs([SAMPLE_EVENTS / "trials.parquet"], graded, [SAMPLE_SUITES])
+    assert (graded / outdir.REPORT_FILE).is_dir()
+    assert not (graded / outdir.OTEL_FILE).exists() and not (graded / outdir.EEE_FILE).exists()
+    assert len(_run_ids(graded)) == 1
