@@ -1,9 +1,11 @@
 """evalbatch: grade exported OpenWOP eval-run logs as RFC 0244 defines.
 
-The library surface notebooks and the CLI share (all of it is in `evalbatch.api`):
+The library surface notebooks and the CLI share: every name of `evalbatch.api`, importable from
+here too (issue 17 item 5):
 
-    from evalbatch import grade_paths, regress_paths, verify_paths, ingest_paths
-    result = grade_paths(["exports/"], ["suites/"])
+    from evalbatch import connect, grade_paths, write_outputs
+    result = grade_paths("exports/", suites="suites/")
+    con = connect("out/nightly")  # an output directory of `evalbatch run`, not regraded
 
 The names load `evalbatch.api` on first use, not on `import evalbatch`: every module of the
 package imports this one first, and `evalbatch --help` needs none of the engine.
@@ -15,33 +17,50 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from evalbatch.api import (
+        DEFAULT_BATCH_EVENTS,
+        Explanation,
         GradeOptions,
         GradeResult,
         IngestReport,
+        Paths,
+        Progress,
+        RegressionReport,
         RegressOptions,
         Resources,
+        RunReport,
         VerifyReport,
         connect,
+        explain_paths,
         grade_events,
         grade_paths,
         ingest_paths,
+        load_suites,
         regress_paths,
         verify_events,
         verify_paths,
         write_outputs,
     )
 
+#: `evalbatch.api.__all__` (tests/test_api_paths.py checks they are the same)
 __all__ = [
+    "DEFAULT_BATCH_EVENTS",
+    "Explanation",
     "GradeOptions",
     "GradeResult",
     "IngestReport",
+    "Paths",
+    "Progress",
     "RegressOptions",
+    "RegressionReport",
     "Resources",
+    "RunReport",
     "VerifyReport",
     "connect",
+    "explain_paths",
     "grade_events",
     "grade_paths",
     "ingest_paths",
+    "load_suites",
     "regress_paths",
     "verify_events",
     "verify_paths",

@@ -4,19 +4,142 @@ Data flow: `inputs` (event files, suites) -> `extract` (the SQL stage) -> `grade
 `reduce` (tasks, suites, EvalSummaries) -> `pipeline` (batches, engines, merging) -> `outputs`.
 `regress`, `verify`, `explain` and `publish` build on the pipeline; this module only names what
 they offer.
+
+Every function here that reads or writes files takes one path (a `str` or a `Path`) or a list of
+them, and names suite files `suites=` (`suite_paths=` still works for one version, with a
+`DeprecationWarning`) (issue 17 item 5). The functions defined below give the stages' functions
+that surface; the others are the stages' own.
 """
 
-from evalbatch.explain.run_explanation import Explanation, explain_paths
-from evalbatch.inputs.ingest import IngestReport, ingest_paths
-from evalbatch.inputs.suites import load_suites
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from evalbatch.explain import run_explanation
+from evalbatch.explain.run_explanation import Explanation
+from evalbatch.inputs import event_files, ingest, suites
+from evalbatch.inputs.ingest import DEFAULT_FLUSH_ROWS, IngestReport
 from evalbatch.notebook import connect
 from evalbatch.options import DEFAULT_BATCH_EVENTS, GradeOptions, Resources
-from evalbatch.pipeline.grading import GradeResult, grade_events, grade_paths
+from evalbatch.pipeline.grading import (
+    GradeResult,
+    Paths,
+    as_paths,
+    grade_events,
+    grade_paths,
+    suites_keyword,
+)
 from evalbatch.pipeline.local import Progress
 from evalbatch.pipeline.write import RunReport, write_outputs
 from evalbatch.reduce.regression import RegressOptions
-from evalbatch.regress.sides import RegressionReport, regress_paths
-from evalbatch.verify.host_audit import VerifyReport, verify_events, verify_paths
+from evalbatch.regress import sides
+from evalbatch.regress.sides import RegressionReport
+from evalbatch.verify import host_audit
+from evalbatch.verify.host_audit import HostSummary, VerifyReport, verify_events
+
+
+def load_suites(
+    paths: Paths = (), docs: Sequence[Mapping[str, Any]] = ()
+) -> dict[tuple[str, str], suites.SuiteChoice]:
+    """Suites from files and directories (one path or a list), and from documents in memory."""
+    return suites.load_suites(as_paths(paths), docs)
+
+
+def ingest_paths(
+    paths: Paths,
+    out_dir: str | Path,
+    *,
+    flush_rows: int = DEFAULT_FLUSH_ROWS,
+    resources: Resources | None = None,
+) -> IngestReport:
+    """`evalbatch ingest`: convert every event in `paths` (one path or a list) to Parquet under
+    `out_dir`, one directory per run (see `evalbatch.inputs.ingest.ingest_paths`)."""
+    return ingest.ingest_paths(as_paths(paths), out_dir, flush_rows=flush_rows, resources=resources)
+
+
+def regress_paths(
+    base: Paths,
+    cand: Paths,
+    suites: Paths = (),
+    *,
+    suite_paths: Paths | None = None,
+    options: RegressOptions | None = None,
+    grade_options: GradeOptions | None = None,
+    base_run: str | None = None,
+    cand_run: str | None = None,
+    run_filter: event_files.RunFilter | None = None,
+    allow_mixed: bool = False,
+    resources: Resources | None = None,
+) -> RegressionReport:
+    """`evalbatch regress`: a paired verdict of `cand` against `base` per suite (§5); each side
+    is one path or a list (see `evalbatch.regress.sides.regress_paths`)."""
+    return sides.regress_paths(
+        as_paths(base),
+        as_paths(cand),
+        suites_keyword(suites, suite_paths, "regress_paths"),
+        options=options,
+        grade_options=grade_options,
+        base_run=base_run,
+        cand_run=cand_run,
+        run_filter=run_filter,
+        allow_mixed=allow_mixed,
+        resources=resources,
+    )
+
+
+def verify_paths(
+    events: Paths,
+    suites: Paths = (),
+    summary_paths: Paths = (),
+    *,
+    suite_paths: Paths | None = None,
+    suite_docs: Sequence[Mapping[str, Any]] = (),
+    summaries: Sequence[HostSummary] = (),
+    options: GradeOptions | None = None,
+    resources: Resources | None = None,
+    run_filter: event_files.RunFilter | None = None,
+) -> VerifyReport:
+    """`evalbatch verify`: recompute every eval run in `events` and compare with the host's
+    record (CONTRACT §8) (see `evalbatch.verify.host_audit.verify_paths`)."""
+    return host_audit.verify_paths(
+        as_paths(events),
+        suites_keyword(suites, suite_paths, "verify_paths"),
+        as_paths(summary_paths),
+        suite_docs=suite_docs,
+        summaries=summaries,
+        options=options,
+        resources=resources,
+        run_filter=run_filter,
+    )
+
+
+def explain_paths(
+    events: Paths,
+    suites: Paths = (),
+    run_id: str | None = None,
+    task_id: str | None = None,
+    trial_index: int | None = None,
+    options: GradeOptions | None = None,
+    resources: Resources | None = None,
+    *,
+    suite_paths: Paths | None = None,
+) -> Explanation:
+    """`evalbatch explain`: how one eval run's trials graded (see
+    `evalbatch.explain.run_explanation.explain_paths`). `run_id` is required."""
+    if run_id is None:
+        raise TypeError("explain_paths() needs run_id=")
+    return run_explanation.explain_paths(
+        as_paths(events),
+        suites_keyword(suites, suite_paths, "explain_paths"),
+        run_id,
+        task_id=task_id,
+        trial_index=trial_index,
+        options=options,
+        resources=resources,
+    )
+
 
 __all__ = [
     "DEFAULT_BATCH_EVENTS",
@@ -24,6 +147,7 @@ __all__ = [
     "GradeOptions",
     "GradeResult",
     "IngestReport",
+    "Paths",
     "Progress",
     "RegressOptions",
     "RegressionReport",

@@ -624,7 +624,7 @@ def test_e86_safe_connection_holds_the_analyst_tables(safe_con: Any) -> None:
     open_con = evalbatch.connect(SAMPLE_EVENTS, suites=SAMPLE_SUITES)
     try:
         names = [row[0] for row in open_con.execute("SELECT name FROM evalbatch_tables").fetchall()]
-        assert {"event_log", "tool_calls", "usage", "trials", "events"} <= set(names)
+        assert {"event_log", "tool_calls", "usage", "trials", "trial_segments"} <= set(names)
         for name in names:
             query = f'SELECT * FROM "{name}" ORDER BY ALL'
             assert safe_con.execute(query).fetchall() == open_con.execute(query).fetchall(), name

@@ -64,15 +64,16 @@ def sample_rows_per_run() -> dict[str, int]:
 
 
 def test_connect_holds_every_documented_table(con: duckdb.DuckDBPyConnection) -> None:
-    """Issue 6: the stage tables, the analyst views and the graded tables are all registered,
-    and `evalbatch_tables` lists each one."""
+    """Issue 6, issue 17 item 4: the graded tables and the analyst views are registered and
+    `evalbatch_tables` lists each one; the stage's tables are in `evalbatch_internal`."""
     present = {name for (name,) in con.execute("SELECT name FROM (SHOW TABLES)").fetchall()}
     documented = {name for (name,) in con.execute("SELECT name FROM evalbatch_tables").fetchall()}
     expected = {"runs", "tasks", "trials", "problems", "summaries"}
-    expected |= {"event_log", "tool_calls", "usage", "events", "trial_segments", "trial_calls"}
-    expected |= {"trial_usage", "eval_runs"}
-    assert expected <= documented
-    assert documented | {"evalbatch_tables"} <= present
+    expected |= {"event_log", "tool_calls", "usage", "trial_segments"}
+    assert documented == expected
+    assert present == documented | {"evalbatch_tables"}
+    for name in ("events", "trial_calls", "trial_usage", "eval_runs"):
+        assert con.execute(f"SELECT count(*) FROM evalbatch_internal.{name}").fetchall()[0][0]
     assert evalbatch.connect is notebook.connect
 
 
@@ -80,7 +81,7 @@ def test_event_tables_hold_every_sample_event(con: duckdb.DuckDBPyConnection) ->
     """§2 / D-3: the samples have no duplicates, so `event_log` and the stage's `events` hold
     exactly the rows of the sample files, per run."""
     expected = sample_rows_per_run()
-    for table in ("event_log", "events"):
+    for table in ("event_log", "evalbatch_internal.events"):
         rows = con.execute(f"SELECT run_id, count(*) FROM {table} GROUP BY 1").fetchall()
         assert dict(rows) == expected, table
     (payload,) = con.execute(
@@ -164,8 +165,9 @@ def test_connect_rejects_missing_files(tmp_path: Path) -> None:
 # evalbatch sql
 
 QUERY = (
-    "SELECT run_id, task_id, trial_index, passed, usage.usage_cost_usd, "
-    "CAST(usage.usage_cost_usd AS DOUBLE) AS cost_double "
+    "SELECT run_id, task_id, trial_index, passed, "
+    "CAST(usage.usage_cost_usd AS DECIMAL(38, 18)) AS usage_cost_usd, "
+    "usage.usage_cost_usd AS cost_double "
     "FROM trials JOIN usage USING (run_id, trial_index, task_id) WHERE trials.counted "
     "ORDER BY run_id, trials.sequence"
 )
@@ -211,8 +213,8 @@ def test_sql_table_format(expected_rows: list[tuple[Any, ...]]) -> None:
 
 
 def test_sql_csv_round_trip(expected_rows: list[tuple[Any, ...]], tmp_path: Path) -> None:
-    """Issue 6: --format csv prints RFC 4180 CSV that reads back to the query's rows; --output
-    writes the same bytes to a file."""
+    """Issue 6: --format csv prints RFC 4180 CSV that reads back to the query's rows; --out
+    (issue 17 item 2) writes the same bytes to a file."""
     result = invoke("-e", QUERY, "--format", "csv")
     assert result.exit_code == 0, result.output
     rows = list(csv.reader(io.StringIO(result.stdout)))
@@ -220,7 +222,7 @@ def test_sql_csv_round_trip(expected_rows: list[tuple[Any, ...]], tmp_path: Path
     parsed = [(r[0], r[1], int(r[2]), r[3] == "true", Decimal(r[4]), float(r[5])) for r in rows[1:]]
     assert parsed == expected_rows
     out = tmp_path / "deep" / "rows.csv"
-    assert invoke("-e", QUERY, "--format", "csv", "--output", out).exit_code == 0
+    assert invoke("-e", QUERY, "--format", "csv", "--out", out).exit_code == 0
     assert out.read_text(encoding="utf-8") == result.stdout
     assert not [p for p in out.parent.iterdir() if p.name != "rows.csv"]  # no scratch file left
 
@@ -247,7 +249,7 @@ def test_sql_json_round_trip(expected_rows: list[tuple[Any, ...]]) -> None:
 def test_sql_parquet_round_trip(expected_rows: list[tuple[Any, ...]], tmp_path: Path) -> None:
     """Issue 6: --format parquet writes the rows with their types (exact decimals included)."""
     out = tmp_path / "rows.parquet"
-    result = invoke("-e", QUERY, "--format", "parquet", "--output", out)
+    result = invoke("-e", QUERY, "--format", "parquet", "-o", out)
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
     table = pq.read_table(out)
@@ -315,7 +317,7 @@ def test_sql_parquet_needs_output(
         monkeypatch, capsys, "no-such-dir", "-e", "SELECT 1", "--format", "parquet"
     )
     assert code == 2
-    assert "Error: --format parquet writes a file: give --output FILE" in err
+    assert "Error: --format parquet writes a file: give --out FILE" in err
     assert out == ""
     assert "Traceback" not in err
 

@@ -1,6 +1,7 @@
-"""`evalbatch sql`: one query over the SQL stage and the graded tables, printed or written.
+"""`evalbatch sql`: one query over the graded tables and the SQL stage, printed or written.
 
-The connection is `evalbatch.connect`'s, so the query sees what a notebook sees. Bad SQL and
+The connection is `evalbatch.connect`'s, so the query sees what a notebook sees: an output
+directory of `evalbatch run` is opened as it is, not regraded (issue 17 item 4). Bad SQL and
 unusable input raise the library's errors, which `faults.Command` turns into one line and exit
 code 2; an output file that cannot be written is exit code 4 (`OutputError`). The output file,
 when there is one, appears only when complete, and nothing is left beside it when it fails.
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
 from evalbatch.commands import faults, filters, resources
 from evalbatch.commands.options import (
@@ -246,16 +248,62 @@ def _emit(relation: duckdb.DuckDBPyRelation, fmt: str, output: str | None, max_r
 
 
 def _warn_left_out(con: duckdb.DuckDBPyConnection) -> None:
-    """Files that could not be read are left out of every table: say so on stderr."""
-    rows = con.execute(
-        "SELECT message FROM problems WHERE run_id IS NULL AND severity = 'error' ORDER BY message"
-    ).fetchall()
+    """Files that could not be read are left out of every table: say so on stderr (the event
+    files given with an output directory are not in its `problems`: `connect` lists them)."""
+    from evalbatch import notebook  # the engine loads when the command runs, not for --help
+
+    query = "SELECT message FROM problems WHERE run_id IS NULL AND severity = 'error'"
+    listed = con.execute(
+        "SELECT count(*) FROM duckdb_tables() "
+        "WHERE schema_name = ? AND table_name = 'left_out_files'",
+        [notebook.INTERNAL],
+    ).fetchone()
+    if listed and listed[0]:
+        query += f" UNION ALL SELECT message FROM {notebook.INTERNAL}.left_out_files"
+    rows = con.execute(f"SELECT message FROM ({query}) ORDER BY message").fetchall()
     for (message,) in rows:
         click.echo(f"evalbatch: left out: {printable(message)}", err=True)
 
 
+#: the options that grade events: given with an output directory, they would be ignored
+_GRADING_OPTIONS = (
+    "suite_paths",
+    "default_pass_score",
+    "on_miss_default",
+    "run_ids",
+    "filter_suites",
+    "since",
+    "until",
+)
+
+
+def _grading_options_given(ctx: click.Context) -> list[str]:
+    """The grading options given on the command line (not left at their defaults), as spelt."""
+    given = []
+    for param in ctx.command.params:
+        source = ctx.get_parameter_source(param.name or "")
+        if param.name in _GRADING_OPTIONS and source not in (None, ParameterSource.DEFAULT):
+            given.append(next(o for o in param.opts if o.startswith("--")))
+    return given
+
+
+def _old_output(out: str | None, output: str | None) -> str | None:
+    """`--output`, the old spelling of `--out`, kept hidden for one version with a note on
+    stderr (issue 17 item 2)."""
+    if output is None:
+        return out
+    if out is not None:
+        raise click.UsageError("--output and --out are one option: give only --out")
+    click.echo(
+        "evalbatch: note: --output is renamed --out (the old spelling works until the next "
+        "version)",
+        err=True,
+    )
+    return output
+
+
 @click.command(name="sql", cls=faults.Command)
-@click.argument("events", nargs=-1, required=True)
+@click.argument("sources", nargs=-1, required=True, metavar="OUT_DIR|EVENTS...")
 @suites_option
 @click.option(
     "-e",
@@ -270,14 +318,21 @@ def _warn_left_out(con: duckdb.DuckDBPyConnection) -> None:
     type=click.Choice(FORMATS),
     default="table",
     show_default=True,
-    help="table (for reading), csv, json (an array of row objects) or parquet (needs --output).",
+    help="table (for reading), csv, json (an array of row objects) or parquet (needs --out).",
 )
 @click.option(
     "-o",
-    "--output",
+    "--out",
     type=click.Path(dir_okay=False),
     default=None,
     help="Write to this file (renamed into place when complete) instead of standard output.",
+)
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    hidden=True,
+    help="Old spelling of --out, kept for one version.",
 )
 @click.option(
     "--max-rows",
@@ -296,11 +351,14 @@ def _warn_left_out(con: duckdb.DuckDBPyConnection) -> None:
 @on_miss_default_option
 @resources.resource_options()
 @filters.run_filter_options
+@click.pass_context
 def sql_command(
-    events: tuple[str, ...],
+    ctx: click.Context,
+    sources: tuple[str, ...],
     suite_paths: tuple[str, ...],
     query_text: str,
     fmt: str,
+    out: str | None,
     output: str | None,
     max_rows: int,
     safe: bool,
@@ -312,20 +370,26 @@ def sql_command(
     since: datetime | None,
     until: datetime | None,
 ) -> None:
-    """Run SQL over the eval runs in EVENTS: the extraction's tables and the graded ones.
+    """Run SQL over an output directory of `evalbatch run` (OUT_DIR, opened as it is, not
+    regraded) and/or over the eval runs in EVENTS (graded now, unless OUT_DIR is given too).
 
     \b
-    Tables (SELECT * FROM evalbatch_tables lists them all, with their rules):
+    Tables (SELECT * FROM evalbatch_tables lists them, with their rules):
       runs, tasks, trials, problems, summaries   graded, as `evalbatch run` writes them
-      event_log    every event of an eval run, with its payload
-      tool_calls   each tool call inside a trial's bracket, with task and trial
-      usage        per trial: tool and model calls, tokens, cost
-      events, trial_segments, trial_calls, trial_usage, ...   the tables of sql/
+      event_log       every event of an eval run, with its payload       (EVENTS)
+      trial_segments  each eval.scored as the log records it: the host's record
+      tool_calls      each tool call inside a trial's bracket, with task and trial
+      usage           per trial: tool and model calls, tokens, cost
+      evalbatch_internal.events, ...   the extraction's own relations (EVENTS)
 
     \b
-    Example:
+    Examples:
+      evalbatch sql out/nightly -e "SELECT run_id, aggregate_score FROM runs"
       evalbatch sql data/samples/events --suites data/samples/suites \\
         -e "SELECT task_id, count(*) FILTER (passed) AS passed FROM trials GROUP BY 1"
+
+    With OUT_DIR, the options that grade (--suites, --default-pass-score, --on-miss-default,
+    the run filters) are refused: select runs in the query instead.
 
     The query is all of DuckDB: it can read any file, write anywhere (COPY ... TO), ATTACH
     databases and install extensions. --safe turns that off once the tables are built.
@@ -333,8 +397,9 @@ def sql_command(
     Exit codes: 0 the query ran; 2 unusable input, a query that fails, or a usage error; 4 the
     output file could not be written.
     """
-    if fmt == "parquet" and output is None:
-        raise click.UsageError("--format parquet writes a file: give --output FILE")
+    out = _old_output(out, output)
+    if fmt == "parquet" and out is None:
+        raise click.UsageError("--format parquet writes a file: give --out FILE")
     if fmt == "parquet" and safe:
         raise click.UsageError(
             "--format parquet is written by DuckDB, which --safe keeps from files"
@@ -343,22 +408,32 @@ def sql_command(
 
     from evalbatch import notebook
 
-    options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)
-    con = notebook.connect(
-        list(events),
-        list(suite_paths),
-        options=options,
-        resources=resources,
-        run_filter=filters.build(run_ids, filter_suites, since, until),
-        safe=safe,
-    )
+    if any(notebook.output_dir(path) for path in sources):
+        if given := _grading_options_given(ctx):
+            raise click.UsageError(
+                f"OUT_DIR is already graded: {', '.join(given)} grade events; select runs in "
+                "the query instead (WHERE run_id = ...)"
+            )
+        con = notebook.connect(list(sources), resources=resources, safe=safe)
+    else:
+        options = GradeOptions(
+            default_pass_score=default_pass_score, on_miss_default=on_miss_default
+        )
+        con = notebook.connect(
+            list(sources),
+            list(suite_paths),
+            options=options,
+            resources=resources,
+            run_filter=filters.build(run_ids, filter_suites, since, until),
+            safe=safe,
+        )
     try:
         _warn_left_out(con)
         relation = notebook.query(con, query_text)
         if relation is None:
             raise notebook.QueryError("query failed: no statement to run")
         try:
-            _emit(relation, fmt, output, max_rows)
+            _emit(relation, fmt, out, max_rows)
         except duckdb.Error as exc:
             raise notebook.QueryError(notebook.error_line(exc)) from None
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,32 @@ from evalbatch.outputs.writer import OutputWriter, summary_line
 from evalbatch.pipeline.local import Pass, Progress, chooser, grading_pass
 from evalbatch.pipeline.merge import Merged, batch_outputs
 from evalbatch.reduce import regression
+
+#: one path or several: every function of the library that reads or writes files takes this
+Paths = str | Path | Sequence[str | Path]
+
+
+def as_paths(paths: Paths) -> list[str]:
+    """`paths` as a list: a single string or `Path` is one path, never iterated letter by letter
+    (issue 17 item 5)."""
+    if isinstance(paths, str | Path):
+        return [str(paths)]
+    return [str(path) for path in paths]
+
+
+def suites_keyword(suites: Paths, suite_paths: Paths | None, function: str) -> list[str]:
+    """The suite paths given as `suites=`, or as the keyword it replaced, `suite_paths=`, which
+    still works for one version with a `DeprecationWarning` (issue 17 item 5)."""
+    if suite_paths is None:
+        return as_paths(suites)
+    if as_paths(suites):
+        raise TypeError(f"{function}() got both suites= and suite_paths=; give suites= only")
+    warnings.warn(
+        f"{function}(suite_paths=...) is deprecated: use suites=...",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return as_paths(suite_paths)
 
 
 @dataclass
@@ -43,9 +70,10 @@ class GradeResult:
 
 
 def grade_paths(
-    events: Sequence[str | Path],
-    suite_paths: Sequence[str | Path] = (),
+    events: Paths,
+    suites: Paths = (),
     *,
+    suite_paths: Paths | None = None,
     suite_docs: Sequence[Mapping[str, Any]] = (),
     options: GradeOptions | None = None,
     resources: Resources | None = None,
@@ -55,21 +83,24 @@ def grade_paths(
     ray_address: str | None = None,
     run_filter: event_files.RunFilter | None = None,
 ) -> GradeResult:
-    """Grade every eval run in the event files at `events` (files, directories, globs), in memory.
+    """Grade every eval run in the event files at `events` (files, directories, globs: one path or
+    a list) against the suites at `suites` (files or directories: one path or a list), in memory.
 
     Runs are graded in batches of whole runs of about `resources.batch_events` events each; its
     memory limit and spill directory bound DuckDB within a batch. `on_batch(progress)` is called
     after each batch. With `engine="ray"` the same per-batch grading runs on Ray workers
     (CONTRACT §7); the outputs are the local engine's, byte for byte. `write_outputs` does the
     same but writes each batch as it comes, so memory stays flat however large the input.
+    `suite_paths=` is the deprecated spelling of `suites=`.
 
     Raises:
         InputError: no event file can be used at all.
         SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
     """
+    suites = suites_keyword(suites, suite_paths, "grade_paths")
     grading = grading_pass(
-        events,
-        load_suites(suite_paths, suite_docs),
+        as_paths(events),
+        load_suites(suites, suite_docs),
         options or GradeOptions(),
         engine,
         ray_address,

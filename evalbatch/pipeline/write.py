@@ -25,6 +25,7 @@ from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.manifest import Manifest, RunEntry
 from evalbatch.outputs.output_format import TRIAL_SCHEMA
 from evalbatch.pipeline import incremental
+from evalbatch.pipeline.grading import Paths, as_paths, suites_keyword
 from evalbatch.pipeline.local import Pass, Progress, chooser, grading_pass
 from evalbatch.pipeline.merge import Merged, batch_outputs
 from evalbatch.reduce import regression
@@ -98,10 +99,11 @@ def _nothing_to_grade(
 
 
 def write_outputs(
-    events: Sequence[str | Path],
+    events: Paths,
     out_dir: str | Path,
-    suite_paths: Sequence[str | Path] = (),
+    suites: Paths = (),
     *,
+    suite_paths: Paths | None = None,
     suite_docs: Sequence[Mapping[str, Any]] = (),
     options: GradeOptions | None = None,
     resources: Resources | None = None,
@@ -121,7 +123,8 @@ def write_outputs(
     With `incremental_run`, only runs that are new or changed since the last incremental run
     into `out_dir` are graded and the others' rows are carried over (E-50), once every previous
     file is checked against the manifest (E-71); the files are still identical to a full
-    regrade's. Files inside `out_dir` are never read as events (E-74).
+    regrade's. Files inside `out_dir` are never read as events (E-74). `events` and `suites` are
+    one path or a list; `suite_paths=` is the deprecated spelling of `suites=`.
 
     Raises:
         InputError: no eval run was selected (E-70; unless `allow_empty`), or no event file.
@@ -134,10 +137,11 @@ def write_outputs(
 
     out = Path(out_dir)
     options = options or GradeOptions()
-    events = _without_outputs(events, out)
+    suite_list = suites_keyword(suites, suite_paths, "write_outputs")
+    event_paths = _without_outputs(as_paths(events), out)
     with OutputLock(out) as lock:
         writer.clear_stale_work(out)
-        choices = load_suites(suite_paths, suite_docs)
+        choices = load_suites(suite_list, suite_docs)
         selection: incremental.Selection | None = None
         regrade_reason: str | None = None
 
@@ -156,7 +160,7 @@ def write_outputs(
             return selection.dirty
 
         grading = grading_pass(
-            events,
+            event_paths,
             choices,
             options,
             engine,
