@@ -71,13 +71,18 @@ class _Watch:
         """Read the running query's progress until stopped (a helper thread)."""
         while not self.stopped.wait(POLL_SECONDS):
             try:
-                done = self.con.query_progress()
-                if done >= 0:
-                    with self.lock:
-                        self.query_done = max(self.query_done, min(done / 100, 1.0))
-                    self.send(estimate=True)
+                self.poll_once()
             except Exception:  # a closing connection, a display that failed: stop telling
                 self.stopped.set()
+
+    def poll_once(self) -> None:
+        """Report DuckDB's estimate of the running query, if one runs (it never goes back within
+        a stage or a batch, though each of a batch's queries starts from 0)."""
+        done = self.con.query_progress()
+        if done >= 0:
+            with self.lock:
+                self.query_done = max(self.query_done, min(done / 100, 1.0))
+            self.send(estimate=True)
 
     def send(self, estimate: bool = False) -> None:
         """Report where the pass is; under the lock, so reports arrive in order."""
@@ -112,16 +117,12 @@ class _Watch:
         self.send()
 
     def read(self, number: int, events: int) -> None:
-        """Batch `number`'s SQL stage is done (told by the worker thread that ran it, maybe after
-        the next batch started)."""
+        """Batch `number`'s SQL stage is done (told by the worker thread that ran it)."""
         with self.lock:
             self.events_read += events
             if self.reading is not None and self.reading[0] == number:
                 self.reading = None
-        try:
-            self.send()
-        except Exception:  # a failed display never costs the batch
-            self.stopped.set()
+        self.send()
 
     def graded(self, runs: int) -> None:
         with self.lock:
@@ -214,14 +215,18 @@ def local_pass(
 
         def extract(number: int) -> Future[Extracted]:
             """Batch `number`'s SQL stage on the worker; the watch hears when it starts and
-            ends."""
+            ends (before its result is handed over)."""
+            if watch is None:
+                return pool.submit(extract_shard, con, sources, plan.ranges[number])
             events = plan.events[number]
-            if watch is not None:
-                watch.reading_batch(number, events)
-            pending = pool.submit(extract_shard, con, sources, plan.ranges[number])
-            if watch is not None:
-                pending.add_done_callback(lambda _: watch.read(number, events))
-            return pending
+            watch.reading_batch(number, events)
+
+            def read() -> Extracted:
+                extracted = extract_shard(con, sources, plan.ranges[number])
+                watch.read(number, events)
+                return extracted
+
+            return pool.submit(read)
 
         numbers = iter(range(len(plan.ranges)))
         pending = None
