@@ -149,7 +149,7 @@ def test_s4_run_quiet_prints_only_where_outputs_went(
     result = invoke("run", events_file, "--suites", suite_dir, "--out", out, "--quiet")
     assert result.exit_code == 0
     assert result.stdout.splitlines() == [
-        f"wrote 1 summaries to {out / 'summaries.jsonl'} and tables to {out}/"
+        f"wrote 1 summary to {out / 'summaries.jsonl'} and tables to {out}/"
     ]
 
 

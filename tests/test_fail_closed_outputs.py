@@ -515,7 +515,7 @@ def test_issue14_e75_ingest_damaged_gzip_is_one_problem_and_the_rest_is_ingested
     assert "b-bad.ndjson.gz: cannot be read (damaged gzip data) [input-unreadable]" in stderr
     assert "internal error" not in stderr
     assert [p.name for p in out.iterdir()] == ["runId=acme%2Frun-good"]
-    assert f"from 2 file(s) into {out}/ (1 problems)" in stdout
+    assert f"from 2 files into {out}/ (1 problem)" in stdout
     assert good.exists()
 
 

@@ -262,7 +262,7 @@ def test_s1_2_ingested_samples_grade_exactly_as_the_originals(tmp_path: Path) ->
     result = runner.invoke(cli, ["ingest", str(export), "--out", str(tmp_path / "events")])
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == (
-        f"ingested {len(lines)} events of 3 runs from 1 file(s) into {tmp_path / 'events'}/"
+        f"ingested {len(lines)} events of 3 runs from 1 file into {tmp_path / 'events'}/"
     )
     for name, source in (("ingested", tmp_path / "events"), ("original", SAMPLE_EVENTS)):
         graded = runner.invoke(
@@ -428,7 +428,7 @@ def test_cli_ingest_bad_line_exits_3_and_names_file_and_line(tmp_path: Path) -> 
     assert result.exit_code == 3, result.output
     assert f"skipped: {path}: line 2: not JSON" in result.stderr
     assert "[line-invalid]" in result.stderr
-    assert result.stdout.startswith("ingested 2 events of 1 runs from 1 file(s)")
+    assert result.stdout.startswith("ingested 2 events of 1 run from 1 file into")
 
 
 @pytest.mark.parametrize("case", ["nothing-usable", "missing-path"])

@@ -5,13 +5,20 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from evalbatch.commands import faults, resources
+from evalbatch.commands.printing import plural
+from evalbatch.commands.types import printable
 from evalbatch.options import Resources
+
+if TYPE_CHECKING:
+    from evalbatch.inputs.ingest import IngestReport
 
 
 @click.command(name="ingest", cls=faults.Command)
@@ -23,10 +30,16 @@ from evalbatch.options import Resources
     type=click.Path(file_okay=False),
     help="Directory for the Parquet files (one runId=<id>/ directory per run).",
 )
-@click.option("--quiet", is_flag=True, help="Print only the totals line.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the totals line.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON document (the totals, every problem, the files written) instead.",
+)
 @resources.resource_options()
 def ingest_command(
-    inputs: tuple[str, ...], out_dir: str, quiet: bool, resources: Resources
+    inputs: tuple[str, ...], out_dir: str, quiet: bool, as_json: bool, resources: Resources
 ) -> None:
     """Convert OpenWOP event exports to the canonical Parquet layout (CONTRACT §1.2).
 
@@ -49,18 +62,21 @@ def ingest_command(
     shown = report.problems if not quiet else []
     for problem in shown[:20]:
         label = "skipped" if problem.severity == "error" else "warning"
-        click.echo(f"  {label}: {problem.message}", err=True)
+        click.echo(f"  {label}: {printable(problem.message)}", err=True)
     if len(shown) > 20:
         click.echo(f"  ... and {len(shown) - 20} more", err=True)
     if report.events == 0:
         click.echo(
-            f"evalbatch: nothing usable in {report.files} input file(s); nothing written", err=True
+            f"evalbatch: nothing usable in {plural(report.files, 'input file')}; nothing written",
+            err=True,
         )
-    else:
-        problems = f" ({len(report.problems)} problems)" if report.problems else ""
+    if as_json:
+        click.echo(json.dumps(_document(report), indent=2, ensure_ascii=False))
+    elif report.events:
+        problems = f" ({plural(len(report.problems), 'problem')})" if report.problems else ""
         click.echo(
-            f"ingested {report.events} events of {report.runs} runs from {report.files} "
-            f"file(s) into {Path(out_dir)}/{problems}"
+            f"ingested {plural(report.events, 'event')} of {plural(report.runs, 'run')} from "
+            f"{plural(report.files, 'file')} into {printable(Path(out_dir))}/{problems}"
         )
         if report.events_already_there:
             click.echo(
@@ -68,3 +84,25 @@ def ingest_command(
                 f"there (same content; {report.runs_already_there} runs had nothing new)"
             )
     sys.exit(report.exit_code)
+
+
+def _document(report: IngestReport) -> dict[str, Any]:
+    """`ingest --json`: the totals, every problem and the Parquet files written."""
+    return {
+        "out": str(report.out_dir),
+        "files": report.files,
+        "events": report.events,
+        "runs": report.runs,
+        "written": [str(path) for path in report.written],
+        "problems": [
+            {
+                "path": p.path,
+                "where": p.where,
+                "code": p.code,
+                "severity": p.severity,
+                "message": p.message,
+            }
+            for p in report.problems
+        ],
+        "exitCode": report.exit_code,
+    }

@@ -1,99 +1,260 @@
-"""What the commands print besides one-line messages: `run`'s progress line, runs table and
-problem counts, `regress`'s comparisons and `verify`'s tables. Ids come from the log, so every
-cell and line that holds one is printed escaped (issue 14)."""
+"""What the commands print besides one-line messages: `run`'s runs table, totals and problem
+counts (and their JSON), `regress`'s comparisons and `verify`'s tables. Ids come from the log, so
+every cell and line that holds one is printed escaped (issue 14)."""
 
 from __future__ import annotations
 
 import json
-import time
+import os
 from collections import Counter
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from evalbatch.commands.types import printable
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # polars and rich load when a command prints, not for --help
     import polars as pl
+    from rich.console import Console
 
-    from evalbatch import api
     from evalbatch.reduce import regression
     from evalbatch.verify import host_audit
 
 
-class ProgressLine:
-    """Runs graded so far and the event rate, on one stderr line; only on a terminal and without
-    --quiet."""
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """`1 summary`, `3 summaries`: a count and its noun, agreeing (`nouns`: an irregular
+    plural)."""
+    if count == 1:
+        return f"{count} {noun}"
+    if nouns is None:
+        regular_y = noun.endswith("y") and noun[-2:-1] not in "aeiou"
+        nouns = noun[:-1] + "ies" if regular_y else noun + "s"
+    return f"{count} {nouns}"
 
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.started = time.monotonic()
-        self.shown = False
 
-    def update(self, progress: api.Progress) -> None:
-        if not self.enabled:
-            return
-        elapsed = max(time.monotonic() - self.started, 1e-9)
-        width = 30
-        bar = "#" * (width * progress.runs_done // max(progress.runs, 1))
-        click.echo(
-            f"\rgrading [{bar:<{width}}] {progress.runs_done:,}/{progress.runs:,} runs, "
-            f"batch {progress.batches_done}/{progress.batches}, "
-            f"{progress.events_done / elapsed:,.0f} events/s",
-            err=True,
-            nl=False,
+def stdout_console() -> Console:
+    """A console for tables on stdout: as wide as COLUMNS, or the terminal, when either is
+    known; as wide as the table needs when stdout is a pipe or a file, so no id is cut there.
+    Rich honours NO_COLOR and TERM=dumb; ids are never read as markup or emoji."""
+    from rich.console import Console
+
+    console = Console(highlight=False, markup=False, emoji=False)
+    if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
+        return console
+    return Console(highlight=False, markup=False, emoji=False, width=_UNBOUNDED)
+
+
+#: a width no table reaches: a pipe's table is as wide as its widest row
+_UNBOUNDED = 100_000
+
+#: the order of `run`'s table: failures first, then runs not graded, then passes
+_RESULT_ORDER = {"failed": 0, "skipped": 1, "passed": 2}
+
+
+def _result(graded: pl.Expr, passed: pl.Expr) -> pl.Expr:
+    import polars as pl
+
+    return (
+        pl.when(~graded)
+        .then(pl.lit("skipped"))
+        .when(passed)
+        .then(pl.lit("passed"))
+        .otherwise(pl.lit("failed"))
+    )
+
+
+def runs_in_table_order(runs: pl.DataFrame) -> pl.DataFrame:
+    """The runs with their `result` (failed, skipped, passed), failures first, then by run id."""
+    import polars as pl
+
+    return (
+        runs.with_columns(result=_result(pl.col("graded"), pl.col("passed").fill_null(False)))
+        .with_columns(rank=pl.col("result").replace_strict(_RESULT_ORDER, return_dtype=pl.Int8))
+        .sort("rank", "run_id")
+        .drop("rank")
+    )
+
+
+@dataclass(frozen=True)
+class RunTotals:
+    """What every run of a `run` adds up to (the totals line and the JSON `totals`)."""
+
+    eval_runs: int
+    graded: int
+    passed: int
+    failed: int
+    skipped: int
+    mean_score: float | None  # over the graded runs
+    total_cost_usd: float | None  # over the graded runs that know their cost
+    costed_runs: int
+
+    @classmethod
+    def of(cls, runs: pl.DataFrame) -> RunTotals:
+        graded = runs.filter("graded")
+        costed = graded["total_cost_usd"].drop_nulls()
+        passed = int(graded["passed"].sum())
+        return cls(
+            eval_runs=runs.height,
+            graded=graded.height,
+            passed=passed,
+            failed=graded.height - passed,
+            skipped=runs.height - graded.height,
+            mean_score=float(graded["aggregate_score"].sum()) / graded.height
+            if graded.height
+            else None,
+            total_cost_usd=float(costed.sum()) if costed.len() else None,
+            costed_runs=costed.len(),
         )
-        self.shown = True
 
-    def close(self) -> None:
-        if self.shown:
-            click.echo("", err=True)
+    def line(self) -> str:
+        """`total: 500 eval runs, 498 graded (440 passed, 58 failed), 2 skipped; mean score
+        0.912; cost $12.3400`."""
+        text = (
+            f"total: {plural(self.eval_runs, 'eval run')}, {self.graded} graded "
+            f"({self.passed} passed, {self.failed} failed), {self.skipped} skipped"
+        )
+        if self.mean_score is not None:
+            text += f"; mean score {self.mean_score:.3f}"
+        if self.total_cost_usd is not None:
+            text += f"; cost ${self.total_cost_usd:,.4f}"
+            if self.costed_runs < self.graded:
+                text += f" (known for {self.costed_runs} of {self.graded} graded runs)"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "evalRuns": self.eval_runs,
+            "graded": self.graded,
+            "passed": self.passed,
+            "failed": self.failed,
+            "skipped": self.skipped,
+            "meanScore": self.mean_score,
+            "totalCostUsd": self.total_cost_usd,
+            "costedRuns": self.costed_runs,
+        }
 
 
-def _yes_no(flag: bool) -> str:
-    return "yes" if flag else "no"
-
-
-#: runs listed after `run`; the rest are in runs.parquet
+#: rows of `run`'s table; the rest are counted on the line after it (and are in runs.parquet)
 RUNS_SHOWN = 50
 
 
-def print_runs(runs: pl.DataFrame) -> None:
-    """A short per-run table: suite, score, pass, tasks passed, trial statistics. Ids come from
-    the log, so they are printed escaped."""
-    graded = runs.filter("graded")
-    if graded.height == 0:
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def print_runs(runs: pl.DataFrame, console: Console | None = None, limit: int = RUNS_SHOWN) -> None:
+    """`run`'s table, failures first, at most `limit` rows, fitted to the console's width, then
+    the totals over every run. Ids come from the log, so they are printed escaped."""
+    from rich.table import Table
+    from rich.text import Text
+
+    console = console or stdout_console()
+    if runs.height == 0:
         click.echo("no eval run was graded")
         return
-    click.echo(
-        f"{'run':<34} {'suite':<34} {'score':>6} {'passed':>6} {'tasks':>7} "
-        f"{'pass@k':>7} {'pass^k':>7}"
-    )
-    for r in graded.head(RUNS_SHOWN).iter_rows(named=True):
-        at_k = f"{r['pass_at_k']:.3f}" if r["pass_at_k"] is not None else "-"
-        hat_k = f"{r['pass_hat_k']:.3f}" if r["pass_hat_k"] is not None else "-"
-        suite = printable(f"{r['suite_id']}@{r['suite_version']}")
-        click.echo(
-            f"{printable(r['run_id']):<34} {suite:<34} {r['aggregate_score']:>6.3f} "
-            f"{_yes_no(r['passed']):>6} {r['passed_count']:>3}/{r['task_count']:<3} "
-            f"{at_k:>7} {hat_k:>7}"
+    ordered = runs_in_table_order(runs)
+    table = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
+    table.add_column("run", overflow="fold")
+    table.add_column("suite", overflow="fold")
+    for name in ("score", "passed", "tasks", "pass@k", "pass^k"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for r in ordered.head(limit).iter_rows(named=True):
+        graded = r["graded"]
+        table.add_row(
+            Text(printable(r["run_id"])),
+            Text(printable(f"{r['suite_id']}@{r['suite_version']}")),
+            _ratio(r["aggregate_score"]) if graded else "-",
+            Text("skipped" if not graded else "yes" if r["passed"] else "no"),
+            f"{r['passed_count']}/{r['task_count']}" if graded else "-",
+            _ratio(r["pass_at_k"]),
+            _ratio(r["pass_hat_k"]),
         )
-    if graded.height > RUNS_SHOWN:
-        click.echo(f"... and {graded.height - RUNS_SHOWN:,} more runs (see runs.parquet)")
+    with console.capture() as captured:
+        console.print(table)
+    for line in captured.get().splitlines():  # wrapped cells are padded: no trailing blanks
+        click.echo(line.rstrip())
+    if ordered.height > limit:
+        rest = ordered.slice(limit)["result"].value_counts(sort=True)
+        counts = dict(rest.iter_rows())
+        described = ", ".join(f"{counts[r]} {r}" for r in _RESULT_ORDER if r in counts)
+        click.echo(
+            f"... and {plural(ordered.height - limit, 'more run')} ({described}); see runs.parquet"
+        )
+    click.echo(RunTotals.of(runs).line())
+
+
+#: the severities in the order they are told
+_SEVERITIES = ("error", "warning", "info")
+
+
+def problem_counts(problems: pl.DataFrame) -> dict[str, dict[str, int]]:
+    """Each severity's problem codes and how often each came up, most frequent first."""
+    counts: dict[str, dict[str, int]] = {}
+    ranked = (
+        problems.group_by("severity", "code").len().sort(["len", "code"], descending=[True, False])
+    )
+    for severity, code, count in ranked.iter_rows():
+        counts.setdefault(severity, {})[code] = count
+    return {severity: counts[severity] for severity in _SEVERITIES if severity in counts}
+
+
+def problems_line(problems: pl.DataFrame) -> str | None:
+    """`problems: 1 error (file-unreadable 1), 3 warnings (payload-ignored 2, ...); see
+    problems.parquet`, or None when there is none."""
+    parts = []
+    for severity, codes in problem_counts(problems).items():
+        total = plural(sum(codes.values()), severity, "info" if severity == "info" else None)
+        named = ", ".join(f"{code} {count}" for code, count in codes.items())
+        parts.append(f"{total} ({named})")
+    return f"problems: {', '.join(parts)}; see problems.parquet" if parts else None
 
 
 def print_problems(problems: pl.DataFrame, limit: int = 20) -> None:
-    """Problem counts by severity, then the first errors (their messages name runs: escaped)."""
-    counts = problems.group_by("severity").len().sort("severity").iter_rows()
-    summary = ", ".join(f"{n} {severity}" for severity, n in counts)
-    if summary:
-        click.echo(f"problems: {summary} (see problems.parquet)")
+    """Problem counts by severity and code, then the first errors (`print_skipped`)."""
+    line = problems_line(problems)
+    if line is not None:
+        click.echo(line)
+    print_skipped(problems, limit)
+
+
+def print_skipped(problems: pl.DataFrame, limit: int = 20) -> None:
+    """The first errors on stderr, each a run or file skipped (their messages name runs:
+    escaped)."""
     errors = problems.filter(problems["severity"] == "error")
     for message in errors["message"].head(limit):
         click.echo(f"  skipped: {printable(message)}", err=True)
     if errors.height > limit:
         click.echo(f"  ... and {errors.height - limit} more", err=True)
+
+
+def problems_json(problems: pl.DataFrame) -> dict[str, Any]:
+    """`{"error": 1, "warning": 3, "info": 0, "byCode": {"payload-ignored": 2, ...}}`."""
+    counts = problem_counts(problems)
+    return {
+        **{severity: sum(counts.get(severity, {}).values()) for severity in _SEVERITIES},
+        "byCode": {code: n for codes in counts.values() for code, n in codes.items()},
+    }
+
+
+def run_json(runs: pl.DataFrame) -> list[dict[str, Any]]:
+    """Every run, in the table's order, as `run --json` lists it."""
+    return [
+        {
+            "runId": r["run_id"],
+            "suiteId": r["suite_id"],
+            "suiteVersion": r["suite_version"],
+            "result": r["result"],
+            "aggregateScore": r["aggregate_score"],
+            "passedCount": r["passed_count"],
+            "taskCount": r["task_count"],
+            "passAtK": r["pass_at_k"],
+            "passHatK": r["pass_hat_k"],
+            "totalCostUsd": r["total_cost_usd"],
+        }
+        for r in runs_in_table_order(runs).iter_rows(named=True)
+    ]
 
 
 def print_comparison(c: regression.Comparison, alpha: float) -> None:

@@ -7,10 +7,11 @@ call reports (the tables and lines of `printing`). Faults are one line and their
 
 from __future__ import annotations
 
+import json
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
@@ -22,6 +23,9 @@ from evalbatch.commands.options import (
 )
 from evalbatch.commands.types import printable
 from evalbatch.options import GradeOptions, OnMissDefault, Resources
+
+if TYPE_CHECKING:
+    from evalbatch.pipeline.write import RunReport
 
 
 @click.command(name="run", cls=faults.Command)
@@ -59,7 +63,18 @@ from evalbatch.options import GradeOptions, OnMissDefault, Resources
     "instead of stopping with exit code 2 and leaving OUT as it was.",
 )
 @filters.run_filter_options
-@click.option("--quiet", is_flag=True, help="Print only where the outputs went.")
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Print only where the outputs went: no progress bar, runs table or problem lines.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON document (totals, problem counts, every run) instead of the table.",
+)
 def run(
     events: tuple[str, ...],
     suite_paths: tuple[str, ...],
@@ -76,6 +91,7 @@ def run(
     since: datetime | None,
     until: datetime | None,
     quiet: bool,
+    as_json: bool,
 ) -> None:
     """Grade every eval run in EVENTS (Parquet files, directories or globs) into OUT.
 
@@ -89,9 +105,10 @@ def run(
     the previous ones are unchanged); 5 another run is writing to OUT.
     """
     from evalbatch import api  # the engine loads when the command runs, not for --help
+    from evalbatch.commands import progress
 
     options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)
-    progress = printing.ProgressLine(enabled=not quiet and sys.stderr.isatty())
+    bar = progress.ProgressBar(enabled=not quiet)
     try:
         report = api.write_outputs(
             list(events),
@@ -99,7 +116,7 @@ def run(
             list(suite_paths),
             options=options,
             resources=resources,
-            on_batch=progress.update,
+            on_batch=bar.update if bar.enabled else None,
             engine=engine,
             ray_address=ray_address,
             incremental_run=incremental,
@@ -107,25 +124,51 @@ def run(
             allow_empty=allow_empty,
         )
     finally:
-        progress.close()
-    written = report.written
+        bar.close()
     if report.stale_lock is not None:
         click.echo(
             f"  note: took over the lock of a run that is gone ({report.stale_lock})", err=True
         )
+    graded = report.runs.height - report.carried_runs
+    if as_json:
+        if not quiet:
+            printing.print_skipped(report.problems)
+        click.echo(json.dumps(_document(report, out_dir, incremental, graded), indent=2))
+        sys.exit(report.exit_code)
     if incremental:
-        graded = report.runs.height - report.carried_runs
         how = "full regrade" if report.full_regrade else "incremental"
         why = f" ({report.regrade_reason})" if report.regrade_reason else ""
         click.echo(
-            f"{how}: graded {graded} new or changed eval runs, "
+            f"{how}: graded {printing.plural(graded, 'new or changed eval run')}, "
             f"kept {report.carried_runs} unchanged{why}"
         )
     if not quiet:
         printing.print_runs(report.runs)
         printing.print_problems(report.problems)
     click.echo(
-        f"wrote {report.summary_count} summaries to {printable(written['summaries'])} "
-        f"and tables to {printable(Path(out_dir))}/"
+        f"wrote {printing.plural(report.summary_count, 'summary')} to "
+        f"{printable(report.written['summaries'])} and tables to {printable(Path(out_dir))}/"
     )
     sys.exit(report.exit_code)
+
+
+def _document(report: RunReport, out_dir: str, incremental: bool, graded: int) -> Any:
+    """`run --json`: what was written where, the totals, problem counts and every run (README:
+    "`run --json`")."""
+    return {
+        "out": str(Path(out_dir)),
+        "files": {name: str(path) for name, path in report.written.items()},
+        "summaries": report.summary_count,
+        "incremental": {
+            "fullRegrade": report.full_regrade,
+            "graded": graded,
+            "kept": report.carried_runs,
+            "reason": report.regrade_reason,
+        }
+        if incremental
+        else None,
+        "totals": printing.RunTotals.of(report.runs).to_json(),
+        "problems": printing.problems_json(report.problems),
+        "runs": printing.run_json(report.runs),
+        "exitCode": report.exit_code,
+    }

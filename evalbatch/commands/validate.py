@@ -6,8 +6,10 @@ JSON path and turns what it found into the exit code (E-85).
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -19,7 +21,19 @@ from evalbatch.inputs import suites
 
 @click.command(name="validate", cls=faults.Command)
 @click.argument("suite_paths", nargs=-1, required=True)
-def validate(suite_paths: tuple[str, ...]) -> None:
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Print only the errors: no line for a valid file, no warnings.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON document (every file with its faults, the conflicts) instead.",
+)
+def validate(suite_paths: tuple[str, ...], quiet: bool, as_json: bool) -> None:
     """Check suite files (or directories of them) against the schema and the suite rules.
 
     \b
@@ -33,19 +47,20 @@ def validate(suite_paths: tuple[str, ...]) -> None:
     """
     checked: list[suites.SuiteFile] = []
     seen: set[Path] = set()
-    invalid = unusable = 0
+    unusable: list[dict[str, str]] = []
+
+    def cannot_use(path: str, message: str) -> None:
+        click.echo(f"evalbatch: {printable(message)}", err=True)
+        unusable.append({"path": path, "message": message})
+
     for given in suite_paths:
         try:
             paths = suites.expand_suite_paths(given)
         except suites.SuiteFileError as exc:
-            click.echo(f"evalbatch: {printable(exc)}", err=True)
-            unusable += 1
+            cannot_use(given, str(exc))
             continue
         if not paths:
-            click.echo(
-                f"evalbatch: no suite file found in {printable(given)} (no *.json in it)", err=True
-            )
-            unusable += 1
+            cannot_use(given, f"no suite file found in {given} (no *.json in it)")
         for path in paths:
             if path.resolve() in seen:
                 continue
@@ -53,21 +68,63 @@ def validate(suite_paths: tuple[str, ...]) -> None:
             try:
                 suite_file = suites.read_suite_file(path)
             except suites.SuiteFileError as exc:
-                click.echo(f"evalbatch: {printable(exc)}", err=True)
-                unusable += 1
+                cannot_use(str(path), str(exc))
                 continue
-            where = printable(suite_file.path)
-            if not suite_file.faults:
-                click.echo(f"{where}: ok")
-            for fault in suite_file.faults:
-                click.echo(f"{where}: {printable(fault)}")
-            invalid += bool(suite_file.errors)
             checked.append(suite_file)
+            if not as_json:
+                _print_file(suite_file, quiet)
     matchable = [
         f for f in checked if isinstance(f.doc, dict) and suites.suite_ids(f.doc) is not None
     ]
-    for choice in suites.resolve_suites(matchable).values():
-        if choice.problem == "suite-conflict":
+    conflicts = [
+        choice
+        for choice in suites.resolve_suites(matchable).values()
+        if choice.problem == "suite-conflict"
+    ]
+    invalid = sum(bool(f.errors) for f in checked) + len(conflicts)
+    code = EXIT_UNUSABLE if unusable else EXIT_FAILED if invalid else EXIT_OK
+    if as_json:
+        document = {
+            "files": [_file_json(f) for f in checked],
+            "conflicts": [
+                {
+                    "suiteId": c.suite_id,
+                    "version": c.version,
+                    "paths": list(c.paths),
+                    "message": c.message,
+                }
+                for c in conflicts
+            ],
+            "unusable": unusable,
+            "exitCode": code,
+        }
+        click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+    else:
+        for choice in conflicts:
             click.echo(printable(f"{', '.join(choice.paths)}: error: {choice.message}"))
-            invalid += 1
-    sys.exit(EXIT_UNUSABLE if unusable else EXIT_FAILED if invalid else EXIT_OK)
+    sys.exit(code)
+
+
+def _print_file(suite_file: suites.SuiteFile, quiet: bool) -> None:
+    """`PATH: ok`, or each fault with its JSON path; with `quiet` only the errors."""
+    where = printable(suite_file.path)
+    if not suite_file.faults and not quiet:
+        click.echo(f"{where}: ok")
+    for fault in suite_file.faults:
+        if fault.severity == "error" or not quiet:
+            click.echo(f"{where}: {printable(fault)}")
+
+
+def _file_json(suite_file: suites.SuiteFile) -> dict[str, Any]:
+    """One file of `validate --json`: its suite, whether it is valid, its faults."""
+    ids = suites.suite_ids(suite_file.doc) if isinstance(suite_file.doc, dict) else None
+    return {
+        "path": suite_file.path,
+        "suiteId": ids[0] if ids else None,
+        "version": ids[1] if ids else None,
+        "valid": not suite_file.errors,
+        "faults": [
+            {"severity": f.severity, "path": f.path, "message": f.message}
+            for f in suite_file.faults
+        ],
+    }

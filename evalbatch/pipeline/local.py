@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 
@@ -19,20 +19,122 @@ from evalbatch.errors import (
 from evalbatch.extract import trial_tables
 from evalbatch.inputs import event_files, suites
 from evalbatch.options import GradeOptions, Resources
-from evalbatch.pipeline.shard import Batch, extract_shard, grade_extracted
+from evalbatch.pipeline.shard import Batch, Extracted, extract_shard, grade_extracted
 from evalbatch.problems import severity
 from evalbatch.reduce.run_summaries import RunPlan
 
 
 @dataclass(frozen=True)
 class Progress:
-    """How far a grading pass is, reported after each batch (a progress display)."""
+    """How far a grading pass is, for a progress display. Reported after each batch; the local
+    engine given `on_progress` also reports while it chooses the runs (stage "choosing": the run
+    filters, the incremental fingerprint pass) and while a batch's SQL stage runs, from a helper
+    thread a few times a second, so a display moves within a batch."""
 
     batches_done: int
     batches: int
-    runs_done: int
+    runs_done: int  # eval runs graded
     runs: int
-    events_done: int
+    events_done: int  # events read: whole batches, plus the running batch's share so far
+    events: int = 0  # events of the pass (0 while choosing: not known yet)
+    stage: Literal["choosing", "grading"] = "grading"
+    #: DuckDB's estimate of how far its running query is, 0..1 (None: no query running)
+    query_done: float | None = None
+
+
+#: how often a running query's progress is read (seconds)
+POLL_SECONDS = 0.2
+
+
+class _Watch:
+    """A pass's progress, reported when a stage changes and, from a helper thread, as DuckDB's
+    estimate of its running query moves (the only measure inside one batch's SQL stage)."""
+
+    def __init__(self, con: Any, report: Callable[[Progress], None]) -> None:
+        self.con = con
+        self.report = report
+        self.lock = threading.Lock()
+        self.stage: Literal["choosing", "grading"] = "choosing"
+        self.plan: event_files.BatchPlan | None = None
+        self.batches_done = self.runs_done = self.events_read = 0
+        self.reading: tuple[int, int] | None = None  # (batch number, its events) being read
+        self.query_done = 0.0  # the most DuckDB's estimate reached in this stage or batch
+        self.stopped = threading.Event()
+        # DuckDB measures a query's progress only with its progress bar on; it prints nothing
+        con.execute("SET enable_progress_bar = true")
+        con.execute("SET enable_progress_bar_print = false")
+        self.thread = threading.Thread(target=self._poll, name="evalbatch-progress", daemon=True)
+        self.send()
+        self.thread.start()
+
+    def _poll(self) -> None:
+        """Read the running query's progress until stopped (a helper thread)."""
+        while not self.stopped.wait(POLL_SECONDS):
+            try:
+                self.poll_once()
+            except Exception:  # a closing connection, a display that failed: stop telling
+                self.stopped.set()
+
+    def poll_once(self) -> None:
+        """Report DuckDB's estimate of the running query, if one runs (it never goes back within
+        a stage or a batch, though each of a batch's queries starts from 0)."""
+        done = self.con.query_progress()
+        if done >= 0:
+            with self.lock:
+                self.query_done = max(self.query_done, min(done / 100, 1.0))
+            self.send(estimate=True)
+
+    def send(self, estimate: bool = False) -> None:
+        """Report where the pass is; under the lock, so reports arrive in order."""
+        with self.lock:
+            if self.stopped.is_set():
+                return
+            plan = self.plan
+            events_done = self.events_read
+            if self.reading is not None:
+                events_done += int(self.reading[1] * self.query_done)
+            self.report(
+                Progress(
+                    batches_done=self.batches_done,
+                    batches=len(plan.ranges) if plan is not None else 0,
+                    runs_done=self.runs_done,
+                    runs=plan.runs if plan is not None else 0,
+                    events_done=events_done,
+                    events=sum(plan.events) if plan is not None else 0,
+                    stage=self.stage,
+                    query_done=self.query_done if estimate else None,
+                )
+            )
+
+    def planned(self, plan: event_files.BatchPlan) -> None:
+        with self.lock:
+            self.stage, self.plan, self.query_done = "grading", plan, 0.0
+        self.send()
+
+    def reading_batch(self, number: int, events: int) -> None:
+        with self.lock:
+            self.reading, self.query_done = (number, events), 0.0
+        self.send()
+
+    def read(self, number: int, events: int) -> None:
+        """Batch `number`'s SQL stage is done (told by the worker thread that ran it)."""
+        with self.lock:
+            self.events_read += events
+            if self.reading is not None and self.reading[0] == number:
+                self.reading = None
+        self.send()
+
+    def graded(self, runs: int) -> None:
+        with self.lock:
+            self.batches_done += 1
+            self.runs_done += runs
+        self.send()
+
+    def stop(self) -> None:
+        """No more reports; the helper thread ends before the connection closes."""
+        self.stopped.set()
+        if self.thread.is_alive() and self.thread is not threading.current_thread():
+            self.thread.join()
 
 
 #: picks the runs a pass grades, given the scanned files (None: those `sources` already hold)
@@ -60,11 +162,14 @@ class Pass:
     plan: event_files.BatchPlan
     file_problems: dict[tuple[str, str], event_files.FileProblem]
     parts: Iterator[Batch]
+    watch: _Watch | None = None
 
     def close(self) -> None:
         """Stop the pass where it is (its worker thread and connection end). Callers close it
         themselves, never leaving it to the garbage collector: that may run in the worker thread,
         which would then wait for its own extraction."""
+        if self.watch is not None:
+            self.watch.stop()
         close = getattr(self.parts, "close", None)
         if close is not None:
             close()
@@ -80,17 +185,25 @@ def local_pass(
     options: GradeOptions,
     resources: Resources,
     choose_runs: ChooseRuns | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
 ) -> Pass:
-    """The local engine: batches one after another on one DuckDB connection."""
+    """The local engine: batches one after another on one DuckDB connection. `on_progress` is
+    told where the pass is as it moves (see `Progress`)."""
     con = trial_tables.connect(resources)
+    watch = None
     try:
+        watch = _Watch(con, on_progress) if on_progress is not None else None
         sources = event_files.scan(con, paths)
         if choose_runs is not None:
             picked = choose_runs(con, sources)
             if picked is not None:
                 sources.only_runs = picked
         plan = event_files.plan_batches(con, sources, resources.batch_events)
+        if watch is not None:
+            watch.planned(plan)
     except BaseException:
+        if watch is not None:
+            watch.stop()
         con.close()
         raise
     found: dict[tuple[str, str], event_files.FileProblem] = {}
@@ -99,24 +212,40 @@ def local_pass(
         # DuckDB extracts the next batch on a worker thread (it releases the GIL) while this
         # thread grades the current one in Python and Polars: the two stages overlap.
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=_WORKER)
-        ranges = iter(plan.ranges)
+
+        def extract(number: int) -> Future[Extracted]:
+            """Batch `number`'s SQL stage on the worker; the watch hears when it starts and
+            ends (before its result is handed over)."""
+            if watch is None:
+                return pool.submit(extract_shard, con, sources, plan.ranges[number])
+            events = plan.events[number]
+            watch.reading_batch(number, events)
+
+            def read() -> Extracted:
+                extracted = extract_shard(con, sources, plan.ranges[number])
+                watch.read(number, events)
+                return extracted
+
+            return pool.submit(read)
+
+        numbers = iter(range(len(plan.ranges)))
         pending = None
         try:
-            first = next(ranges, None)  # a range is a tuple, never None
+            first = next(numbers, None)
             if first is not None:
-                pending = pool.submit(extract_shard, con, sources, first)
+                pending = extract(first)
             while pending is not None:
                 extracted = pending.result()
-                following = next(ranges, None)
-                pending = (
-                    None
-                    if following is None
-                    else pool.submit(extract_shard, con, sources, following)
-                )
+                following = next(numbers, None)
+                pending = None if following is None else extract(following)
                 part = grade_extracted(extracted, choices, options)
                 found.update({(p.path, p.code): p for p in part.file_problems})
+                if watch is not None:
+                    watch.graded(part.eval_runs.height)
                 yield part
         finally:
+            if watch is not None:
+                watch.stop()
             # closed from the worker itself (only the garbage collector could): waiting for its
             # own extraction would never end, so interrupt it and let it go
             on_worker = threading.current_thread().name.startswith(_WORKER)
@@ -128,7 +257,7 @@ def local_pass(
             if not on_worker:
                 con.close()
 
-    return Pass(plan, found, parts())
+    return Pass(plan, found, parts(), watch)
 
 
 def stage_pass(
@@ -159,8 +288,10 @@ def grading_pass(
     ray_address: str | None,
     resources: Resources,
     choose_runs: ChooseRuns | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
 ) -> Pass:
-    """A grading pass on the chosen engine (the local one batches with `resources`)."""
+    """A grading pass on the chosen engine (the local one batches with `resources` and tells
+    `on_progress` how far it is as it moves; Ray's reports come from `batch_outputs`)."""
     paths = [str(p) for p in events]
     if engine == "ray":
         if choose_runs is not None:
@@ -172,7 +303,7 @@ def grading_pass(
         plan, parts = ray_engine.grade_shards(paths, choices, options, address=ray_address)
         found = {(p.path, p.code): p for part in parts for p in part.file_problems}
         return Pass(plan, found, iter(parts))
-    return local_pass(paths, choices, options, resources, choose_runs)
+    return local_pass(paths, choices, options, resources, choose_runs, on_progress)
 
 
 def grade_shards_locally(

@@ -293,17 +293,24 @@ def _link_regressions(
 def batch_outputs(
     grading: Pass, on_batch: Callable[[Progress], None] | None
 ) -> Iterator[BatchOutput]:
+    """Each batch of the pass in output form; `on_batch` hears how far the pass is after each."""
+    plan = grading.plan
     runs_done = events_done = 0
     for number, part in enumerate(grading.parts, start=1):
         batch = batch_output(part)
-        batch.run_range = grading.plan.ranges[number - 1]
+        batch.run_range = plan.ranges[number - 1]
         runs_done += batch.runs.height
-        events_done += grading.plan.events[number - 1]
+        events_done += plan.events[number - 1]
         yield batch
         if on_batch is not None:
             on_batch(
                 Progress(
-                    number, len(grading.plan.ranges), runs_done, grading.plan.runs, events_done
+                    number,
+                    len(plan.ranges),
+                    runs_done,
+                    plan.runs,
+                    events_done,
+                    events=sum(plan.events),
                 )
             )
 

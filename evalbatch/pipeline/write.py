@@ -167,6 +167,7 @@ def write_outputs(
             ray_address,
             resources or Resources(),
             chooser(run_filter, choose_runs if incremental_run else None),
+            on_progress=on_batch,
         )
         carried = selection.carried if selection is not None else None
         carried_lines = iter(carried.summary_lines()) if carried is not None else iter(())
