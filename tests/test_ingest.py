@@ -403,7 +403,7 @@ def test_issue17_item7_cli_says_the_events_were_already_there(tmp_path: Path) ->
     assert "not added again" not in first.output
     again = CliRunner().invoke(cli, args)
     assert again.exit_code == 0, again.output
-    assert "not added again: 5 of these events were already there" in again.stdout
+    assert "not added again: 5 events already there" in again.stdout
     assert "2 runs had nothing new" in again.stdout
 
 

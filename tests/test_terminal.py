@@ -376,7 +376,17 @@ def test_issue17_item1_ingest_json_and_plurals(tmp_path: Path) -> None:
     )
     assert result.exit_code == 3
     doc = json.loads(result.stdout)
-    assert list(doc) == ["out", "files", "events", "runs", "written", "problems", "exitCode"]
+    assert list(doc) == [
+        "out",
+        "files",
+        "events",
+        "runs",
+        "written",
+        "eventsAlreadyThere",
+        "runsAlreadyThere",
+        "problems",
+        "exitCode",
+    ]
     assert (doc["files"], doc["events"], doc["runs"], doc["exitCode"]) == (1, 2, 1, 3)
     assert [Path(p).name for p in doc["written"]] == ["part-0.parquet"]
     (problem,) = doc["problems"]

@@ -80,8 +80,8 @@ def ingest_command(
         )
         if report.events_already_there:
             click.echo(
-                f"  not added again: {report.events_already_there} of these events were already "
-                f"there (same content; {report.runs_already_there} runs had nothing new)"
+                f"  not added again: {plural(report.events_already_there, 'event')} already "
+                f"there (same content; {plural(report.runs_already_there, 'run')} had nothing new)"
             )
     sys.exit(report.exit_code)
 
@@ -94,6 +94,8 @@ def _document(report: IngestReport) -> dict[str, Any]:
         "events": report.events,
         "runs": report.runs,
         "written": [str(path) for path in report.written],
+        "eventsAlreadyThere": report.events_already_there,
+        "runsAlreadyThere": report.runs_already_there,
         "problems": [
             {
                 "path": p.path,
