@@ -11,13 +11,13 @@ from pathlib import Path
 import click
 
 from evalbatch.commands import faults, resources
+from evalbatch.commands.options import out_option
 from evalbatch.options import Resources
 
 
 @click.command(name="ingest", cls=faults.Command)
 @click.argument("inputs", nargs=-1, required=True)
-@click.option(
-    "--out",
+@out_option(
     "out_dir",
     required=True,
     type=click.Path(file_okay=False),
