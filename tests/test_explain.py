@@ -158,7 +158,9 @@ def trajectory_suite(
 
 
 def built(tmp_path: Path, *extra: Any) -> dict[str, Any]:
-    return explain_json(tmp_path / "events", "--suites", tmp_path / "suites", "--run", RUN, *extra)
+    return explain_json(
+        tmp_path / "events", "--suites", tmp_path / "suites", "--run-id", RUN, *extra
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -299,13 +301,13 @@ def sample(*extra: Any) -> Result:
 def test_cli_forbidden_tool() -> None:
     """§3.2: a call to a forbidden tool makes the trajectory unmatched whatever the mode; the
     call is flagged and named first."""
-    result = sample("--run", TRAJECTORY_RUN, "--task", "forbidden-hit")
+    result = sample("--run-id", TRAJECTORY_RUN, "--task-id", "forbidden-hit")
     assert result.exit_code == 0, result.output
     assert "trial 0  FAIL  forbidden" in result.stdout
     assert "billing:refund-all" in result.stdout and "FORBIDDEN" in result.stdout
     assert "why: O2 billing:refund-all: a forbidden tool" in result.stdout
     trial = only_trial(
-        explain_json(SAMPLE_EVENTS, "--suites", SAMPLE_SUITES, "--run", TRAJECTORY_RUN),
+        explain_json(SAMPLE_EVENTS, "--suites", SAMPLE_SUITES, "--run-id", TRAJECTORY_RUN),
         "forbidden-hit",
     )
     finding = trial["trajectory"]["findings"][0]
@@ -329,14 +331,14 @@ def test_cli_missing_call_never_made(tmp_path: Path) -> None:
         "not-called",
         1,
     )
-    text = invoke(tmp_path / "events", "--suites", tmp_path / "suites", "--run", RUN).stdout
+    text = invoke(tmp_path / "events", "--suites", tmp_path / "suites", "--run-id", RUN).stdout
     assert "FAIL  missing" in text and "E1 billing:refund-SECRET: never called" in text
 
 
 def test_cli_argument_mismatch_names_the_path() -> None:
     """D-7, §3.2 exact: an argument mismatch names the JSON path with the expected and the
     observed value, side by side with the call it was compared with."""
-    result = sample("--run", TRAJECTORY_RUN, "--task", "exact-args-mismatch")
+    result = sample("--run-id", TRAJECTORY_RUN, "--task-id", "exact-args-mismatch")
     assert result.exit_code == 0, result.output
     assert "FAIL  missing" in result.stdout
     assert "$.amountMinor: expected 4200, observed 4300" in result.stdout
@@ -345,7 +347,7 @@ def test_cli_argument_mismatch_names_the_path() -> None:
         for line in result.stdout.splitlines()
     ), result.stdout
     trial = only_trial(
-        explain_json(SAMPLE_EVENTS, "--suites", SAMPLE_SUITES, "--run", TRAJECTORY_RUN),
+        explain_json(SAMPLE_EVENTS, "--suites", SAMPLE_SUITES, "--run-id", TRAJECTORY_RUN),
         "exact-args-mismatch",
     )
     finding = trial["trajectory"]["findings"][0]
@@ -372,7 +374,7 @@ def test_cli_extra_call_in_exact_mode(tmp_path: Path) -> None:
     assert trial["grade"]["trajectoryReason"] == "extra"
     finding = trial["trajectory"]["findings"][0]
     assert (finding["code"], finding["why"], finding["observedPos"]) == ("extra", "extra-call", 1)
-    text = invoke(tmp_path / "events", "--suites", tmp_path / "suites", "--run", RUN).stdout
+    text = invoke(tmp_path / "events", "--suites", tmp_path / "suites", "--run-id", RUN).stdout
     assert "FAIL  extra" in text and "EXTRA" in text
 
 
@@ -404,7 +406,7 @@ def test_cli_subset_call_not_allowed(tmp_path: Path) -> None:
 def test_cli_order() -> None:
     """§3.2 in-order: every expected call is matched, but not as a subsequence: `order`, with
     the expected call that has no match after the previous one."""
-    result = sample("--run", TRAJECTORY_RUN, "--task", "wrong-order", "--trial", 0)
+    result = sample("--run-id", TRAJECTORY_RUN, "--task-id", "wrong-order", "--trial", 0)
     assert result.exit_code == 0, result.output
     assert "trial 0  FAIL  order" in result.stdout
     assert "E1 billing:refund: no matching call after O1 (O0 matches it" in result.stdout
@@ -429,13 +431,13 @@ def test_cli_exact_order_tool_differs(tmp_path: Path) -> None:
 def test_cli_fixture_miss_failed_closed() -> None:
     """§3.3, D-9: a call no toolResponses entry serves is a miss; with onMiss fail the trial
     fails closed (score 0, passed false); the entry that came closest is compared."""
-    result = sample("--run", FIXTURE_RUN)
+    result = sample("--run-id", FIXTURE_RUN)
     assert result.exit_code == 0, result.output
     text = result.stdout
     assert "trial 0  FAIL  failed closed" in text
     assert "fixtures (onMiss fail): 1 miss, failed closed (D-9)" in text
     assert "F1 (exact) differs at $.amountMinor: expected 1999, observed 2999" in text
-    doc = explain_json(SAMPLE_EVENTS, "--suites", SAMPLE_SUITES, "--run", FIXTURE_RUN)
+    doc = explain_json(SAMPLE_EVENTS, "--suites", SAMPLE_SUITES, "--run-id", FIXTURE_RUN)
     served = only_trial(doc, "served-refund")["fixtures"]
     assert [c["entryPos"] for c in served["calls"]] == [0, 1, 2]
     missed = only_trial(doc, "missed-refund")
@@ -488,7 +490,7 @@ def test_cli_no_bracket(tmp_path: Path) -> None:
     assert trial["trajectory"]["findings"][0]["code"] == "no-bracket"
     assert trial["judgeCalls"]["count"] == 1
     assert [p["code"] for p in trial["problems"]] == ["bracket-missing"]
-    text = invoke(tmp_path / "events", "--suites", tmp_path / "suites", "--run", RUN).stdout
+    text = invoke(tmp_path / "events", "--suites", tmp_path / "suites", "--run-id", RUN).stdout
     assert "FAIL  no-bracket" in text and "(D-18)" in text
 
 
@@ -504,7 +506,7 @@ def test_cli_left_out_trials(tmp_path: Path) -> None:
         {"task_id": "alpha", "calls": ok, "scored": {"trialIndex": 2}},
     ]
     built_run(tmp_path, suite, trials)
-    doc = built(tmp_path, "--task", "alpha")
+    doc = built(tmp_path, "--task-id", "alpha")
     (task,) = doc["tasks"]
     states = [(t["trialIndex"], t["status"], t["leftOut"]) for t in task["trials"]]
     assert states == [
@@ -515,7 +517,7 @@ def test_cli_left_out_trials(tmp_path: Path) -> None:
     ]
     table = grade_paths([tmp_path / "events"], [tmp_path / "suites"]).trials
     assert table.sort("sequence")["left_out"].to_list() == [None, "trial-duplicate", "trial-extra"]
-    text = invoke(tmp_path / "events", "--suites", tmp_path / "suites", "--run", RUN).stdout
+    text = invoke(tmp_path / "events", "--suites", tmp_path / "suites", "--run-id", RUN).stdout
     assert "LEFT OUT  trial-extra" in text and "trial index 2 >= trials.count 2 (D-5)" in text
     assert "already taken by eval.scored event" in text
     assert "trial 1  MISSING" in text and "(D-12)" in text
@@ -539,21 +541,21 @@ def test_cli_other_agents_calls_are_not_in_the_path(tmp_path: Path) -> None:
         "acme.agents.helper",
         None,
     )
-    text = invoke(tmp_path / "events", "--suites", tmp_path / "suites", "--run", RUN).stdout
+    text = invoke(tmp_path / "events", "--suites", tmp_path / "suites", "--run-id", RUN).stdout
     assert "not in the path (agent acme.agents.helper)" in text
 
 
 def test_cli_unusable_events_exit_2(tmp_path: Path) -> None:
     """§6: no readable event file is one line and exit 2."""
     (tmp_path / "junk.parquet").write_text("not parquet", encoding="utf-8")
-    result = invoke(tmp_path / "junk.parquet", "--run", RUN)
+    result = invoke(tmp_path / "junk.parquet", "--run-id", RUN)
     assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1
     assert result.stderr.startswith("evalbatch: ")
 
 
 def test_cli_unknown_run_is_one_line_exit_2() -> None:
     """§6: a run id that is not an eval run of the events is a clear one-line error, exit 2."""
-    result = sample("--run", "acme/no-such-run")
+    result = sample("--run-id", "acme/no-such-run")
     assert result.exit_code == 2
     assert result.stdout == ""
     lines = result.stderr.splitlines()
@@ -562,20 +564,20 @@ def test_cli_unknown_run_is_one_line_exit_2() -> None:
 
 
 def test_cli_unknown_task_or_trial_exit_2() -> None:
-    """§6: --task or --trial naming nothing in the run is one line and exit 2."""
-    result = sample("--run", TRIALS_RUN, "--task", "nope")
+    """§6: --task-id or --trial naming nothing in the run is one line and exit 2."""
+    result = sample("--run-id", TRIALS_RUN, "--task-id", "nope")
     assert result.exit_code == 2 and "has no task nope" in result.stderr
-    result = sample("--run", TRIALS_RUN, "--task", "order-status", "--trial", 7)
+    result = sample("--run-id", TRIALS_RUN, "--task-id", "order-status", "--trial", 7)
     assert result.exit_code == 2 and "has no trial 7" in result.stderr
 
 
 def test_cli_suite_missing_grades_from_host_record() -> None:
     """D-4: without the run's suite, explain shows the host-record grade `run` gives (no
     trajectory or fixture checks), and says so."""
-    result = invoke(SAMPLE_EVENTS, "--run", TRAJECTORY_RUN)
+    result = invoke(SAMPLE_EVENTS, "--run-id", TRAJECTORY_RUN)
     assert result.exit_code == 0, result.output
     assert "not given: graded from the host record" in result.stdout
-    doc = explain_json(SAMPLE_EVENTS, "--run", TRAJECTORY_RUN)
+    doc = explain_json(SAMPLE_EVENTS, "--run-id", TRAJECTORY_RUN)
     assert doc["gradedFrom"] == "host-record"
     assert [p["code"] for p in doc["problems"]] == ["suite-missing"]
     table = grade_paths([SAMPLE_EVENTS]).trials.filter(pl.col("run_id") == TRAJECTORY_RUN)
@@ -591,7 +593,7 @@ def test_cli_run_not_graded_exit_3(tmp_path: Path) -> None:
     bad = make_suite(task_ids=("alpha",))
     bad["tasks"][0]["expected"]["trajectory"]["match"] = "superset"
     built_run(tmp_path, bad, [{"task_id": "alpha", "calls": []}])
-    result = invoke(tmp_path / "events", "--suites", tmp_path / "suites", "--run", RUN)
+    result = invoke(tmp_path / "events", "--suites", tmp_path / "suites", "--run-id", RUN)
     assert result.exit_code == 3
     assert "NOT GRADED" in result.stdout and "suite-invalid" in result.stdout
 
@@ -600,7 +602,13 @@ def test_cli_judge_calls_and_numbers() -> None:
     """D-6, D-14, §3.5: a judge call is outside the bracket: in the trial's cost, not in its
     efficiency counts; latency comes from the host's latencyMs."""
     doc = explain_json(
-        SAMPLE_EVENTS, "--suites", SAMPLE_SUITES, "--run", TRIALS_RUN, "--task", "apology-tone"
+        SAMPLE_EVENTS,
+        "--suites",
+        SAMPLE_SUITES,
+        "--run-id",
+        TRIALS_RUN,
+        "--task-id",
+        "apology-tone",
     )
     trial = only_trial(doc, "apology-tone", 0)
     assert trial["judgeCalls"] == {
@@ -616,14 +624,14 @@ def test_cli_judge_calls_and_numbers() -> None:
         0.0025,
     )
     assert grade["latencySource"] == "host" and grade["costSource"] == "usage"
-    text = sample("--run", TRIALS_RUN, "--task", "apology-tone", "--trial", 0).stdout
+    text = sample("--run-id", TRIALS_RUN, "--task-id", "apology-tone", "--trial", 0).stdout
     assert "judge: 1 model call outside the bracket" in text
 
 
 def test_standard_run_explains_with_conftest_suite(tmp_path: Path, suite_dir: Path) -> None:
     """§3.2, §3.4: the conftest's clean run: alpha passes, beta fails on its output grade only."""
     write_events(tmp_path / "run.parquet", standard_run(RUN).rows)
-    doc = explain_json(tmp_path / "run.parquet", "--suites", suite_dir, "--run", RUN)
+    doc = explain_json(tmp_path / "run.parquet", "--suites", suite_dir, "--run-id", RUN)
     assert [only_trial(doc, t)["verdict"] for t in ("alpha", "beta")] == ["pass", "fail"]
     beta = only_trial(doc, "beta")
     assert beta["grade"]["trajectoryMatched"] is True and beta["grade"]["score"] == 0.5

@@ -144,7 +144,7 @@ def _attributes(record: dict[str, Any]) -> dict[str, Any]:
 
 def _otel_lines(out: Path, *extra: str) -> list[str]:
     target = out.parent / f"otel-{len(extra)}.jsonl"
-    result = CliRunner().invoke(export, ["otel", str(out), "--output", str(target), *extra])
+    result = CliRunner().invoke(export, ["otel", str(out), "--out", str(target), *extra])
     assert result.exit_code == 0, result.output
     return target.read_text(encoding="utf-8").splitlines()
 
@@ -342,7 +342,7 @@ def _eee(out: Path, *extra: str) -> list[dict[str, Any]]:
     target = out.parent / "eee.jsonl"
     args = ["eee", str(out), "--model-id", "acme/support-agent", "--org", "acme"]
     result = CliRunner().invoke(
-        export, [*args, "--retrieved-at", RETRIEVED, "--output", str(target), *extra]
+        export, [*args, "--retrieved-at", RETRIEVED, "--out", str(target), *extra]
     )
     assert result.exit_code == 0, result.output
     return [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
@@ -530,7 +530,7 @@ def test_eee_invalid_record_is_not_written(
 
     monkeypatch.setattr(exports, "eee_record", broken)
     target = tmp_path / "eee.jsonl"
-    args = ["eee", str(samples_out), "--model-id", "a/b", "--org", "a", "--output", str(target)]
+    args = ["eee", str(samples_out), "--model-id", "a/b", "--org", "a", "--out", str(target)]
     result = CliRunner().invoke(export, args)
     assert result.exit_code == 2
     assert result.stderr.startswith("evalbatch: ") and len(result.stderr.splitlines()) == 1

@@ -74,8 +74,8 @@ def assert_escaped(text: str) -> None:
         ["verify", SAMPLE_EVENTS, "--default-pass-score", "nan"],
         ["sql", SAMPLE_EVENTS, "--memory-limit", "150%", "-e", "SELECT 1"],
         ["sql", SAMPLE_EVENTS, "--threads", "99999999999999999999", "-e", "SELECT 1"],
-        ["explain", SAMPLE_EVENTS, "--run", "x", "--memory-limit", "lots"],
-        ["explain", SAMPLE_EVENTS, "--run", "x", "--default-pass-score", "nan"],
+        ["explain", SAMPLE_EVENTS, "--run-id", "x", "--memory-limit", "lots"],
+        ["explain", SAMPLE_EVENTS, "--run-id", "x", "--default-pass-score", "nan"],
         ["export", "eee", "out", "--model-id", "a/b", "--org", "x", "--retrieved-at", "nan"],
         ["export", "eee", "out", "--model-id", "a/b", "--org", "x", "--retrieved-at", "inf"],
         ["export", "eee", "out", "--model-id", "a/b", "--org", "x", "--retrieved-at", "-1"],
@@ -183,7 +183,7 @@ UNUSABLE_ARGS: dict[str, list[str]] = {
     "verify": ["{missing}"],
     "ingest": ["{missing}", "--out", "{tmp}/ingested"],
     "sql": ["{missing}", "-e", "SELECT 1"],
-    "explain": ["{missing}", "--run", "acme/run-0001"],
+    "explain": ["{missing}", "--run-id", "acme/run-0001"],
     "report": ["{missing}"],
     "export otel": ["{missing}"],
     "export eee": ["{missing}", "--model-id", "acme/agent", "--org", "acme"],
@@ -274,7 +274,7 @@ def test_issue14_verify_explain_sql_print_ids_escaped(
     assert "\\x1b]0;owned" in out
     assert_escaped(out + err)
 
-    code, out, err = run_main(monkeypatch, capsys, "explain", *given, "--run", HOSTILE_RUN)
+    code, out, err = run_main(monkeypatch, capsys, "explain", *given, "--run-id", HOSTILE_RUN)
     assert code == 0, err
     assert "\\x1b]0;owned" in out
     assert_escaped(out + err)
@@ -316,7 +316,7 @@ def test_issue14_file_names_printed_escaped(
     code, out, err = run_main(
         monkeypatch,
         capsys,
-        *("export", "eee", graded, "--model-id", "a/b", "--org", "x", "--output", target),
+        *("export", "eee", graded, "--model-id", "a/b", "--org", "x", "--out", target),
     )
     assert code == 0, err
     assert target.is_file()
@@ -433,11 +433,11 @@ def test_e84_library_warnings_stay_off_stderr(odd_outputs: Path, tmp_path: Path)
     """E-84 / issue 14: `report` over numbers that make numpy (RuntimeWarning) and matplotlib
     (UserWarning, log records) warn prints only its own line on stderr: nothing. With
     EVALBATCH_DEBUG=1 the warnings are shown."""
-    quiet = _console("report", odd_outputs, "--output", tmp_path / "r.html")
+    quiet = _console("report", odd_outputs, "--out", tmp_path / "r.html")
     assert quiet.returncode == 0, quiet.stderr
     assert quiet.stderr == ""
     loud = _console(
-        "report", odd_outputs, "--output", tmp_path / "r2.html", env={"EVALBATCH_DEBUG": "1"}
+        "report", odd_outputs, "--out", tmp_path / "r2.html", env={"EVALBATCH_DEBUG": "1"}
     )
     assert loud.returncode == 0
     assert "Warning" in loud.stderr
@@ -449,7 +449,7 @@ def test_e84_matplotlib_config_message_stays_off_stderr(odd_outputs: Path, tmp_p
     home = tmp_path / "home"
     home.write_text("a file, not a directory")
     env = {"HOME": str(home), "MPLCONFIGDIR": "", "XDG_CONFIG_HOME": "", "XDG_CACHE_HOME": ""}
-    graded = _console("report", odd_outputs, "--output", tmp_path / "r.html", env=env)
+    graded = _console("report", odd_outputs, "--out", tmp_path / "r.html", env=env)
     assert graded.returncode == 0
     assert graded.stderr == "", graded.stderr
 
@@ -513,7 +513,7 @@ def test_e83_report_on_a_full_disk_is_exit_4(
     naming the page; no temporary file is left and no page appears."""
     target = tmp_path / "pages" / "report.html"
     monkeypatch.setattr(os, "replace", _no_space)
-    code, out, err = run_main(monkeypatch, capsys, "report", graded, "--output", target)
+    code, out, err = run_main(monkeypatch, capsys, "report", graded, "--out", target)
     assert code == 4, (out, err)
     assert str(target) in err and "No space left on device" in err
     assert_named(out, err)

@@ -446,7 +446,7 @@ class Case:
 
     build: Callable[[Path], None]  # writes tmp/events/ and tmp/suites/
     run_exit: int  # `evalbatch run`'s exit code: 3 when the run or file is skipped
-    bad_explained: bool  # whether `explain --run BAD` finds the run (not for a left-out file)
+    bad_explained: bool  # whether `explain --run-id BAD` finds the run (not for a left-out file)
 
 
 def _plain(mutate: Callable[[Rows], None], suite_id: str = SUITE_ID) -> Callable[[Path], None]:
@@ -540,21 +540,21 @@ def test_issue14_every_command_contains_the_fault(
     outputs = {
         "verify": ["verify", events, "--suites", suites],
         "sql": ["sql", events, "--suites", suites, "-e", "SELECT run_id FROM summaries"],
-        "explain": ["explain", events, "--suites", suites, "--run", GOOD[0]],
+        "explain": ["explain", events, "--suites", suites, "--run-id", GOOD[0]],
         "regress": [
             "regress",
             events,
             events,
             "--suites",
             suites,
-            "--base-run",
+            "--base-run-id",
             GOOD[0],
-            "--cand-run",
+            "--cand-run-id",
             GOOD[1],
         ],
     }
     if case.bad_explained:
-        outputs["explain-bad"] = ["explain", events, "--suites", suites, "--run", BAD]
+        outputs["explain-bad"] = ["explain", events, "--suites", suites, "--run-id", BAD]
     found = pl.read_parquet(out / "problems.parquet").filter(pl.col("severity") == "error")
     # a file left out, or a run of a compared pair not graded (each side holds both runs)
     lost = found.height > 0

@@ -92,7 +92,7 @@ def _yesterday(nights: dict[str, Path], out: Path) -> dict[str, bytes]:
 @pytest.mark.parametrize(
     "flags",
     [
-        ["--suite", str(SAMPLE_SUITES), "--incremental"],  # --suite (a filter) for --suites
+        ["--suite-id", str(SAMPLE_SUITES), "--incremental"],  # --suite-id (a filter) for --suites
         ["--since", "2030-01-01"],
         ["--run-id", "acme/no-such-run*", "--incremental"],
     ],

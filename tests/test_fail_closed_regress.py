@@ -1,7 +1,7 @@
 """`evalbatch regress` fails closed (issue 14, decisions E-65..E-69).
 
 A CI gate must never pass what it never compared: nothing compared is exit 2, a run named with
---base-run/--cand-run must exist and be compared, sides graded differently are refused unless
+--base-run-id/--cand-run-id must exist and be compared, sides graded differently are refused unless
 --allow-mixed, a tasks.parquet side is validated before use, bad option values are usage errors,
 and every id printed is escaped. Each side's run, grading and mean score are shown beside the
 RFC 0244 `regression` block (D-16, §5), which is unchanged.
@@ -37,7 +37,7 @@ BASE_RUN = "acme/run-regress-baseline-0001"
 CAND_RUN = "acme/run-regress-candidate-0001"
 SUITE = "acme.support.evals.regression"
 TRIALS_SUITE = "acme.support.evals.trials"
-PAIR = ["--base-run", BASE_RUN, "--cand-run", CAND_RUN]
+PAIR = ["--base-run-id", BASE_RUN, "--cand-run-id", CAND_RUN]
 #: a run id that would clear the screen and forge a line if printed raw
 HOSTILE_RUN = "acme/\x1b[2Jrun\nverdict: UNCHANGED\x00"
 
@@ -154,7 +154,7 @@ def test_a_side_without_eval_runs_exits_2(
 @pytest.mark.parametrize(
     "chosen",
     [
-        ["--suite", "no.such.suite"],
+        ["--suite-id", "no.such.suite"],
         ["--run-id", "acme/nothing-*"],
         ["--since", "2030-01-01"],
         ["--until", "2000-01-01"],
@@ -188,24 +188,24 @@ def test_a_suite_on_one_side_only_is_shown_and_fails_a_strict_gate(
 
 
 def test_a_suite_named_with_suite_must_be_compared(run: Any, tmp_path: Path) -> None:
-    """E-66: a suite named with --suite that is on one side only is exit 2, even when another
+    """E-66: a suite named with --suite-id that is on one side only is exit 2, even when another
     named suite was compared (naming a suite makes it required)."""
     base = two_suite_side(tmp_path / "base", BASE, TRIALS_LOG)
     code, out, err = run(
-        base, CAND, "--suites", SAMPLE_SUITES, "--suite", SUITE, "--suite", TRIALS_SUITE
+        base, CAND, "--suites", SAMPLE_SUITES, "--suite-id", SUITE, "--suite-id", TRIALS_SUITE
     )
     assert code == 2
     assert out == ""
-    assert f"--suite {TRIALS_SUITE} was not compared" in err
+    assert f"--suite-id {TRIALS_SUITE} was not compared" in err
     assert "the candidate side" in err
 
 
 # --- 2. a named run must be on its side and compared (E-65) ---------------------------------
 
 
-@pytest.mark.parametrize("option", ["--base-run", "--cand-run"])
+@pytest.mark.parametrize("option", ["--base-run-id", "--cand-run-id"])
 def test_an_unknown_named_run_is_a_usage_error(run: Any, option: str) -> None:
-    """Issue 14 / E-65: `--base-run typo` was silently ignored; it is now exit 2 naming the
+    """Issue 14 / E-65: `--base-run-id typo` was silently ignored; it is now exit 2 naming the
     option and the run (escaped)."""
     code, out, err = run(BASE, CAND, "--suites", SAMPLE_SUITES, option, "typo")
     assert code == 2
@@ -218,16 +218,16 @@ def test_an_unknown_named_run_is_a_usage_error(run: Any, option: str) -> None:
 
 
 def test_a_named_run_that_was_not_compared_is_an_error(run: Any, tmp_path: Path) -> None:
-    """E-65: a run named with --base-run whose suite is not on the other side was not compared:
+    """E-65: a run named with --base-run-id whose suite is not on the other side was not compared:
     exit 2, even though another suite was."""
     base = two_suite_side(tmp_path / "base", BASE, TRIALS_LOG)
     code, out, err = run(
-        base, CAND, "--suites", SAMPLE_SUITES, "--base-run", "acme/run-trials-k2-0001"
+        base, CAND, "--suites", SAMPLE_SUITES, "--base-run-id", "acme/run-trials-k2-0001"
     )
     assert code == 2
     assert out == ""
     assert (
-        "--base-run acme/run-trials-k2-0001 (suite acme.support.evals.trials) was not compared"
+        "--base-run-id acme/run-trials-k2-0001 (suite acme.support.evals.trials) was not compared"
         in err
     )
 
@@ -271,10 +271,10 @@ def test_an_event_log_side_is_compared_with_a_tasks_table_graded_alike(
 ) -> None:
     """E-67: an event-log side's grading is known (graded here); a tasks.parquet side's comes
     from its runs.parquet: graded alike, they are compared; graded differently, refused."""
-    code, out, _ = run(BASE, graded["suite"], "--suites", SAMPLE_SUITES, "--cand-run", CAND_RUN)
+    code, out, _ = run(BASE, graded["suite"], "--suites", SAMPLE_SUITES, "--cand-run-id", CAND_RUN)
     assert code == 1
     assert "REGRESSED" in out
-    code, _, err = run(BASE, graded["host"], "--suites", SAMPLE_SUITES, "--cand-run", CAND_RUN)
+    code, _, err = run(BASE, graded["host"], "--suites", SAMPLE_SUITES, "--cand-run-id", CAND_RUN)
     assert code == 2
     assert "graded from host record" in err
 
@@ -491,13 +491,15 @@ def test_printed_run_and_suite_ids_are_escaped(
         table.with_columns(
             pl.col("run_id").replace({CAND_RUN: HOSTILE_RUN}),
         ).write_parquet(side.with_name(name))
-    code, out, err = run(graded["suite"], side, "--base-run", BASE_RUN, "--cand-run", HOSTILE_RUN)
+    code, out, err = run(
+        graded["suite"], side, "--base-run-id", BASE_RUN, "--cand-run-id", HOSTILE_RUN
+    )
     assert code == 1
     assert "\x1b" not in out + err and "\x00" not in out + err
     assert "candidate acme/\\x1b[2Jrun\\nverdict: UNCHANGED\\x00" in out
     assert "\nverdict: UNCHANGED" not in out
     code, out, _ = run(
-        graded["suite"], side, "--base-run", BASE_RUN, "--cand-run", HOSTILE_RUN, "--json"
+        graded["suite"], side, "--base-run-id", BASE_RUN, "--cand-run-id", HOSTILE_RUN, "--json"
     )
     assert "\x1b" not in out
     assert json.loads(out)["comparisons"][0]["candidateRunId"] == HOSTILE_RUN

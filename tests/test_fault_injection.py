@@ -514,7 +514,7 @@ def check_event_fault(kind: str, value: Any, where: int, runner: Any = cli) -> N
         assert_contained(queried, {0})
         assert_messages_content_free(queried, data_output=True)
 
-        explained = runner("explain", events, "--suites", suites, "--run", VICTIM)
+        explained = runner("explain", events, "--suites", suites, "--run-id", VICTIM)
         note(repr(explained))
         assert_contained(explained)
         assert_messages_content_free(explained, data_output=True)
@@ -526,9 +526,9 @@ def check_event_fault(kind: str, value: Any, where: int, runner: Any = cli) -> N
             events,
             "--suites",
             suites,
-            "--base-run",
+            "--base-run-id",
             VICTIM,
-            "--cand-run",
+            "--cand-run-id",
             VICTIM,
             "--json",
         )
@@ -582,7 +582,7 @@ def test_issue14_huge_trial_counts_are_capped_not_hung(source: str, data: st.Dat
             )
         for command in (
             ("verify", root / "events", "--suites", suites),
-            ("explain", root / "events", "--suites", suites, "--run", VICTIM),
+            ("explain", root / "events", "--suites", suites, "--run-id", VICTIM),
         ):
             assert_contained(cli_guarded(*command))
 
@@ -642,7 +642,7 @@ def test_issue14_suite_fault_is_contained(data: st.DataObject) -> None:
         note(repr(verified))
         assert_contained(verified)
         assert_messages_content_free(verified)
-        explained = cli("explain", events, "--suites", suites, "--run", VICTIM)
+        explained = cli("explain", events, "--suites", suites, "--run-id", VICTIM)
         assert_contained(explained)
         assert_messages_content_free(explained, data_output=True)
 
@@ -913,7 +913,7 @@ def _option_args(command: str, paths: Mapping[str, Path], out: Path) -> list[str
         "run": ["run", events, "--suites", suites, "--out", out, "--quiet"],
         "verify": ["verify", events, "--suites", suites],
         "sql": ["sql", events, "-e", "SELECT 1"],
-        "explain": ["explain", events, "--suites", suites, "--run", VICTIM],
+        "explain": ["explain", events, "--suites", suites, "--run-id", VICTIM],
         "regress": ["regress", events, events, "--suites", suites],
         "ingest": ["ingest", paths["ndjson"], "--out", out],
     }[command]
@@ -1052,7 +1052,7 @@ def test_issue14_content_markers_reach_no_output_and_no_message(
         (("run", events, "--suites", good_suites, "--out", out, "--incremental"), False),
         (("run", events, "--suites", suites, "--out", tmp_path / "out-bad-suite"), False),
         (("verify", events, "--suites", good_suites), False),
-        (("verify", events, "--suites", good_suites, "--summary", host), False),
+        (("verify", events, "--suites", good_suites, "--summaries", host), False),
         (
             (
                 "regress",
@@ -1060,18 +1060,18 @@ def test_issue14_content_markers_reach_no_output_and_no_message(
                 events,
                 "--suites",
                 good_suites,
-                "--base-run",
+                "--base-run-id",
                 GOOD,
-                "--cand-run",
+                "--cand-run-id",
                 VICTIM,
             ),
             False,
         ),
-        (("regress", events, events, "--base-run", GOOD, "--cand-run", VICTIM), False),
+        (("regress", events, events, "--base-run-id", GOOD, "--cand-run-id", VICTIM), False),
         (("validate", suites), False),
         (("ingest", marker_ndjson(tmp_path / "export.ndjson"), "--out", ingested), False),
-        (("explain", events, "--suites", good_suites, "--run", "acme/run-d-not-json"), True),
-        (("explain", events, "--suites", good_suites, "--run", "acme/run-e-bad-utf8"), True),
+        (("explain", events, "--suites", good_suites, "--run-id", "acme/run-d-not-json"), True),
+        (("explain", events, "--suites", good_suites, "--run-id", "acme/run-e-bad-utf8"), True),
         (("sql", events, "--suites", good_suites, "-e", "SELECT count(*) FROM runs"), True),
     ]
     failures: list[str] = []

@@ -1,4 +1,4 @@
-"""Run filters (issue 8, decisions E-63): `--run-id` globs, `--suite`, `--since`/`--until` on
+"""Run filters (issue 8, decisions E-63): `--run-id` globs, `--suite-id`, `--since`/`--until` on
 `eval.started`, on `run`, `verify`, `regress` and `sql`, applied in the DuckDB scan.
 
 A filtered run must equal a run over only the chosen runs' events, byte for byte: filtering is a
@@ -56,14 +56,14 @@ def _sample_rows() -> list[dict[str, Any]]:
     [
         (["--run-id", "acme/run-tr*"], [TRAJECTORY, TRIALS]),
         (["--run-id", TRIALS, "--run-id", "*fixture*"], [FIXTURE, TRIALS]),
-        (["--suite", "acme.support.evals.trials"], [TRIALS]),
+        (["--suite-id", "acme.support.evals.trials"], [TRIALS]),
         (["--since", "2026-11-02T10:30:00Z"], [FIXTURE, TRIALS]),
         (["--until", "2026-11-02T11:00:00.020Z"], [TRAJECTORY]),  # until is exclusive
         (
             ["--since", "2026-11-02T10:00:00.020", "--until", "2026-11-02T12:00Z"],
             [TRAJECTORY, TRIALS],
         ),
-        (["--run-id", "acme/run-t*", "--suite", "acme.support.evals.trajectory"], [TRAJECTORY]),
+        (["--run-id", "acme/run-t*", "--suite-id", "acme.support.evals.trajectory"], [TRAJECTORY]),
         (["--until", "2000-01-01", "--allow-empty"], []),
     ],
 )
@@ -137,7 +137,7 @@ def test_verify_filter() -> None:
     judged as in the unfiltered report."""
     args = ["verify", SAMPLE_EVENTS, "--suites", SAMPLE_SUITES, "--json"]
     everything = json.loads(_invoke(*args).stdout)
-    result = _invoke(*args, "--suite", "acme.support.evals.trials")
+    result = _invoke(*args, "--suite-id", "acme.support.evals.trials")
     report = json.loads(result.stdout)
     assert [run["runId"] for run in report["runs"]] == [TRIALS]
     assert report["runs"] == [r for r in everything["runs"] if r["runId"] == TRIALS]
@@ -160,10 +160,10 @@ def test_regress_filter_on_logs_and_on_task_tables(tmp_path: Path) -> None:
     out = tmp_path / "graded"
     api.write_outputs([base, cand], out, [SAMPLE_SUITES])
     tasks = out / "tasks.parquet"
-    pair = ["--base-run", "acme/run-regress-baseline-0001"]
-    pair += ["--cand-run", "acme/run-regress-candidate-0001"]
+    pair = ["--base-run-id", "acme/run-regress-baseline-0001"]
+    pair += ["--cand-run-id", "acme/run-regress-candidate-0001"]
     result = _invoke(
-        "regress", tasks, tasks, *pair, "--suite", "acme.support.evals.regression", "--json"
+        "regress", tasks, tasks, *pair, "--suite-id", "acme.support.evals.regression", "--json"
     )
     assert result.exit_code == 1, result.output
     result = _invoke("regress", tasks, tasks, "--run-id", "*candidate*")
@@ -172,7 +172,7 @@ def test_regress_filter_on_logs_and_on_task_tables(tmp_path: Path) -> None:
         "baseline acme/run-regress-candidate-0001 -> candidate acme/run-regress-candidate-0001"
         in result.output
     )
-    result = _invoke("regress", tasks, tasks, "--suite", "no.such.suite")
+    result = _invoke("regress", tasks, tasks, "--suite-id", "no.such.suite")
     assert result.exit_code == 2, result.output  # issue 14 (E-65): nothing compared
     assert "holds no eval run matching the run filters" in result.output
 

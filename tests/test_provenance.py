@@ -216,9 +216,9 @@ def _command(name: str, tmp: Path, graded: Path) -> list[Any]:
             *suites,
         ],
         "sql": ["sql", SAMPLE_EVENTS, *suites, "-e", "SELECT 1"],
-        "explain": ["explain", SAMPLE_EVENTS, *suites, "--run", "acme/run-trials-k2-0001"],
+        "explain": ["explain", SAMPLE_EVENTS, *suites, "--run-id", "acme/run-trials-k2-0001"],
         "ingest": ["ingest", _ndjson(tmp), "--out", tmp / "ingested"],
-        "export": ["export", "otel", graded, "--events", SAMPLE_EVENTS, "--output", tmp / "x"],
+        "export": ["export", "otel", graded, "--events", SAMPLE_EVENTS, "--out", tmp / "x"],
     }[name]
 
 

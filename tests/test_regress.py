@@ -268,7 +268,7 @@ def test_task_tables_give_the_same_verdict_as_logs(tmp_path: Path) -> None:
 
 def test_several_runs_of_a_suite_on_one_side_are_refused(tmp_path: Path) -> None:
     """§5 / issue: a side holding several runs of a suite is refused with the runs listed."""
-    with pytest.raises(InputError, match="--base-run"):
+    with pytest.raises(InputError, match="--base-run-id"):
         api.regress_paths([str(SAMPLES / "regress")], [CAND], [SUITES])
     chosen = api.regress_paths(
         [str(SAMPLES / "regress")], [CAND], [SUITES], base_run="acme/run-regress-baseline-0001"
@@ -368,4 +368,4 @@ def test_cli_unusable_input_exits_2() -> None:
     )
     assert refused.returncode == 2
     assert "acme/run-regress-baseline-0001" in refused.stderr
-    assert "--base-run" in refused.stderr
+    assert "--base-run-id" in refused.stderr

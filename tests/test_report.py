@@ -201,7 +201,7 @@ def test_report_command_output_option_and_errors(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     target = tmp_path / "pages" / "samples.html"
-    result = CliRunner().invoke(report, [str(samples_out), "--output", str(target), "--title", "T"])
+    result = CliRunner().invoke(report, [str(samples_out), "--out", str(target), "--title", "T"])
     assert result.exit_code == 0, result.output
     assert result.output == f"wrote a report of 6 charts to {target}\n"
     assert "<title>T</title>" in target.read_text(encoding="utf-8")

@@ -87,7 +87,7 @@ def test_memory_limit_and_spill_dir_are_accepted(tmp_path: Path, generated: Path
         *inputs,
         "--memory-limit",
         "512MB",
-        "--spill-dir",
+        "--temp-dir",
         str(tmp_path / "spill"),
     )
     assert whole == limited

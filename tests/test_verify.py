@@ -619,7 +619,7 @@ def test_cli_verify_samples_with_summaries_table_json_and_exit_1(tmp_path: Path)
         str(SAMPLE_EVENTS),
         "--suites",
         str(SAMPLE_SUITES),
-        "--summary",
+        "--summaries",
         str(out / "summaries.jsonl"),
     ]
     human = runner.invoke(cli, args)
@@ -687,7 +687,7 @@ def test_cli_verify_agreeing_host_exits_0(tmp_path: Path) -> None:
     summary_file = tmp_path / "summary.json"
     summary_file.write_text(json.dumps(summary))  # a bare EvalSummary: matched by suite id
     result = CliRunner().invoke(
-        cli, ["verify", str(events), "--suites", str(suites), "--summary", str(summary_file)]
+        cli, ["verify", str(events), "--suites", str(suites), "--summaries", str(summary_file)]
     )
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[-1].startswith("verdict: agrees (1 eval runs: 1 agrees")
@@ -711,7 +711,15 @@ def test_cli_verify_unusable_input_exits_2_without_traceback(
     monkeypatch.setattr(
         sys,
         "argv",
-        ["evalbatch", "verify", str(events), "--suites", str(SAMPLE_SUITES), "--summary", str(bad)],
+        [
+            "evalbatch",
+            "verify",
+            str(events),
+            "--suites",
+            str(SAMPLE_SUITES),
+            "--summaries",
+            str(bad),
+        ],
     )
     with pytest.raises(SystemExit) as exit_info:
         main()

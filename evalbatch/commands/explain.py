@@ -1,4 +1,4 @@
-"""`evalbatch explain EVENTS... --run RUN`: why each trial of one eval run graded as it did.
+"""`evalbatch explain EVENTS... --run-id RUN`: why each trial of one eval run graded as it did.
 
 The explanation comes from `evalbatch.explain.run_explanation`, which grades with the grader's
 own code, so it agrees with `evalbatch run`. It is a `faults.Command`: errors meant for users are
@@ -17,6 +17,7 @@ from evalbatch.commands import faults, resources
 from evalbatch.commands.options import (
     default_pass_score_option,
     on_miss_default_option,
+    renamed_option,
     suites_option,
 )
 from evalbatch.commands.types import printable
@@ -32,10 +33,26 @@ from evalbatch.options import GradeOptions, OnMissDefault, Resources
 @click.argument("events", nargs=-1, required=True)
 @resources.resource_options()
 @suites_option
-@click.option("--run", "run_id", required=True, help="The eval run to explain (its runId).")
-@click.option("--task", "task_id", default=None, help="Only this task.")
+@renamed_option(
+    "--run-id",
+    "run_id",
+    old_spellings=("--run",),
+    required=True,
+    help="The eval run to explain: its runId, exactly (not a glob).",
+)
+@renamed_option(
+    "--task-id",
+    "task_id",
+    old_spellings=("--task",),
+    default=None,
+    help="Only the trials of this taskId (default: every task).",
+)
 @click.option(
-    "--trial", "trial_index", type=click.IntRange(0), default=None, help="Only this trial index."
+    "--trial",
+    "trial_index",
+    type=click.IntRange(0),
+    default=None,
+    help="Only the trial of this index, from 0 (default: every trial).",
 )
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the explanation as JSON (explainVersion 1)."
@@ -64,7 +81,7 @@ def explain(
     \b
     Example:
       evalbatch explain data/samples/events --suites data/samples/suites \\
-        --run acme/run-trajectory-0001 --task wrong-order
+        --run-id acme/run-trajectory-0001 --task-id wrong-order
 
     Exit codes: 0 explained; 3 the run was not graded (the reasons are printed); 2 unusable
     input, a run, task or trial that is not in the events, or a usage error.

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from evalbatch.commands import faults, resources
+from evalbatch.commands.options import out_option
 from evalbatch.commands.types import EpochSeconds, printable
 from evalbatch.errors import InputError
 from evalbatch.options import Resources
@@ -40,11 +41,12 @@ def export() -> None:
     help="The event logs OUT_DIR was graded from (repeatable): adds each record's time and the "
     "host's scoreLabel and evaluatorType.",
 )
-@click.option(
-    "--output",
+@out_option(
+    "output",
+    old_spellings=("--output",),
     type=click.Path(dir_okay=False),
     default=None,
-    help="Where to write (default: OUT_DIR/otel-evaluations.jsonl).",
+    help="The JSON lines file to write (default: OUT_DIR/otel-evaluations.jsonl).",
 )
 @click.option(
     "--service-name",
@@ -145,11 +147,12 @@ def otel(
     help="Record creation time as Unix epoch seconds (default: now); fix it for "
     "reproducible files.",
 )
-@click.option(
-    "--output",
+@out_option(
+    "output",
+    old_spellings=("--output",),
     type=click.Path(dir_okay=False),
     default=None,
-    help="Where to write (default: OUT_DIR/eee.jsonl).",
+    help="The JSON lines file to write (default: OUT_DIR/eee.jsonl).",
 )
 def eee(
     out_dir: str,

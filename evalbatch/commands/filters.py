@@ -1,4 +1,4 @@
-"""`--run-id`, `--suite`, `--since`, `--until`: the run filters `run`, `verify`, `regress` and
+"""`--run-id`, `--suite-id`, `--since`, `--until`: the run filters `run`, `verify`, `regress` and
 `sql` share (E-63). They narrow the runs every scan of the event files reads."""
 
 from __future__ import annotations
@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+from evalbatch.commands.options import renamed_option
 
 if TYPE_CHECKING:
     from evalbatch.inputs.event_files import RunFilter
@@ -40,24 +42,27 @@ def run_filter_options(command: F) -> F:
             help="Only runs whose runId matches this glob (repeatable: any of them), "
             "e.g. 'acme/run-2026-12-*'.",
         ),
-        click.option(
-            "--suite",
+        renamed_option(
+            "--suite-id",
             "filter_suites",
+            old_spellings=("--suite",),
             multiple=True,
-            help="Only eval runs of this suiteId (repeatable).",
+            help="Only eval runs whose eval.started names this suiteId (repeatable: any of "
+            "them). Not a suite file: those are --suites.",
         ),
         click.option(
             "--since",
             type=Instant(),
             default=None,
             help="Only eval runs whose eval.started is at or after this time (ISO 8601; UTC "
-            "without a zone).",
+            "without a zone; default: no lower bound).",
         ),
         click.option(
             "--until",
             type=Instant(),
             default=None,
-            help="Only eval runs whose eval.started is before this time.",
+            help="Only eval runs whose eval.started is before this time (ISO 8601; UTC without "
+            "a zone; default: no upper bound).",
         ),
     ]
     for option in reversed(options):

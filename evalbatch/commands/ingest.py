@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from evalbatch.commands import faults, resources
+from evalbatch.commands.options import out_option
 from evalbatch.commands.printing import plural
 from evalbatch.commands.types import printable
 from evalbatch.options import Resources
@@ -23,8 +24,7 @@ if TYPE_CHECKING:
 
 @click.command(name="ingest", cls=faults.Command)
 @click.argument("inputs", nargs=-1, required=True)
-@click.option(
-    "--out",
+@out_option(
     "out_dir",
     required=True,
     type=click.Path(file_okay=False),

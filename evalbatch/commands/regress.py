@@ -15,6 +15,7 @@ from typing import Literal
 import click
 
 from evalbatch.commands import faults, filters, printing, resources
+from evalbatch.commands.options import renamed_option, suites_option
 from evalbatch.commands.types import FiniteFloatRange, printable
 from evalbatch.errors import EXIT_FAILED
 from evalbatch.options import METHODS, Method, Resources
@@ -23,9 +24,7 @@ from evalbatch.options import METHODS, Method, Resources
 @click.command(name="regress", cls=faults.Command)
 @click.argument("base")
 @click.argument("cand")
-@click.option(
-    "--suites", "suite_paths", multiple=True, type=click.Path(), help="Suite file or directory."
-)
+@suites_option
 @click.option(
     "--method",
     type=click.Choice(METHODS),
@@ -46,10 +45,15 @@ from evalbatch.options import METHODS, Method, Resources
     type=FiniteFloatRange(0),
     default=0.02,
     show_default=True,
-    help="Interval inside ±margin means unchanged (bootstrap, t).",
+    help="Equivalence margin, in score points (0 to 1): the mean paired difference's interval "
+    "inside ±margin means unchanged (bootstrap, t).",
 )
 @click.option(
-    "--seed", type=click.IntRange(0), default=0, show_default=True, help="Bootstrap seed."
+    "--seed",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="Bootstrap random seed: the same seed gives the same interval.",
 )
 @click.option(
     "--resamples",
@@ -66,8 +70,22 @@ from evalbatch.options import METHODS, Method, Resources
     show_default=True,
     help="Compare task gating scores (D-19) or meanScore.",
 )
-@click.option("--base-run", default=None, help="The baseline run, when BASE holds several.")
-@click.option("--cand-run", default=None, help="The candidate run, when CAND holds several.")
+@renamed_option(
+    "--base-run-id",
+    "base_run",
+    old_spellings=("--base-run",),
+    default=None,
+    help="The baseline run's runId, when BASE holds several runs of a suite (default: its "
+    "only one).",
+)
+@renamed_option(
+    "--cand-run-id",
+    "cand_run",
+    old_spellings=("--cand-run",),
+    default=None,
+    help="The candidate run's runId, when CAND holds several runs of a suite (default: its "
+    "only one).",
+)
 @click.option(
     "--allow-mixed",
     is_flag=True,

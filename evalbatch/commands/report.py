@@ -11,6 +11,7 @@ from __future__ import annotations
 import click
 
 from evalbatch.commands import faults
+from evalbatch.commands.options import out_option
 from evalbatch.commands.types import printable
 
 
@@ -18,11 +19,12 @@ from evalbatch.commands.types import printable
     name="report", cls=faults.Command, short_help="A self-contained HTML report with charts."
 )
 @click.argument("out_dir", type=click.Path())
-@click.option(
-    "--output",
+@out_option(
+    "output",
+    old_spellings=("--output",),
     type=click.Path(dir_okay=False),
     default=None,
-    help="Where to write the page (default: OUT_DIR/report.html).",
+    help="The HTML file to write (default: OUT_DIR/report.html).",
 )
 @click.option("--title", default=None, help="Page title (default: 'Eval report: <OUT_DIR name>').")
 def report(out_dir: str, output: str | None, title: str | None) -> None:

@@ -1,7 +1,8 @@
 """`--threads`, `--memory-limit`, `--temp-dir` (and, on the grading commands, `--batch-events`):
 what DuckDB may use, honoured by every command that reads data (E-64). The options are gathered
 into one `Resources` that the command hands to the library, which applies it to every DuckDB
-connection the call makes; nothing outlives the command."""
+connection the call makes; nothing outlives the command. `--spill-dir`, once a second visible
+spelling of `--temp-dir`, is a hidden old spelling (issue 17 item 2)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any, TypeVar, cast
 
 import click
 
+from evalbatch.commands.options import renamed_option
 from evalbatch.commands.types import MAX_THREADS, MemoryLimit
 from evalbatch.options import DEFAULT_BATCH_EVENTS, Resources
 
@@ -33,15 +35,17 @@ _MEMORY_LIMIT = click.option(
     "--memory-limit",
     type=MemoryLimit(),
     default=None,
-    help="DuckDB memory limit: 4GB, 500MiB, 1.5GB, or 80% of the machine's memory.",
+    help="DuckDB memory limit: 4GB, 500MiB, 1.5GB, or 80% of the machine's memory (default: "
+    "DuckDB's, 80%).",
 )
-_SPILL_DIR = click.option(
+_SPILL_DIR = renamed_option(
     "--temp-dir",
-    "--spill-dir",
     "spill_dir",
+    old_spellings=("--spill-dir",),
     type=click.Path(),
     default=None,
-    help="Where DuckDB may spill past the memory limit.",
+    help="Directory where DuckDB may spill past the memory limit (default: DuckDB's, .tmp in "
+    "the current directory).",
 )
 
 

@@ -19,6 +19,7 @@ from evalbatch.commands import faults, filters, printing, resources
 from evalbatch.commands.options import (
     default_pass_score_option,
     on_miss_default_option,
+    out_option,
     suites_option,
 )
 from evalbatch.commands.types import printable
@@ -31,13 +32,13 @@ if TYPE_CHECKING:
 @click.command(name="run", cls=faults.Command)
 @click.argument("events", nargs=-1, required=True)
 @suites_option
-@click.option(
-    "--out",
+@out_option(
     "out_dir",
     default="out",
     show_default=True,
     type=click.Path(),
-    help="Output directory.",
+    help="Directory the outputs are written to: summaries.jsonl, the Parquet tables and "
+    "manifest.json (created if missing).",
 )
 @default_pass_score_option
 @on_miss_default_option

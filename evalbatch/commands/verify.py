@@ -16,6 +16,7 @@ from evalbatch.commands import faults, filters, printing, resources
 from evalbatch.commands.options import (
     default_pass_score_option,
     on_miss_default_option,
+    renamed_option,
     suites_option,
 )
 from evalbatch.options import GradeOptions, OnMissDefault, Resources
@@ -24,9 +25,10 @@ from evalbatch.options import GradeOptions, OnMissDefault, Resources
 @click.command(name="verify", cls=faults.Command)
 @click.argument("events", nargs=-1, required=True)
 @suites_option
-@click.option(
-    "--summary",
+@renamed_option(
+    "--summaries",
     "summary_paths",
+    old_spellings=("--summary",),
     multiple=True,
     type=click.Path(),
     help="A host EvalSummary (GET /runs/{id}/eval-summary), a {runId, summary} wrapper, an "
@@ -53,7 +55,7 @@ def verify_command(
     """Recompute every eval run in EVENTS and compare with what the host recorded (CONTRACT §8).
 
     Checks each eval.scored (score, passed), eval.started and eval.completed, and any host
-    EvalSummary given with --summary, within RFC 0244 §B's tolerance (1e-9 relative), plus the
+    EvalSummary given with --summaries, within RFC 0244 §B's tolerance (1e-9 relative), plus the
     stream rules of RFC 0244 §B/§E. Every finding is content-free.
 
     \b

@@ -70,7 +70,7 @@ class _Side:
     """One side of a comparison: its task rows (a run not graded has one row with null scores),
     how each run was graded, and why runs were not graded."""
 
-    name: str  # "base" or "cand", as in --base-run / --cand-run
+    name: str  # "base" or "cand", as in --base-run-id / --cand-run-id
     label: str  # the path as given, for messages
     tasks: pl.DataFrame
     gradings: dict[str, regression.Grading]
@@ -112,7 +112,7 @@ def _filter_tasks(
     if run_filter.since is not None or run_filter.until is not None:
         raise InputError(
             f"--since/--until cannot filter {printable(label)}: a tasks table holds no "
-            "eval.started time; use --run-id or --suite, or give the event logs"
+            "eval.started time; use --run-id or --suite-id, or give the event logs"
         )
     keep = pl.lit(True)
     if run_filter.run_ids:
@@ -242,19 +242,20 @@ def _one_run(side: _Side, suite_id: str, chosen: str | None) -> str:
         listed = ", ".join(printable(r) for r in runs)
         raise InputError(
             f"{side.describe()} holds {len(runs)} runs of suite {printable(suite_id)} "
-            f"({listed}); choose one with --{side.name}-run"
+            f"({listed}); choose one with --{side.name}-run-id"
         )
     return runs[0]
 
 
 def _check_named_run(side: _Side, chosen: str | None) -> None:
-    """A run named with --base-run/--cand-run must be on its side (a usage error otherwise)."""
+    """A run named with --base-run-id/--cand-run-id must be on its side (a usage error
+    otherwise)."""
     held = sorted(side.tasks["run_id"].unique().to_list())
     if chosen is None or chosen in held:
         return
     listed = ", ".join(printable(r) for r in held[:10]) + (", ..." if len(held) > 10 else "")
     raise InputError(
-        f"--{side.name}-run {printable(chosen)}: no such run on {side.describe()} "
+        f"--{side.name}-run-id {printable(chosen)}: no such run on {side.describe()} "
         f"(it holds {len(held)}: {listed})"
     )
 
@@ -349,22 +350,22 @@ def _check_all_compared(
     cand_run: str | None,
     run_filter: event_files.RunFilter | None,
 ) -> None:
-    """What the user named must have been compared: a run chosen with --base-run/--cand-run and
-    a suite chosen with --suite (E-65/E-66: naming it makes it required)."""
+    """What the user named must have been compared: a run chosen with --base-run-id/--cand-run-id
+    and a suite chosen with --suite-id (E-65/E-66: naming it makes it required)."""
     compared_runs = {run for pairs in chosen.values() for _, run in pairs}
     for side, named in ((base, base_run), (cand, cand_run)):
         if named is not None and named not in compared_runs:
             suite = side.tasks.filter(pl.col("run_id") == named)["suite_id"].first()
             other = cand if side is base else base
             raise InputError(
-                f"--{side.name}-run {printable(named)} (suite {printable(suite)}) was not "
+                f"--{side.name}-run-id {printable(named)} (suite {printable(suite)}) was not "
                 f"compared: {other.describe()} holds no run of that suite"
             )
     for suite_id in run_filter.suites if run_filter is not None else ():
         if suite_id not in chosen:
             missing = [s.describe() for s in (base, cand) if suite_id not in s.suites]
             raise InputError(
-                f"--suite {printable(suite_id)} was not compared: no run of it on "
+                f"--suite-id {printable(suite_id)} was not compared: no run of it on "
                 f"{' nor on '.join(missing)}"
             )
 
