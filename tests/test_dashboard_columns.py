@@ -9,6 +9,9 @@ only counted.
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,7 @@ from evalbatch.reduce import stats
 from tests.conftest import (
     AGENT,
     OTHER_SUITE_ID,
+    ROOT,
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
     SAMPLES,
@@ -313,3 +317,16 @@ def test_failed_closed_is_true_or_false_for_a_fixture_miss(
         assert row["fixture_misses"] == 1
         assert row["failed_closed"] is failed
         assert row["passed"] is not failed
+
+
+def test_the_readme_example_is_what_the_samples_give(tmp_path: Path) -> None:
+    """Issue 17 item 3 ("the README's examples are regenerated from real runs"): the README's
+    query over `out/regress` prints exactly the output shown under it."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("What a dashboard trends on") : readme.index("#### Schema")]
+    code, shown = re.findall(r"```(?:python)?\n(.*?)```", section, flags=re.S)
+    api.write_outputs([SAMPLES / "regress"], tmp_path / "out" / "regress", [SAMPLE_SUITES])
+    printed = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout
+    assert printed.strip() == shown.strip()
