@@ -71,19 +71,18 @@ def test_files_carry_their_table_and_schema_version(sample_out: Path, name: str)
 
 
 def test_tasks_hold_pass_at_k_and_pass_hat_k_for_every_k(sample_out: Path) -> None:
-    """§3.5 (RFC 0244 §B formulas): for each task with a trials block, element k-1 of the JSON
-    arrays is pass@k and pass^k for k = 1..n, exactly; §4 keeps the column flat (E-52)."""
+    """§3.5 (RFC 0244 §B formulas): for each task with a trials block, element k-1 of the lists
+    is pass@k and pass^k for k = 1..n, exactly (E-52; native lists since schema version 4,
+    issue 17 item 3)."""
     rows = pq.read_table(sample_out / "tasks.parquet").to_pylist()
     with_trials = [r for r in rows if r["pass_at_k"] is not None]
     assert with_trials, "the samples hold a run with repeated trials"
     for row in with_trials:
         n, c = row["n"], row["passed_count"]
-        at = json.loads(row["pass_at_k_by_k"])
-        hat = json.loads(row["pass_hat_k_by_k"])
-        assert at == [float(stats.pass_at_k(n, c, k)) for k in range(1, n + 1)]
-        assert hat == [float(stats.pass_hat_k(n, c, k)) for k in range(1, n + 1)]
+        assert row["pass_at_k_by_k"] == [float(stats.pass_at_k(n, c, k)) for k in range(1, n + 1)]
+        assert row["pass_hat_k_by_k"] == [float(stats.pass_hat_k(n, c, k)) for k in range(1, n + 1)]
     refund = next(r for r in rows if r["task_id"] == "refund-approved")
     # data/samples/README.md: n = 3, c = 2 -> pass@k 2/3, 1, 1 and pass^k 2/3, 1/3, 0
-    assert json.loads(refund["pass_at_k_by_k"]) == pytest.approx([2 / 3, 1.0, 1.0])
-    assert json.loads(refund["pass_hat_k_by_k"]) == pytest.approx([2 / 3, 1 / 3, 0.0])
+    assert refund["pass_at_k_by_k"] == pytest.approx([2 / 3, 1.0, 1.0])
+    assert refund["pass_hat_k_by_k"] == pytest.approx([2 / 3, 1 / 3, 0.0])
     assert all(r["pass_at_k_by_k"] is None for r in rows if r["pass_at_k"] is None)

@@ -332,13 +332,12 @@ def on_miss_applied(declared: str | None, options: GradeOptions) -> str:
 
 
 def fails_on_miss(options: GradeOptions) -> pl.Expr:
-    """Whether a trial's onMiss, read as `on_miss_applied` reads it, is `fail` (D-9).
-
-    Null where an absent onMiss is read as `count`: `pl.when` and `& false` read that as false.
-    """
-    return (pl.col("on_miss") == "fail") | (
-        pl.col("on_miss").is_null() & pl.lit(options.on_miss_default == "fail")
-    )
+    """Whether a trial's onMiss, read as `on_miss_applied` reads it, is `fail` (D-9): true or
+    false, never null (the trials table's `failed_closed` is false for a miss only counted)."""
+    return (
+        (pl.col("on_miss") == "fail")
+        | (pl.col("on_miss").is_null() & pl.lit(options.on_miss_default == "fail"))
+    ).fill_null(False)
 
 
 def absent_on_miss_decides() -> pl.Expr:

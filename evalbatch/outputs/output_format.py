@@ -2,6 +2,11 @@
 columns with their types and what they hold, and the schema version written into every Parquet
 file's metadata (`evalbatch.table` and `evalbatch.schema_version`) (§4).
 
+These types are the tables' types wherever they are read: the Parquet files, `GradeResult`'s
+frames and `evalbatch.connect` (`conform` gives any frame of a table these columns and types).
+Costs are summed as exact decimals and written once as doubles, the very numbers of the
+EvalSummary's `costUsd` and `totalCostUsd`, so a table and a summary never disagree.
+
 Bump `SCHEMA_VERSION` whenever a column is added, removed, renamed, retyped or reordered;
 `tests/test_tables.py` compares the tables with the snapshot of the last version and fails when
 they changed under the same number.
@@ -11,8 +16,10 @@ from __future__ import annotations
 
 import polars as pl
 
-#: 2: tasks gained pass_at_k_by_k and pass_hat_k_by_k; 3: runs gained the provenance columns
-SCHEMA_VERSION = 3
+#: 2: tasks gained pass_at_k_by_k and pass_hat_k_by_k; 3: runs gained the provenance columns;
+#: 4: runs gained the eval's times, target agent, baseline and regression verdict and delta, and
+#: the by-k columns became lists of doubles (README "Schema versions")
+SCHEMA_VERSION = 4
 
 # --------------------------------------------------------------------------------------------
 # Files
@@ -44,10 +51,28 @@ OUTPUT_FILES = (SUMMARIES_FILE, *(table_file(name) for name in TABLE_NAMES))
 
 Columns = dict[str, tuple[pl.DataType, str]]
 
+#: a point in time: microseconds, UTC (Parquet TIMESTAMP adjusted to UTC; DuckDB TIMESTAMPTZ)
+TIMESTAMP = pl.Datetime("us", "UTC")
+#: one value per k from 1 to n, element k-1 (Parquet LIST<DOUBLE>; DuckDB DOUBLE[])
+BY_K = pl.List(pl.Float64())
+
 RUNS: Columns = {
     "run_id": (pl.String(), "the eval run (runId)"),
     "suite_id": (pl.String(), "suiteId its eval.started claims"),
     "suite_version": (pl.String(), "suiteVersion its eval.started claims"),
+    "eval_started_at": (
+        TIMESTAMP,
+        "timestamp of its eval.started (the first by sequence, §2.1), UTC; null when absent",
+    ),
+    "eval_completed_at": (
+        TIMESTAMP,
+        "timestamp of the eval.completed that ends its eval span (§2.1), UTC; null when none",
+    ),
+    "target_agent_id": (
+        pl.String(),
+        "agentId of the brackets of its counted trials when they all agree (the target agent, "
+        "§2.1), else null",
+    ),
     "graded": (pl.Boolean(), "whether a summary was written; false: see problems (severity error)"),
     "has_suite": (pl.Boolean(), "graded against a supplied suite (false: from host records, D-4)"),
     "aggregate_score": (pl.Float64(), "EvalSummary aggregateScore"),
@@ -60,6 +85,16 @@ RUNS: Columns = {
     "pass_at_k": (pl.Float64(), "trialStats.passAtK"),
     "pass_hat_k": (pl.Float64(), "trialStats.passHatK"),
     "score_stderr": (pl.Float64(), "trialStats.scoreStderr (clustered by task)"),
+    "baseline_run_id": (pl.String(), "baselineRunId its eval.started names (§5); null when none"),
+    "regression_verdict": (
+        pl.String(),
+        "EvalSummary regression.verdict: improved, regressed, unchanged or inconclusive (null "
+        "without a regression block: no baseline, or it is not in the input or not comparable)",
+    ),
+    "regression_score_delta": (
+        pl.Float64(),
+        "EvalSummary regression.scoreDelta (candidate minus baseline); null without a block",
+    ),
     "evalbatch_version": (pl.String(), "the evalbatch version that graded it (E-54)"),
     "suite_sha256": (
         pl.String(),
@@ -93,12 +128,14 @@ TASKS: Columns = {
     "pass_at_k": (pl.Float64(), "unbiased pass@k at the suite's k (null without a trials block)"),
     "pass_hat_k": (pl.Float64(), "pass^k at the suite's k (null without a trials block)"),
     "pass_at_k_by_k": (
-        pl.String(),
-        "pass@k for k = 1..n as a JSON array (element k-1), exact (E-52)",
+        BY_K,
+        "pass@k for k = 1..n (element k-1, `list_extract(x, k)` in SQL), exact (E-52); null "
+        "without a trials block",
     ),
     "pass_hat_k_by_k": (
-        pl.String(),
-        "pass^k for k = 1..n as a JSON array (element k-1), exact (E-52)",
+        BY_K,
+        "pass^k for k = 1..n (element k-1, `list_extract(x, k)` in SQL), exact (E-52); null "
+        "without a trials block",
     ),
     "cost_usd": (pl.Float64(), "costUsd of the task entry (all trials, judge calls included)"),
     "latency_ms": (pl.Int64(), "latencyMs of the task entry"),
@@ -181,6 +218,17 @@ def metadata(table: str) -> dict[bytes, bytes]:
         b"evalbatch.table": table.encode(),
         b"evalbatch.schema_version": str(SCHEMA_VERSION).encode(),
     }
+
+
+def schema(table: str) -> pl.Schema:
+    """One table's columns and types, in file order."""
+    return pl.Schema({name: dtype for name, (dtype, _) in _TABLES[table].items()})
+
+
+def conform(table: str, frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` as `table`'s rows: its columns in file order, each of the file's type."""
+    wanted = schema(table)
+    return frame.select(list(wanted)).cast(wanted)
 
 
 def schemas() -> dict[str, dict[str, pl.DataType]]:

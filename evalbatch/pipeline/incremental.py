@@ -4,14 +4,14 @@ directory, and carry every other run's rows over as they were.
 `manifest.json` in the output directory records, for each run the last run saw, a fingerprint of
 its events, the suite it claimed (id and version) with the sha256 of the suite file it was
 graded with, and the baseline its `eval.started` names; and, once, the settings every grade
-depends on (evalbatch and DuckDB versions, grading options). A run is graded again when its events
-or its suite file changed, when it is new, or when its baseline is new, changed or gone (its
-regression block depends on the baseline's tasks). The manifest also records each output file's
-size, sha256 and row count, and no row is carried from a file that is not exactly the one
-recorded (E-71). Anything about the directory that is not as expected (no manifest, an older
-manifest format, other settings, an output file missing, changed, truncated or unreadable) makes
-it a full regrade, and `Selection.reason` says which file and which check. Either way the outputs
-equal a full regrade's, byte for byte.
+depends on (evalbatch and DuckDB versions, grading options, the tables' schema version). A run
+is graded again when its events or its suite file changed, when it is new, or when its baseline
+is new, changed or gone (its regression block depends on the baseline's tasks). The manifest
+also records each output file's size, sha256 and row count, and no row is carried from a file
+that is not exactly the one recorded (E-71). Anything about the directory that is not as
+expected (no manifest, an older manifest format, other settings, an output file missing,
+changed, truncated or unreadable) makes it a full regrade, and `Selection.reason` says which
+file and which check. Either way the outputs equal a full regrade's, byte for byte.
 """
 
 from __future__ import annotations
@@ -35,9 +35,11 @@ from evalbatch.version import package_version
 
 
 def settings(options: GradeOptions) -> dict[str, Any]:
-    """What every grade depends on besides a run's events and suite."""
+    """What every grade depends on besides a run's events and suite, and the schema version of
+    the tables rows are carried from (rows of another version are never mixed in)."""
     return {
         "evalbatch": package_version(),
+        "schema_version": output_format.SCHEMA_VERSION,
         "duckdb": duckdb.__version__,
         "options": {
             "default_pass_score": options.default_pass_score,

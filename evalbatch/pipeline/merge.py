@@ -13,7 +13,13 @@ import polars as pl
 
 from evalbatch import problems
 from evalbatch.inputs import event_files, suites
-from evalbatch.outputs.output_format import PROBLEM_SCHEMA, RUN_SCHEMA, TASK_SCHEMA, TRIAL_SCHEMA
+from evalbatch.outputs.output_format import (
+    PROBLEM_SCHEMA,
+    RUN_SCHEMA,
+    TASK_SCHEMA,
+    TRIAL_SCHEMA,
+    conform,
+)
 from evalbatch.outputs.writer import summary_line
 from evalbatch.pipeline import incremental
 from evalbatch.pipeline.local import Pass, Progress
@@ -61,7 +67,7 @@ def batch_output(part: Batch) -> BatchOutput:
         summaries.append((run_id, summary_line(run_id, outcome.summary)))
         task_rows += outcome.task_rows
         run_rows.append(
-            run_row(run_id, outcome.summary, part.plans[run_id]) | part.provenance.get(run_id, {})
+            run_row(run_id, outcome.summary, part.plans[run_id]) | part.run_columns.get(run_id, {})
         )
     eval_runs = {row["run_id"]: row for row in part.eval_runs.iter_rows(named=True)}
     for run_id in sorted(fatal_runs):
@@ -73,19 +79,19 @@ def batch_output(part: Batch) -> BatchOutput:
                 "suite_version": run.get("suite_version"),
                 "graded": False,
             }
-            | part.provenance.get(run_id, {})
+            | part.run_columns.get(run_id, {})
         )
     summaries.sort(key=lambda item: item[0])
     graded = {run_id for run_id, _ in summaries}
     runs = pl.concat(
         [
-            _with_provenance(columns.runs.drop("line"), part.provenance),
+            _with_run_columns(columns.runs.drop("line"), part.run_columns),
             pl.DataFrame(run_rows, schema=RUN_SCHEMA),
         ]
     )
     tasks = pl.concat(
         [
-            columns.tasks.select(list(TASK_SCHEMA)).cast(TASK_SCHEMA),
+            conform("tasks", columns.tasks),
             pl.DataFrame(task_rows, schema=TASK_SCHEMA),
         ]
     )
@@ -109,15 +115,16 @@ def batch_output(part: Batch) -> BatchOutput:
     )
 
 
-def _with_provenance(runs: pl.DataFrame, provenance: dict[str, dict[str, Any]]) -> pl.DataFrame:
-    """Runs-table rows with each run's provenance columns (E-54), in the table's column order."""
+def _with_run_columns(runs: pl.DataFrame, run_columns: dict[str, dict[str, Any]]) -> pl.DataFrame:
+    """Runs-table rows with each run's columns from outside its summary (`Batch.run_columns`),
+    in the table's column order."""
     wanted = [name for name in RUN_SCHEMA if name not in runs.columns]
-    kept = provenance.keys() & set(runs["run_id"])
+    kept = run_columns.keys() & set(runs["run_id"])
     found = pl.DataFrame(
-        [{"run_id": run_id, **provenance[run_id]} for run_id in sorted(kept)],
+        [{"run_id": run_id, **run_columns[run_id]} for run_id in sorted(kept)],
         schema={"run_id": pl.String, **{name: RUN_SCHEMA[name] for name in wanted}},
     )
-    return runs.join(found, on="run_id", how="left").select(list(RUN_SCHEMA)).cast(RUN_SCHEMA)
+    return conform("runs", runs.join(found, on="run_id", how="left"))
 
 
 def run_row(run_id: str, summary: dict[str, Any], plan: RunPlan) -> dict[str, Any]:
@@ -208,8 +215,9 @@ class Merged:
         regress_options: regression.RegressOptions,
         carried: incremental.Carried | None = None,
     ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-        """Add the regression blocks (§5: the baseline may sit in any batch) and return the
-        runs, tasks and problems tables, with the rows `carried` from the previous outputs."""
+        """Add the regression blocks (§5: the baseline may sit in any batch) to the summaries and
+        their verdicts and deltas to the runs table, and return the runs, tasks and problems
+        tables, with the rows `carried` from the previous outputs."""
         runs = pl.concat([pl.DataFrame(schema=RUN_SCHEMA), *self.runs]).sort("run_id")
         tasks = pl.concat([pl.DataFrame(schema=TASK_SCHEMA), *self.tasks])
         if carried is not None:
@@ -229,12 +237,40 @@ class Merged:
         problem_rows += _link_regressions(
             self.pending, self.baselines, self.eval_run_ids, runs, tasks, regress_options
         )
+        runs = _with_regressions(runs, self.pending)
         if carried is not None and carried.problem_rows.height:
             frame = pl.concat(
                 [problem_frame(problem_rows), carried.problem_rows.cast(PROBLEM_SCHEMA)]
             )
             return runs, tasks, sorted_problems(frame)
         return runs, tasks, problem_frame(problem_rows)
+
+
+def _with_regressions(runs: pl.DataFrame, summaries: dict[str, dict[str, Any]]) -> pl.DataFrame:
+    """The runs table with the verdict and delta of each summary's `regression` block (§5), as
+    `_link_regressions` put them in; other rows keep theirs (a carried run's, or null)."""
+    blocks = [
+        (run_id, summary["regression"]["verdict"], summary["regression"]["scoreDelta"])
+        for run_id, summary in sorted(summaries.items())
+        if "regression" in summary
+    ]
+    linked = pl.DataFrame(
+        blocks,
+        schema={
+            "run_id": pl.String,
+            "verdict": RUN_SCHEMA["regression_verdict"],
+            "delta": RUN_SCHEMA["regression_score_delta"],
+        },
+        orient="row",
+    )
+    return (
+        runs.join(linked, on="run_id", how="left", maintain_order="left")
+        .with_columns(
+            pl.coalesce("verdict", "regression_verdict").alias("regression_verdict"),
+            pl.coalesce("delta", "regression_score_delta").alias("regression_score_delta"),
+        )
+        .select(list(RUN_SCHEMA))
+    )
 
 
 def _link_regressions(

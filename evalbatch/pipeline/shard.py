@@ -1,5 +1,5 @@
 """The unit every engine runs: one batch of whole runs through the SQL stage, trial grading and
-the reductions, with each run's provenance (§2, §3).
+the reductions, with each run's facts and provenance (§2, §3).
 """
 
 from __future__ import annotations
@@ -32,16 +32,20 @@ class Batch:
     problem_rows: list[ProblemRow]
     fatal_runs: set[str]
     file_problems: list[event_files.FileProblem] = field(default_factory=list)
-    provenance: dict[str, dict[str, Any]] = field(default_factory=dict)  # run -> runs columns
+    #: run -> its runs-table columns that are not in its summary: when its eval ran, its target
+    #: agent and baseline, and its provenance (E-54)
+    run_columns: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
 class Extracted:
-    """One batch after the SQL stage: its trial tables and each run's events fingerprint."""
+    """One batch after the SQL stage: its trial tables, each run's events fingerprint and the
+    times of its eval.started and eval.completed."""
 
     ext: trial_tables.Extraction
     fingerprints: dict[str, str]
     file_problems: list[event_files.FileProblem]
+    eval_times: pl.DataFrame  # run_id, eval_started_at, eval_completed_at
 
 
 def extract_shard(
@@ -50,7 +54,8 @@ def extract_shard(
     """The SQL stage of one batch (a range of run ids): all of it runs in DuckDB."""
     ext = trial_tables.extract(con, sources, runs)
     fingerprints = dict(sql_files.relation(con, "batch_fingerprints").fetchall())
-    return Extracted(ext, fingerprints, list(sources.problems))
+    eval_times = sql_files.relation(con, "eval_times").pl()
+    return Extracted(ext, fingerprints, list(sources.problems), eval_times)
 
 
 def grade_extracted(
@@ -58,19 +63,27 @@ def grade_extracted(
     choices: dict[tuple[str, str], suites.SuiteChoice],
     options: GradeOptions,
 ) -> Batch:
-    """Grade one extracted batch and attach each run's provenance."""
+    """Grade one extracted batch and attach each run's runs-table columns besides its summary."""
     ext = extracted.ext
     part = _grade_batch(ext, choices, options)
     part.file_problems = extracted.file_problems
     version = package_version()
+    times = {row["run_id"]: row for row in extracted.eval_times.iter_rows(named=True)}
+    agents = task_reductions.target_agents(part.trials)
     for run in ext.eval_runs.iter_rows(named=True):
+        run_id = run["run_id"]
         choice = choices.get((run["suite_id"], run["suite_version"]))
-        part.provenance[run["run_id"]] = {
+        when = times.get(run_id, {})
+        part.run_columns[run_id] = {
+            "eval_started_at": when.get("eval_started_at"),
+            "eval_completed_at": when.get("eval_completed_at"),
+            "target_agent_id": agents.get(run_id),
+            "baseline_run_id": run["baseline_run_id"],
             "evalbatch_version": version,
             "suite_sha256": choice.sha256 if choice is not None else None,
             "default_pass_score": options.default_pass_score,
             "on_miss_default": options.on_miss_default,
-            "events_fingerprint": extracted.fingerprints.get(run["run_id"]),
+            "events_fingerprint": extracted.fingerprints.get(run_id),
         }
     return part
 

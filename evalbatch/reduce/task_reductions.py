@@ -6,7 +6,6 @@ exact decimals; pass@k and pass^k come from a small table of exact rationals.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 import numpy as np
@@ -97,20 +96,22 @@ def _pass_table(keys: pl.DataFrame) -> pl.DataFrame:
                 "k": k,
                 "pass_at_k": float(stats.pass_at_k(n, c, k)),
                 "pass_hat_k": float(stats.pass_hat_k(n, c, k)),
-                # a flat column (§4): JSON arrays, element k-1 (E-52)
-                "pass_at_k_by_k": json.dumps(at_k),
-                "pass_hat_k_by_k": json.dumps(hat_k),
+                # element k-1 (E-52): a list a dashboard plots by k without parsing
+                "pass_at_k_by_k": at_k,
+                "pass_hat_k_by_k": hat_k,
             }
         )
-    schema = {
-        "n": pl.Int64,
-        "c": pl.Int64,
-        "k": pl.Int64,
-        "pass_at_k": pl.Float64,
-        "pass_hat_k": pl.Float64,
-        "pass_at_k_by_k": pl.String,
-        "pass_hat_k_by_k": pl.String,
-    }
+    schema = pl.Schema(
+        {
+            "n": pl.Int64(),
+            "c": pl.Int64(),
+            "k": pl.Int64(),
+            "pass_at_k": pl.Float64(),
+            "pass_hat_k": pl.Float64(),
+            "pass_at_k_by_k": pl.List(pl.Float64()),
+            "pass_hat_k_by_k": pl.List(pl.Float64()),
+        }
+    )
     return pl.DataFrame(rows, schema=schema)
 
 
@@ -217,23 +218,35 @@ def reduce_tasks(trials: pl.DataFrame, info: pl.DataFrame, tables: SuiteTables) 
     return tasks.sort("run_id", "task_pos")
 
 
-def model_classes(trials: pl.DataFrame) -> dict[str, str]:
-    """E-14: runs whose counted trials with a bracket all carry one model class of the enum."""
+def _agreed(trials: pl.DataFrame, column: str) -> dict[str, str]:
+    """Per run, the one value of `column` that every counted trial with a bracket carries (a
+    bracket without one breaks agreement); runs without such a value are left out."""
     bracketed = trials.filter(pl.col("counted") & pl.col("has_bracket"))
     agreed = (
         bracketed.group_by("run_id")
         .agg(
-            pl.col("model_class").n_unique().alias("classes"),
-            pl.col("model_class").null_count().alias("missing"),
-            pl.col("model_class").first().alias("model_class"),
+            pl.col(column).n_unique().alias("values"),
+            pl.col(column).null_count().alias("missing"),
+            pl.col(column).first().alias("value"),
         )
-        .filter((pl.col("classes") == 1) & (pl.col("missing") == 0))
+        .filter((pl.col("values") == 1) & (pl.col("missing") == 0))
     )
+    return dict(agreed.select("run_id", "value").iter_rows())
+
+
+def model_classes(trials: pl.DataFrame) -> dict[str, str]:
+    """E-14: runs whose counted trials with a bracket all carry one model class of the enum."""
     return {
         run: model
-        for run, model in agreed.select("run_id", "model_class").iter_rows()
+        for run, model in _agreed(trials, "model_class").items()
         if model in MODEL_CLASSES
     }
+
+
+def target_agents(trials: pl.DataFrame) -> dict[str, str]:
+    """Runs whose counted trials with a bracket all name one agent: the run's target agent (the
+    bracket's agentId, §2.1), by the rule E-14 applies to the model class."""
+    return _agreed(trials, "target_agent_id")
 
 
 def missing_trial_problems(tasks: pl.DataFrame) -> list[tuple[str, None, str, str]]:
