@@ -898,6 +898,7 @@ th, td { padding: 5px 7px; border-bottom: 1px solid var(--line); text-align: lef
   vertical-align: top; }
 th { background: var(--bg); font-weight: 600; vertical-align: bottom; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { white-space: nowrap; }
 .pass { color: var(--pass); font-weight: 600; }
 .fail { color: var(--fail); font-weight: 600; }
 .table-scroll { overflow-x: auto; }
