@@ -1,5 +1,5 @@
-"""`evalbatch report OUT_DIR`: one self-contained HTML page of charts of an `evalbatch run` output
-directory.
+"""`evalbatch report OUT_DIR`: one self-contained HTML page of an `evalbatch run` output directory:
+the verdict first, then the runs, the charts and each run's failing trials.
 
 Unusable input raises the library's errors, which `faults.Command` turns into one line and exit
 code 2; a page that cannot be written (a full disk, an unwritable directory) is exit code 4. The
@@ -28,9 +28,12 @@ from evalbatch.commands.types import printable
 )
 @click.option("--title", default=None, help="Page title (default: 'Eval report: <OUT_DIR name>').")
 def report(out_dir: str, output: str | None, title: str | None) -> None:
-    """Write an HTML report of the runs graded into OUT_DIR: suite pass rates, pass^k by k,
-    task scores with their trial spread, why trials failed, efficiency, cost, and the paired
-    differences of any regression. The page needs no network or script to open.
+    """Write an HTML report of the runs graded into OUT_DIR. It opens with the verdict:
+    regressions, failing suites and failing tasks with their reason codes, worst first. Then a
+    runs table to sort and filter; charts (paired differences of regressions, suite pass rates,
+    pass^k by k, task scores, why trials failed, efficiency, cost) that draw the worst runs when
+    there are more than they hold; and each run's failing trials with the `evalbatch explain`
+    command that shows why. The page loads nothing; without its script the runs table is plain.
 
     \b
     Example:

@@ -1,0 +1,297 @@
+"""`evalbatch report`'s page in a real browser: Debian's headless Chromium.
+
+The tests need Chromium (`apt-get install -y chromium`, `make browser`); without it they fail and
+say so, since CI installs it. Pages are loaded from files with the network off; a probe page
+loads the report in a frame of a given size and writes what the browser laid out (and what its
+script did) into its own DOM, which `--dump-dom` prints.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from PIL import Image
+
+from evalbatch import api
+from evalbatch.outputs import outdir
+from evalbatch.publish import report as reporting
+from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES, SAMPLES
+from tests.test_report import NIGHT_RUNS, SAMPLE_CHARTS, write_night
+
+CHROMIUM_INSTALL = "apt-get install -y chromium"
+
+#: the first screen the verdict must fit in (issue 17 item 6)
+SCREEN = (1280, 800)
+#: the verdict's colours (the page's CSS: `.lead.fail` background, `--fail` ink)
+LEAD_FAIL_BACKGROUND, FAIL_INK = "#fcefe6", "#b34700"
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None and Path("/usr/bin/chromium").exists():
+        found = "/usr/bin/chromium"
+    if found is None:
+        pytest.fail(
+            f"headless Chromium is needed to render the report: install it with "
+            f"`{CHROMIUM_INSTALL}` (Debian's chromium package)"
+        )
+    return found
+
+
+def _run_chromium(binary: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [
+        binary,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
+    env = {**os.environ, "HOME": str(profile)}
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+
+
+def _probe(page: Path, script: str, tmp_path: Path, width: int, height: int) -> dict[str, Any]:
+    """Load `page` in a frame of width x height and return what `script` (the body of a function
+    of `frame`, `win`, `doc` and `errors`, returning a JSON-able value) found once it loaded."""
+    probe = tmp_path / f"probe-{page.stem}.html"
+    probe.write_text(
+        '<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>'
+        '<pre id="out">pending</pre>'
+        f'<iframe id="r" src="{html.escape(page.as_uri())}" '
+        f'style="width:{width}px;height:{height}px;border:0"></iframe>'
+        "<script>\nconst errors = [];\n"
+        'window.addEventListener("error", e => errors.push(String(e.message)));\n'
+        'document.getElementById("r").addEventListener("load", () => {\n'
+        '  const frame = document.getElementById("r");\n'
+        "  const win = frame.contentWindow, doc = frame.contentDocument;\n"
+        '  win.addEventListener("error", e => errors.push(String(e.message)));\n'
+        f"  const found = (() => {{\n{script}\n  }})();\n"
+        '  document.getElementById("out").textContent = JSON.stringify(found);\n'
+        "});\n</script></body></html>\n",
+        encoding="utf-8",
+    )
+    dom = _run_chromium(
+        _chromium(),
+        tmp_path / f"profile-{page.stem}",
+        "--allow-file-access-from-files",
+        "--virtual-time-budget=20000",
+        "--dump-dom",
+        probe.as_uri(),
+    )
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    match = re.search(r'<pre id="out">(.*?)</pre>', dom.stdout, re.S)
+    assert match is not None and match.group(1) != "pending", dom.stdout[:2000]
+    found: dict[str, Any] = json.loads(html.unescape(match.group(1)))
+    return found
+
+
+def _screenshot(page: Path, tmp_path: Path, width: int, height: int) -> Image.Image:
+    shot = tmp_path / f"{page.stem}-{width}x{height}.png"
+    taken = _run_chromium(
+        _chromium(),
+        tmp_path / f"profile-shot-{page.stem}-{height}",
+        f"--screenshot={shot}",
+        f"--window-size={width},{height}",
+        page.as_uri(),
+    )
+    assert taken.returncode == 0 and shot.is_file(), taken.stderr[-2000:]
+    with Image.open(shot) as image:
+        rgb = image.convert("RGB")
+    assert rgb.size == (width, height)
+    return rgb
+
+
+def _colour_pixels(image: Any, colour: str, tolerance: int = 18) -> int:
+    want = tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    count = 0
+    for n, pixel in image.getcolors(maxcolors=1 << 24):
+        if all(abs(a - b) <= tolerance for a, b in zip(pixel[:3], want, strict=True)):
+            count += n
+    return count
+
+
+# --------------------------------------------------------------------------------------------
+# The samples
+
+SAMPLE_LAYOUT = """
+  const svgs = [...doc.querySelectorAll("figure svg")];
+  return {
+    title: doc.title,
+    charts: svgs.map(s => {
+      const box = s.getBoundingClientRect();
+      return {label: s.getAttribute("aria-label"), width: Math.round(box.width),
+              height: Math.round(box.height), shapes: s.querySelectorAll("path, use").length};
+    }),
+    height: doc.documentElement.scrollHeight,
+    headings: [...doc.querySelectorAll("h2")].map(h => h.textContent),
+    count: doc.getElementById("runs-count").textContent,
+    errors: errors,
+  };
+"""
+
+
+@pytest.fixture(scope="module")
+def all_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every sample log, the regression pair included, graded together and reported."""
+    out = tmp_path_factory.mktemp("browser") / "all"
+    api.write_outputs([SAMPLE_EVENTS, SAMPLES / "regress"], out, [SAMPLE_SUITES])
+    return reporting.write_report(out)[0]
+
+
+def test_report_renders_in_headless_chromium(all_page: Path, tmp_path: Path) -> None:
+    """The samples' report in Chromium: every chart lays out at a real size with its shapes
+    drawn, no error is raised, the runs table's script ran (issue 17 item 6), the verdict comes
+    first, and a screenshot of the page shows the charts' colours."""
+    laid_out = _probe(all_page, SAMPLE_LAYOUT, tmp_path, 1280, 900)
+    assert laid_out["errors"] == []
+    assert laid_out["title"] == "Eval report: all"
+    assert laid_out["headings"][:2] == ["Verdict", "Runs"]
+    assert laid_out["headings"][2].startswith("Regression: ")
+    assert laid_out["headings"][3] == "Suite results"
+    assert laid_out["count"] == "5 of 5 runs"
+    assert len(laid_out["charts"]) == len(SAMPLE_CHARTS) + 1
+    for chart in laid_out["charts"]:
+        assert chart["width"] >= 800, chart
+        assert chart["height"] >= 120, chart
+        assert chart["shapes"] >= 20, chart
+
+    height = min(int(laid_out["height"]) + 40, 16000)
+    rgb = _screenshot(all_page, tmp_path, 1280, height)
+    colours: Any = rgb.getcolors(maxcolors=1 << 24)
+    assert colours is not None and len(colours) > 200  # not blank
+    white = sum(n for n, pixel in colours if min(pixel) >= 250)
+    assert white < 0.92 * rgb.size[0] * rgb.size[1]
+    for colour in (
+        reporting.PASS,
+        reporting.FAIL,
+        reporting.BLUE,
+        reporting.ORANGE,
+        reporting.PURPLE,
+    ):
+        assert _colour_pixels(rgb, colour) > 150, colour
+    saved = os.environ.get("EVALBATCH_REPORT_SCREENSHOT")
+    if saved:
+        rgb.save(saved)
+
+
+# --------------------------------------------------------------------------------------------
+# A night of 500 runs (issue 17 item 6)
+
+NIGHT_PROBE = """
+  const box = element => {
+    const b = element.getBoundingClientRect();
+    return {top: b.top, bottom: b.bottom, left: b.left, right: b.right};
+  };
+  const lead = doc.getElementById("verdict-lead");
+  const firstRegression = doc.querySelector("#verdict tbody tr");
+  const table = doc.getElementById("runs-table");
+  const heads = [...table.tHead.rows[0].cells];
+  const shown = () => [...table.tBodies[0].rows].filter(r => !r.hidden)
+    .map(r => r.cells[1].textContent);
+  const count = () => doc.getElementById("runs-count").textContent;
+  const sortBy = column => heads[column].querySelector("button").click();
+  const found = {
+    screen: [win.innerWidth, win.innerHeight],
+    lead: {box: box(lead), text: lead.textContent},
+    firstRegression: {box: box(firstRegression), run: firstRegression.cells[0].textContent},
+    before: {count: count(), first: shown().slice(0, 2)},
+  };
+  sortBy(2);
+  found.scoreUp = {first: shown().slice(0, 3), sort: heads[2].getAttribute("aria-sort")};
+  sortBy(2);
+  found.scoreDown = {first: shown().slice(0, 3), sort: heads[2].getAttribute("aria-sort")};
+  sortBy(1);
+  found.byRun = shown().slice(0, 3);
+  const filter = doc.getElementById("runs-filter");
+  filter.value = "regressed";
+  filter.dispatchEvent(new win.Event("input"));
+  found.regressed = {runs: shown(), count: count()};
+  filter.value = "";
+  filter.dispatchEvent(new win.Event("input"));
+  doc.getElementById("runs-failed").click();
+  found.failed = {runs: shown().length, count: count()};
+  found.errors = errors;
+  return found;
+"""
+
+
+@pytest.fixture(scope="module")
+def night(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, Any]]:
+    """500 graded runs, their report, and what Chromium laid out and did with it."""
+    root = tmp_path_factory.mktemp("night-browser")
+    out = write_night(root)
+    page = reporting.write_report(out)[0]
+    return out, page, _probe(page, NIGHT_PROBE, root, *SCREEN)
+
+
+def test_issue17_item6_first_screen_holds_the_verdict(
+    night: tuple[Path, Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """Issue 17 item 6 on 500 runs: in a 1280x800 window the verdict line and the worst
+    regression are on the first screen, and a screenshot of that screen shows the verdict box
+    in the failure colours."""
+    out, page, found = night
+    assert found["errors"] == []
+    assert found["screen"] == list(SCREEN)
+    lead = found["lead"]["box"]
+    assert 0 <= lead["top"] < lead["bottom"] <= SCREEN[1]
+    assert found["lead"]["text"].startswith("10 regressions · ")
+    row = found["firstRegression"]
+    assert 0 <= row["box"]["top"] < row["box"]["bottom"] <= SCREEN[1]
+    worst = min(
+        (s["regression"]["scoreDelta"], run_id)
+        for run_id, s in outdir.load(out).summaries
+        if s.get("regression")
+    )
+    assert row["run"] == worst[1]
+
+    rgb = _screenshot(page, tmp_path, *SCREEN)
+    crop = rgb.crop((int(lead["left"]), int(lead["top"]), int(lead["right"]), int(lead["bottom"])))
+    area = crop.size[0] * crop.size[1]
+    assert _colour_pixels(crop, LEAD_FAIL_BACKGROUND, 6) > 0.6 * area
+    assert _colour_pixels(crop, FAIL_INK, 30) > 0.02 * area
+
+
+def test_issue17_item6_runs_table_sorts_and_filters_in_chromium(
+    night: tuple[Path, Path, dict[str, Any]],
+) -> None:
+    """Issue 17 item 6: the inline script sorts the runs table by a heading (ascending, then
+    descending, ties in runId order) and filters it by text and by result, counting what is
+    shown."""
+    out, _, found = night
+    runs = pl.read_parquet(out / "runs.parquet")
+    assert found["errors"] == []
+    ids = sorted(runs["run_id"].to_list())
+    assert found["before"] == {"count": f"{NIGHT_RUNS} of {NIGHT_RUNS} runs", "first": ids[:2]}
+    up = runs.sort("aggregate_score", "run_id")["run_id"].to_list()
+    down = runs.sort(pl.col("aggregate_score"), "run_id", descending=[True, False])[
+        "run_id"
+    ].to_list()
+    assert found["scoreUp"] == {"first": up[:3], "sort": "ascending"}
+    assert found["scoreDown"] == {"first": down[:3], "sort": "descending"}
+    assert found["byRun"] == ids[:3]
+    regressed = sorted(
+        run_id
+        for run_id, s in outdir.load(out).summaries
+        if s.get("regression", {}).get("verdict") == "regressed"
+    )
+    assert sorted(found["regressed"]["runs"]) == regressed
+    assert found["regressed"]["count"] == f"{len(regressed)} of {NIGHT_RUNS} runs"
+    failed = runs.filter(pl.col("passed").not_()).height
+    assert found["failed"] == {"runs": failed, "count": f"{failed} of {NIGHT_RUNS} runs"}
