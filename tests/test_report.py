@@ -582,7 +582,7 @@ def test_issue17_item6_night_runs_table_and_run_sections(night_out: Path, night_
         ).iter_rows():
             trial = ["--trial", str(index)] if index is not None else []
             command = ["evalbatch", "explain", "EVENTS", "--suites", "SUITES"]
-            command += ["--run-id", str(run_id), "--task", task, *trial]
+            command += ["--run-id", str(run_id), "--task-id", task, *trial]
             want.append(
                 (task, str(index) if index is not None else f"{count} missing", reason, command)
             )
@@ -625,7 +625,12 @@ def test_issue17_item6_explain_commands_show_the_failing_trials(
         head = ["evalbatch", "explain", "EVENTS", "--suites", "SUITES", "--run-id", run_id]
         assert words[:7] == head
         options = dict(zip(words[7::2], words[8::2], strict=True))
-        assert options.get("--trial") == trial and options["--task"] == task
+        assert options.get("--trial") == trial and options["--task-id"] == task
+        # the command as printed runs, with no renamed-option note (EVENTS, SUITES put back)
+        events = [str(SAMPLE_EVENTS), str(SAMPLES / "regress")]
+        args = [*events, *words[3:4], str(SAMPLE_SUITES), *words[5:], "--json"]
+        ran = CliRunner().invoke(cli.cli, ["explain", *args])
+        assert ran.exit_code == 0 and "note:" not in ran.stderr, ran.output
         explanation = run_explanation.explain_paths(
             [SAMPLE_EVENTS, SAMPLES / "regress"], [SAMPLE_SUITES], run_id, task, int(trial)
         )

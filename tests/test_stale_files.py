@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from evalbatch import api
 from evalbatch.cli import cli
 from evalbatch.errors import OutputError
-from evalbatch.outputs import outdir, writer
+from evalbatch.outputs import output_format, writer
 from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES
 
 
@@ -43,22 +43,22 @@ def test_issue17_item7_a_new_run_removes_the_report_and_exports_of_the_last(
     _invoke("report", out)
     _invoke("export", "otel", out, "--events", SAMPLE_EVENTS)
     _invoke("export", "eee", out, "--model-id", "acme/agent", "--org", "acme")
-    assert sorted(p.name for p in out.iterdir() if p.name in outdir.DERIVED_FILES) == sorted(
-        outdir.DERIVED_FILES
+    assert sorted(p.name for p in out.iterdir() if p.name in output_format.DERIVED_FILES) == sorted(
+        output_format.DERIVED_FILES
     )
     (out / "notes.txt").write_text("mine", encoding="utf-8")
     (out / "mine.html").write_text("mine", encoding="utf-8")
     before = _run_ids(out)
 
     _invoke("run", SAMPLE_EVENTS / "trials.parquet", "--suites", SAMPLE_SUITES, "--out", out)
-    assert [name for name in outdir.DERIVED_FILES if (out / name).exists()] == []
+    assert [name for name in output_format.DERIVED_FILES if (out / name).exists()] == []
     assert (out / "notes.txt").read_text(encoding="utf-8") == "mine"
     assert (out / "mine.html").read_text(encoding="utf-8") == "mine"
     after = _run_ids(out)
     assert len(after) == 1 and len(before) == 3 and set(after) < set(before)
 
     _invoke("report", out)
-    page = (out / outdir.REPORT_FILE).read_text(encoding="utf-8")
+    page = (out / output_format.REPORT_FILE).read_text(encoding="utf-8")
     assert after[0] in page
     assert not [run_id for run_id in set(before) - set(after) if run_id in page]
 
@@ -69,7 +69,7 @@ def graded(tmp_path: Path) -> Path:
     only their names matter to `run`)."""
     out = tmp_path / "out"
     api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES])
-    for name in outdir.DERIVED_FILES:
+    for name in output_format.DERIVED_FILES:
         (out / name).write_text(f"made from the first run: {name}\n", encoding="utf-8")
     return out
 
@@ -105,9 +105,12 @@ def test_issue17_item7_a_directory_of_that_name_is_left_and_the_run_goes_on(
 ) -> None:
     """Only files are removed: a directory that happens to be called `report.html` is not
     evalbatch's to remove, and does not stop the run."""
-    (graded / outdir.REPORT_FILE).unlink()
-    (graded / outdir.REPORT_FILE).mkdir()
+    (graded / output_format.REPORT_FILE).unlink()
+    (graded / output_format.REPORT_FILE).mkdir()
     api.write_outputs([SAMPLE_EVENTS / "trials.parquet"], graded, [SAMPLE_SUITES])
-    assert (graded / outdir.REPORT_FILE).is_dir()
-    assert not (graded / outdir.OTEL_FILE).exists() and not (graded / outdir.EEE_FILE).exists()
+    assert (graded / output_format.REPORT_FILE).is_dir()
+    assert (
+        not (graded / output_format.OTEL_FILE).exists()
+        and not (graded / output_format.EEE_FILE).exists()
+    )
     assert len(_run_ids(graded)) == 1

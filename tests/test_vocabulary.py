@@ -31,7 +31,7 @@ READERS = {"run", "ingest", "verify", "regress", "explain", "sql", "export otel"
 
 #: old spelling: (new spelling, the commands that keep the old one as a hidden alias)
 RENAMED: dict[str, tuple[str, set[str]]] = {
-    "--output": ("--out", {"report", "export otel", "export eee"}),
+    "--output": ("--out", {"report", "export otel", "export eee", "sql"}),
     "--run": ("--run-id", {"explain"}),
     "--task": ("--task-id", {"explain"}),
     "--suite": ("--suite-id", {"run", "verify", "regress", "sql"}),
@@ -41,17 +41,15 @@ RENAMED: dict[str, tuple[str, set[str]]] = {
     "--spill-dir": ("--temp-dir", READERS),
 }
 
-#: options another part of issue 17 converts (item 4 owns sql.py): still spelled the old way
-#: here. When this test fails because sql takes `--out`, delete the entry and add "sql" to
-#: RENAMED["--output"].
-CONVERTED_ELSEWHERE: dict[tuple[str, str], list[str]] = {("sql", "output"): ["-o", "--output"]}
+#: options still spelled the old way while a rename is under way (none now)
+CONVERTED_ELSEWHERE: dict[tuple[str, str], list[str]] = {}
 
 #: concept: (the keywords commands bind it to, its one spelling, commands that must take it)
 CONCEPTS: dict[str, tuple[set[str], list[str], set[str]]] = {
     "where files go": (
-        {"out_dir", "output"},
+        {"out_dir", "output", "out"},
         ["--out", "-o"],
-        {"run", "ingest", "report", "export otel", "export eee"},
+        {"run", "ingest", "report", "export otel", "export eee", "sql"},
     ),
     "choosing runs": (
         {"run_id", "run_ids"},
@@ -207,14 +205,6 @@ def test_a_keyword_is_spelled_alike_on_every_command() -> None:
         if len({tuple(opts) for opts in by_command.values()}) > 1
     }
     assert differing == {}
-
-
-def test_options_converted_elsewhere_still_await_their_rename() -> None:
-    """The one exception above is temporary: it fails once sql.py takes `--out` (then drop the
-    entry and list sql under RENAMED["--output"])."""
-    for (path, name), opts in CONVERTED_ELSEWHERE.items():
-        option = next(p for p in _options(COMMANDS[path]) if p.name == name)
-        assert sorted(option.opts) == sorted(opts)
 
 
 @pytest.mark.parametrize("path", sorted(REQUIRED))

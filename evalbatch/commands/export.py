@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from evalbatch.commands import faults, resources
-from evalbatch.commands.options import out_option
+from evalbatch.commands.options import out_option, quiet_option
 from evalbatch.commands.types import EpochSeconds, printable
 from evalbatch.errors import InputError
 from evalbatch.options import Resources
@@ -54,11 +54,13 @@ def export() -> None:
     show_default=True,
     help="The resource's service.name.",
 )
+@quiet_option("Print nothing when the file is written (warnings still on stderr).")
 def otel(
     out_dir: str,
     event_paths: tuple[str, ...],
     output: str | None,
     service_name: str,
+    quiet: bool,
     resources: Resources,
 ) -> None:
     """One OpenTelemetry `gen_ai.evaluation.result` event per counted trial, as OTLP/JSON log
@@ -71,7 +73,7 @@ def otel(
     Exit codes: 0 written; 2 OUT_DIR or the events are unusable; 4 the file could not be
     written.
     """
-    from evalbatch.outputs import outdir  # the engine loads when the command runs, not for --help
+    from evalbatch.outputs import outdir, output_format  # loaded when run, not for --help
 
     out = outdir.load(out_dir, tables=("trials",))
     if not out.summaries:
@@ -89,7 +91,7 @@ def otel(
                 f"(were they graded into {out.path}?)"
             )
 
-    target = Path(output) if output else out.path / "otel-evaluations.jsonl"
+    target = Path(output) if output else out.path / output_format.OTEL_FILE
     outdir.write_atomic(target, lines())
     if tally.without_event:
         click.echo(
@@ -97,10 +99,11 @@ def otel(
             "written without time and host fields",
             err=True,
         )
-    click.echo(
-        f"wrote {tally.records} {exports.EVENT_NAME} records of {tally.documents} runs "
-        f"to {printable(target)}"
-    )
+    if not quiet:
+        click.echo(
+            f"wrote {tally.records} {exports.EVENT_NAME} records of {tally.documents} runs "
+            f"to {printable(target)}"
+        )
 
 
 @export.command(name="eee", short_help="Every Eval Ever aggregate records (schema 0.3.0).")
@@ -154,6 +157,7 @@ def otel(
     default=None,
     help="The JSON lines file to write (default: OUT_DIR/eee.jsonl).",
 )
+@quiet_option("Print nothing when the file is written.")
 def eee(
     out_dir: str,
     model_id: str,
@@ -165,6 +169,7 @@ def eee(
     relationship: str,
     retrieved_at: str | None,
     output: str | None,
+    quiet: bool,
     resources: Resources,  # accepted as on every command; eee reads no events, so no DuckDB
 ) -> None:
     """One Every Eval Ever aggregate record (schema 0.3.0) per eval run, one per line: the suite
@@ -176,7 +181,7 @@ def eee(
 
     Exit codes: 0 written; 2 OUT_DIR is unusable; 4 the file could not be written.
     """
-    from evalbatch.outputs import outdir  # the engine loads when the command runs, not for --help
+    from evalbatch.outputs import outdir, output_format  # loaded when run, not for --help
 
     if retrieved_at is None:
         retrieved_at = repr(time.time())
@@ -194,7 +199,8 @@ def eee(
     if not out.summaries:
         raise InputError(f"{out.path}: no graded run in summaries.jsonl; nothing to export")
     records = exports.eee_records(out, source)
-    target = Path(output) if output else out.path / "eee.jsonl"
+    target = Path(output) if output else out.path / output_format.EEE_FILE
     outdir.write_atomic(target, exports.eee_jsonl(records))
     results = sum(len(r["evaluation_results"]) for r in records)
-    click.echo(f"wrote {len(records)} records ({results} results) to {printable(target)}")
+    if not quiet:
+        click.echo(f"wrote {len(records)} records ({results} results) to {printable(target)}")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from evalbatch.commands import faults, resources
-from evalbatch.commands.options import out_option
+from evalbatch.commands.options import out_option, quiet_option
 from evalbatch.commands.printing import plural
 from evalbatch.commands.types import printable
 from evalbatch.options import Resources
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     type=click.Path(file_okay=False),
     help="Directory for the Parquet files (one runId=<id>/ directory per run).",
 )
-@click.option("-q", "--quiet", is_flag=True, help="Print only the totals line.")
+@quiet_option("Print only the totals line.")
 @click.option(
     "--json",
     "as_json",

@@ -109,6 +109,12 @@ def out_option(
     return renamed_option("--out", "-o", dest, old_spellings=old_spellings, help=help, **attrs)
 
 
+def quiet_option(help: str) -> Callable[[F], F]:
+    """`-q/--quiet`, spelled alike on every command; `help` says what is still printed (errors
+    and warnings on stderr always are)."""
+    return click.option("-q", "--quiet", is_flag=True, help=help)
+
+
 suites_option = click.option(
     "--suites",
     "suite_paths",

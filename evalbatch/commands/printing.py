@@ -328,9 +328,10 @@ def _run_notes(run: host_audit.RunVerdict) -> str:
     return "; ".join(notes)
 
 
-def print_verify(report: host_audit.VerifyReport) -> None:
-    """Findings, then per-run verdicts, then the per-host-field tally, then the verdict."""
-    if report.findings:
+def print_verify(report: host_audit.VerifyReport, tables: bool = True) -> None:
+    """Findings, then per-run verdicts, then the per-host-field tally (unless not `tables`),
+    then the verdict."""
+    if tables and report.findings:
         _table(
             ["run", "task", "trial", "field", "host", "recomputed", "rule", "reason"],
             [
@@ -349,7 +350,7 @@ def print_verify(report: host_audit.VerifyReport) -> None:
             right={2},
         )
         click.echo("")
-    if report.runs:
+    if tables and report.runs:
         _table(
             ["run", "verdict", "findings", "graded from", "notes"],
             [

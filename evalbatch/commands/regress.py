@@ -15,7 +15,7 @@ from typing import Literal
 import click
 
 from evalbatch.commands import faults, filters, printing, resources
-from evalbatch.commands.options import renamed_option, suites_option
+from evalbatch.commands.options import quiet_option, renamed_option, suites_option
 from evalbatch.commands.types import FiniteFloatRange, printable
 from evalbatch.errors import EXIT_FAILED
 from evalbatch.options import METHODS, Method, Resources
@@ -100,6 +100,9 @@ from evalbatch.options import METHODS, Method, Resources
     help="inconclusive: also exit 1 on an inconclusive verdict or a suite on one side only.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the comparisons as JSON.")
+@quiet_option(
+    "Print no comparison tables; the exit code is the verdict (warnings still on stderr)."
+)
 @filters.run_filter_options
 @resources.resource_options()
 def regress_command(
@@ -117,6 +120,7 @@ def regress_command(
     allow_mixed: bool,
     fail_on: str,
     as_json: bool,
+    quiet: bool,
     run_ids: tuple[str, ...],
     filter_suites: tuple[str, ...],
     since: datetime | None,
@@ -163,7 +167,7 @@ def regress_command(
     )
     if as_json:
         click.echo(json.dumps(report.report(), indent=2))
-    else:
+    elif not quiet:
         for comparison in report.comparisons:
             printing.print_comparison(comparison, alpha)
     for side, suite in report.unpaired:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 
 from evalbatch.commands import faults
-from evalbatch.commands.options import out_option
+from evalbatch.commands.options import out_option, quiet_option
 from evalbatch.commands.types import printable
 
 
@@ -27,7 +27,8 @@ from evalbatch.commands.types import printable
     help="The HTML file to write (default: OUT_DIR/report.html).",
 )
 @click.option("--title", default=None, help="Page title (default: 'Eval report: <OUT_DIR name>').")
-def report(out_dir: str, output: str | None, title: str | None) -> None:
+@quiet_option("Print nothing when the page is written.")
+def report(out_dir: str, output: str | None, title: str | None, quiet: bool) -> None:
     """Write an HTML report of the runs graded into OUT_DIR. It opens with the verdict:
     regressions, failing suites and failing tasks with their reason codes, worst first. Then a
     runs table to sort and filter; charts (paired differences of regressions, suite pass rates,
@@ -44,4 +45,5 @@ def report(out_dir: str, output: str | None, title: str | None) -> None:
     from evalbatch.publish import report as reporting  # matplotlib loads only when a report is made
 
     path, page = reporting.write_report(out_dir, output, title)
-    click.echo(f"wrote a report of {len(page.charts)} charts to {printable(path)}")
+    if not quiet:
+        click.echo(f"wrote a report of {len(page.charts)} charts to {printable(path)}")

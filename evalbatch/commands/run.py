@@ -20,6 +20,7 @@ from evalbatch.commands.options import (
     default_pass_score_option,
     on_miss_default_option,
     out_option,
+    quiet_option,
     suites_option,
 )
 from evalbatch.commands.types import printable
@@ -64,12 +65,7 @@ if TYPE_CHECKING:
     "instead of stopping with exit code 2 and leaving OUT as it was.",
 )
 @filters.run_filter_options
-@click.option(
-    "-q",
-    "--quiet",
-    is_flag=True,
-    help="Print only where the outputs went: no progress bar, runs table or problem lines.",
-)
+@quiet_option("Print only where the outputs went: no progress bar, runs table or problem lines.")
 @click.option(
     "--json",
     "as_json",

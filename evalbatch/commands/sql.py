@@ -30,6 +30,7 @@ from evalbatch.commands import faults, filters, resources
 from evalbatch.commands.options import (
     default_pass_score_option,
     on_miss_default_option,
+    out_option,
     suites_option,
 )
 from evalbatch.commands.types import printable
@@ -287,21 +288,6 @@ def _grading_options_given(ctx: click.Context) -> list[str]:
     return given
 
 
-def _old_output(out: str | None, output: str | None) -> str | None:
-    """`--output`, the old spelling of `--out`, kept hidden for one version with a note on
-    stderr (issue 17 item 2)."""
-    if output is None:
-        return out
-    if out is not None:
-        raise click.UsageError("--output and --out are one option: give only --out")
-    click.echo(
-        "evalbatch: note: --output is renamed --out (the old spelling works until the next "
-        "version)",
-        err=True,
-    )
-    return output
-
-
 @click.command(name="sql", cls=faults.Command)
 @click.argument("sources", nargs=-1, required=True, metavar="OUT_DIR|EVENTS...")
 @suites_option
@@ -320,19 +306,13 @@ def _old_output(out: str | None, output: str | None) -> str | None:
     show_default=True,
     help="table (for reading), csv, json (an array of row objects) or parquet (needs --out).",
 )
-@click.option(
-    "-o",
-    "--out",
+@out_option(
+    "out",
+    old_spellings=("--output",),
     type=click.Path(dir_okay=False),
     default=None,
-    help="Write to this file (renamed into place when complete) instead of standard output.",
-)
-@click.option(
-    "--output",
-    type=click.Path(dir_okay=False),
-    default=None,
-    hidden=True,
-    help="Old spelling of --out, kept for one version.",
+    help="Write to this file (renamed into place when complete) instead of standard output "
+    "(default: standard output).",
 )
 @click.option(
     "--max-rows",
@@ -359,7 +339,6 @@ def sql_command(
     query_text: str,
     fmt: str,
     out: str | None,
-    output: str | None,
     max_rows: int,
     safe: bool,
     default_pass_score: float,
@@ -397,7 +376,6 @@ def sql_command(
     Exit codes: 0 the query ran; 2 unusable input, a query that fails, or a usage error; 4 the
     output file could not be written.
     """
-    out = _old_output(out, output)
     if fmt == "parquet" and out is None:
         raise click.UsageError("--format parquet writes a file: give --out FILE")
     if fmt == "parquet" and safe:

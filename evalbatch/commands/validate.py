@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from evalbatch.commands import faults
+from evalbatch.commands.options import quiet_option
 from evalbatch.commands.types import printable
 from evalbatch.errors import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE
 from evalbatch.inputs import suites
@@ -21,12 +22,7 @@ from evalbatch.inputs import suites
 
 @click.command(name="validate", cls=faults.Command)
 @click.argument("suite_paths", nargs=-1, required=True)
-@click.option(
-    "-q",
-    "--quiet",
-    is_flag=True,
-    help="Print only the errors: no line for a valid file, no warnings.",
-)
+@quiet_option("Print only the errors: no line for a valid file, no warnings.")
 @click.option(
     "--json",
     "as_json",

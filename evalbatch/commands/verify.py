@@ -16,6 +16,7 @@ from evalbatch.commands import faults, filters, printing, resources
 from evalbatch.commands.options import (
     default_pass_score_option,
     on_miss_default_option,
+    quiet_option,
     renamed_option,
     suites_option,
 )
@@ -38,6 +39,7 @@ from evalbatch.options import GradeOptions, OnMissDefault, Resources
 @on_miss_default_option
 @resources.resource_options(batch_events=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@quiet_option("Print only the verdict line: no findings, runs or host-field tables.")
 @filters.run_filter_options
 def verify_command(
     events: tuple[str, ...],
@@ -47,6 +49,7 @@ def verify_command(
     on_miss_default: OnMissDefault,
     resources: Resources,
     as_json: bool,
+    quiet: bool,
     run_ids: tuple[str, ...],
     filter_suites: tuple[str, ...],
     since: datetime | None,
@@ -80,7 +83,7 @@ def verify_command(
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:
-        printing.print_verify(report)
+        printing.print_verify(report, tables=not quiet)
     if not report.runs:
         click.echo("evalbatch: no eval run (no eval.started) in the events", err=True)
     sys.exit(report.exit_code)

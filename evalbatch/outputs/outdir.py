@@ -1,6 +1,6 @@
 """Reading an `evalbatch run` output directory back, for the commands that work from it
 (`export`, `report`), and writing their files whole. The files they write into it by default
-(`DERIVED_FILES`) are removed by the next `run` into it, which makes them stale.
+(`output_format.DERIVED_FILES`) are removed by the next `run` into it, which makes them stale.
 
 The directory is read as `run` wrote it (§4): `summaries.jsonl` plus the Parquet tables. Anything
 missing or unreadable is an `InputError` naming the file, so a command stops with one line.
@@ -20,14 +20,6 @@ import polars as pl
 
 from evalbatch.errors import InputError, OutputError, write_failed
 from evalbatch.outputs.output_format import REQUIRED_COLUMNS, SUMMARIES_FILE, table_file
-
-#: what `evalbatch report` and `evalbatch export otel|eee` write into OUT_DIR when not told where
-REPORT_FILE = "report.html"
-OTEL_FILE = "otel-evaluations.jsonl"
-EEE_FILE = "eee.jsonl"
-#: made from OUT_DIR's graded tables, so stale once `run` replaces them: `run` removes them then
-#: (in the same step as it puts the new tables in place; a run that fails leaves them)
-DERIVED_FILES = (REPORT_FILE, OTEL_FILE, EEE_FILE)
 
 
 @dataclass

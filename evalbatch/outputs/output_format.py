@@ -30,6 +30,13 @@ SUMMARIES_FILE = "summaries.jsonl"
 TABLE_NAMES = ("runs", "tasks", "trials", "problems")
 #: what `run --incremental` needs to carry rows over (E-50, E-71); only incremental runs write it
 MANIFEST_FILE = "manifest.json"
+#: what `evalbatch report` and `evalbatch export otel|eee` write into OUT_DIR when not told where
+REPORT_FILE = "report.html"
+OTEL_FILE = "otel-evaluations.jsonl"
+EEE_FILE = "eee.jsonl"
+#: made from OUT_DIR's graded tables, so stale once `run` replaces them: `run` removes them then
+#: (in the same step as it puts the new tables in place; a run that fails leaves them: E-88)
+DERIVED_FILES = (REPORT_FILE, OTEL_FILE, EEE_FILE)
 #: 2: each output file's size, sha256 and rows are recorded (an older manifest: full regrade)
 MANIFEST_FORMAT = 2
 #: the lock a writer holds while it writes into the directory (E-49)

@@ -26,8 +26,8 @@ import pyarrow.parquet as pq
 
 from evalbatch.outputs import output_format
 from evalbatch.outputs.manifest import Manifest, describe_file
-from evalbatch.outputs.outdir import DERIVED_FILES
 from evalbatch.outputs.output_format import (
+    DERIVED_FILES,
     MANIFEST_FILE,
     OUTPUT_FILES,
     SUMMARIES_FILE,

@@ -29,6 +29,7 @@ import polars as pl
 
 from evalbatch.errors import EvalbatchError, InputError
 from evalbatch.options import GradeOptions
+from evalbatch.outputs import output_format
 from evalbatch.outputs.outdir import RunOutputs, load, write_atomic
 from evalbatch.publish.exports import package_version
 from evalbatch.reduce import regression, stats
@@ -1230,7 +1231,7 @@ def explain_command(view: RunView, task_id: str, trial_index: int | None) -> str
     on_miss = view.options.get("on_miss_default")
     if on_miss is not None and on_miss != defaults.on_miss_default:
         words += ["--on-miss-default", str(on_miss)]
-    words += ["--task", task_id]
+    words += ["--task-id", task_id]
     if trial_index is not None:
         words += ["--trial", str(trial_index)]
     return shlex.join(words)
@@ -1498,5 +1499,5 @@ def write_report(
     """Read OUT_DIR, build the report and write it (default OUT_DIR/report.html) whole."""
     out = load(out_dir, tables=("tasks", "trials"), optional=("runs", "problems"))
     report = build_report(out, title)
-    target = Path(output) if output else out.path / "report.html"
+    target = Path(output) if output else out.path / output_format.REPORT_FILE
     return write_atomic(target, report.html), report
