@@ -53,7 +53,11 @@ class TableInfo:
 
 #: the tables `evalbatch run` writes (§4), as `grade_paths` returns them
 GRADED: dict[str, tuple[str, str]] = {
-    "runs": ("§3.6, §4", "One row per eval run: suite, graded or not, score, passed, counts."),
+    "runs": (
+        "§3.6, §4",
+        "One row per eval run: suite, graded or not, score, passed, counts, when the eval ran, "
+        "its target agent, baseline and regression verdict (E-94), provenance (E-54).",
+    ),
     "tasks": ("§3.5, §4", "One row per task: score, gating score, passed, pass@k, pass^k, cost."),
     "trials": (
         "§3.1-§3.4, D-5, D-10",

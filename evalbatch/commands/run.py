@@ -1,6 +1,6 @@
 """`evalbatch run EVENTS... --out OUT`: grade every eval run into OUT's summaries and tables.
 
-`evalbatch.api.write_outputs` does the grading; this module parses the options and prints what the
+`evalbatch.write_outputs` does the grading; this module parses the options and prints what the
 call reports (the tables and lines of `printing`). Faults are one line and their exit code, as
 `faults.Command` reports every command's.
 """
@@ -101,13 +101,13 @@ def run(
     error; 4 the outputs could not be written (a full disk, a lock file that is a symbolic link:
     the previous ones are unchanged); 5 another run is writing to OUT.
     """
-    from evalbatch import api  # the engine loads when the command runs, not for --help
     from evalbatch.commands import progress
+    from evalbatch.pipeline.write import write_outputs  # the engine loads for a run, not --help
 
     options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)
     bar = progress.ProgressBar(enabled=not quiet)
     try:
-        report = api.write_outputs(
+        report = write_outputs(
             list(events),
             out_dir,
             list(suite_paths),
