@@ -19,6 +19,7 @@ import click
 from evalbatch.commands import faults
 from evalbatch.commands.explain import explain
 from evalbatch.commands.export import export
+from evalbatch.commands.history import history
 from evalbatch.commands.ingest import ingest_command
 from evalbatch.commands.regress import regress_command
 from evalbatch.commands.report import report
@@ -44,6 +45,7 @@ cli.add_command(sql_command)
 cli.add_command(export)
 cli.add_command(report)
 cli.add_command(explain)
+cli.add_command(history)
 
 
 def _route_library_messages(debug: bool) -> None:

@@ -185,6 +185,7 @@ UNUSABLE_ARGS: dict[str, list[str]] = {
     "sql": ["{missing}", "-e", "SELECT 1"],
     "explain": ["{missing}", "--run-id", "acme/run-0001"],
     "report": ["{missing}"],
+    "history": ["{missing}"],
     "export otel": ["{missing}"],
     "export eee": ["{missing}", "--model-id", "acme/agent", "--org", "acme"],
 }

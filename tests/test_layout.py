@@ -36,6 +36,7 @@ RANKS: dict[str, int] = {
     "verify": 7,
     "explain": 7,
     "publish": 7,
+    "history": 7,
     "notebook": 7,
     "api": 8,
     "commands": 9,

@@ -34,7 +34,7 @@ RENAMED: dict[str, tuple[str, set[str]]] = {
     "--output": ("--out", {"report", "export otel", "export eee", "sql"}),
     "--run": ("--run-id", {"explain"}),
     "--task": ("--task-id", {"explain"}),
-    "--suite": ("--suite-id", {"run", "verify", "regress", "sql"}),
+    "--suite": ("--suite-id", {"run", "verify", "regress", "sql", "history"}),
     "--summary": ("--summaries", {"verify"}),
     "--base-run": ("--base-run-id", {"regress"}),
     "--cand-run": ("--cand-run-id", {"regress"}),
@@ -70,6 +70,7 @@ REQUIRED: dict[str, list[tuple[str | None, str]]] = {
     "explain": [(None, "events"), ("--run-id", "acme/run-1")],
     "sql": [(None, "events"), ("-e", "SELECT 1")],
     "report": [(None, "out")],
+    "history": [(None, "out")],
     "export otel": [(None, "out")],
     "export eee": [(None, "out"), ("--model-id", "acme/agent"), ("--org", "acme")],
 }

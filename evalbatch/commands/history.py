@@ -1,0 +1,261 @@
+"""`evalbatch history OUT_DIR...`: each suite's and task's runs in time order, across the output
+directories of several nights (issue 18 item 1).
+
+`evalbatch.history.series.read_history` reads the directories; this module parses the options and
+prints the series (a table per suite, or JSON), then what was left out: a directory that cannot be
+read (exit 3, the others still shown), a run found in several directories (counted once), runs not
+graded. Nothing shown is exit 2, never 0.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from evalbatch.commands import faults, filters
+from evalbatch.commands.options import quiet_option
+from evalbatch.commands.printing import plural, stdout_console
+from evalbatch.commands.types import printable
+from evalbatch.errors import EXIT_OK, EXIT_SKIPPED, InputError
+
+if TYPE_CHECKING:  # polars loads when the command runs, not for --help
+    import polars as pl
+
+    from evalbatch.history.series import History
+
+#: the series' columns as the JSON names them (one entry per run of a task)
+_JSON_NAMES = {
+    "night": "night",
+    "run_id": "runId",
+    "suite_version": "suiteVersion",
+    "started_at": "startedAt",
+    "trials": "trials",
+    "passed_trials": "passedTrials",
+    "pass_rate": "passRate",
+    "score": "score",
+    "gating_score": "gatingScore",
+    "pass_hat_k": "passHatK",
+    "cost_usd": "costUsd",
+    "input_tokens": "inputTokens",
+    "output_tokens": "outputTokens",
+}
+
+#: disagreeing duplicates named one by one on stderr; the rest are counted
+_NAMED = 10
+
+
+def _instant(moment: datetime | None) -> str | None:
+    """A start time as ISO 8601 UTC (`2026-11-02T10:00:00.100000Z`), None when unknown."""
+    return None if moment is None else moment.isoformat().replace("+00:00", "Z")
+
+
+def _minute(moment: datetime | None) -> str:
+    """A start time in a table: to the minute, UTC (`2026-11-02T10:00Z`); `-` when unknown."""
+    return "-" if moment is None else moment.strftime("%Y-%m-%dT%H:%MZ")
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _count(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _usd(value: float | None) -> str:
+    return "-" if value is None else f"${value:,.4f}"
+
+
+def history_json(history: History) -> dict[str, Any]:
+    """The JSON `history --json` prints: the directories read and skipped, the duplicates, then
+    per suite and per task the series, one entry per run in time order (README "History")."""
+
+    suites = []
+    for (suite_id,), rows in history.series.group_by("suite_id", maintain_order=True):
+        tasks = []
+        for (task_id,), task_rows in rows.group_by("task_id", maintain_order=True):
+            entries = task_rows.sort("night").select(list(_JSON_NAMES)).to_dicts()
+            for entry in entries:
+                entry["started_at"] = _instant(entry["started_at"])
+            tasks.append(
+                {
+                    "taskId": task_id,
+                    "series": [{_JSON_NAMES[k]: v for k, v in e.items()} for e in entries],
+                }
+            )
+        suites.append({"suiteId": suite_id, "runs": rows["run_id"].n_unique(), "tasks": tasks})
+    disagreeing = {(d.run_id, d.left_out) for d in history.disagreeing}
+    return {
+        "outDirs": [str(path) for path in history.read],
+        "skipped": [{"outDir": str(path), "reason": reason} for path, reason in history.skipped],
+        "duplicates": [
+            {
+                "runId": d.run_id,
+                "keptFrom": str(d.kept),
+                "leftOutFrom": str(d.left_out),
+                "sameRows": (d.run_id, d.left_out) not in disagreeing,
+            }
+            for d in history.duplicates
+        ],
+        "notGraded": history.not_graded,
+        "suites": suites,
+        # issue 18 items 2 and 3 add "flakyTasks" and "changePoints" here
+    }
+
+
+def print_series(series: pl.DataFrame) -> None:
+    """Per suite, a heading line, then one row per task and run in time order. Ids come from the
+    log, so they are printed escaped."""
+    from rich.table import Table
+    from rich.text import Text
+
+    console = stdout_console()
+    for (suite_id,), rows in series.group_by("suite_id", maintain_order=True):
+        starts = rows["started_at"].drop_nulls().sort()
+        span = f", {_minute(starts[0])} to {_minute(starts[-1])}" if starts.len() else ""
+        click.echo(
+            f"suite {printable(suite_id)}: {plural(rows['run_id'].n_unique(), 'run')}, "
+            f"{plural(rows['task_id'].n_unique(), 'task')}{span}"
+        )
+        versions = rows["suite_version"].n_unique() > 1
+        table = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
+        table.add_column("task", overflow="fold")
+        table.add_column("night", justify="right", no_wrap=True)
+        table.add_column("run", overflow="fold")
+        if versions:
+            table.add_column("version", overflow="fold")
+        table.add_column("started", no_wrap=True)
+        for name in (
+            "score",
+            "gating",
+            "passed",
+            "pass rate",
+            "pass^k",
+            "cost",
+            "tokens in",
+            "tokens out",
+        ):
+            table.add_column(name, justify="right", no_wrap=True)
+        for r in rows.iter_rows(named=True):
+            cells: list[str | Text] = [
+                Text(printable(r["task_id"])),
+                str(r["night"]),
+                Text(printable(r["run_id"])),
+            ]
+            if versions:
+                cells.append(Text(printable(r["suite_version"])))
+            cells += [
+                _minute(r["started_at"]),
+                _ratio(r["score"]),
+                _ratio(r["gating_score"]),
+                f"{r['passed_trials']}/{r['trials']}",
+                _ratio(r["pass_rate"]),
+                _ratio(r["pass_hat_k"]),
+                _usd(r["cost_usd"]),
+                _count(r["input_tokens"]),
+                _count(r["output_tokens"]),
+            ]
+            table.add_row(*cells)
+        with console.capture() as captured:
+            console.print(table)
+        for line in captured.get().splitlines():  # wrapped cells are padded: no trailing blanks
+            click.echo(line.rstrip())
+        click.echo("")
+    # issue 18 items 2 and 3: the flaky tasks and the change points print here
+
+
+def _report_left_out(history: History) -> None:
+    """On stderr, in both modes: the directories skipped, the runs counted once, the runs not
+    graded."""
+    for _, reason in history.skipped:
+        click.echo(f"warning: skipped: {printable(reason)}", err=True)  # the reason names it
+    if history.duplicates:
+        click.echo(
+            f"note: {plural(len(history.duplicates), 'run')} found in more than one directory, "
+            "each counted once (the copy in the first directory given)",
+            err=True,
+        )
+    for d in history.disagreeing[:_NAMED]:
+        click.echo(
+            f"warning: run {printable(d.run_id)}: its rows in {printable(str(d.left_out))} differ "
+            f"from those kept from {printable(str(d.kept))} (graded otherwise)",
+            err=True,
+        )
+    if len(history.disagreeing) > _NAMED:
+        click.echo(
+            f"warning: ... and {len(history.disagreeing) - _NAMED} more runs graded otherwise",
+            err=True,
+        )
+    if history.not_graded:
+        click.echo(
+            f"note: {plural(history.not_graded, 'eval run')} not graded, so not in the series "
+            "(see their problems.parquet)",
+            err=True,
+        )
+
+
+def _nothing_shown(history: History, filters_given: list[str]) -> InputError:
+    """Why there is no series: no directory usable, or no graded run (in the window)."""
+    if not history.read:
+        reasons = "; ".join(reason for _, reason in history.skipped)
+        return InputError(f"no output directory usable: {reasons}")
+    where = f"in {plural(len(history.read), 'output directory', 'output directories')}"
+    if filters_given:
+        return InputError(f"no graded run {where} matches {', '.join(filters_given)}")
+    return InputError(f"no graded run {where}: nothing to show")
+
+
+@click.command(name="history", cls=faults.Command)
+@click.argument("out_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the series as JSON.")
+@quiet_option("Print no series; what was left out is still told on stderr.")
+@filters.run_filter_options
+def history(
+    out_dirs: tuple[Path, ...],
+    as_json: bool,
+    quiet: bool,
+    run_ids: tuple[str, ...],
+    filter_suites: tuple[str, ...],
+    since: datetime | None,
+    until: datetime | None,
+) -> None:
+    """Each suite's and task's runs in time order (the eval's start), across the output
+    directories of `evalbatch run` given: one per night, or one holding many nights' runs.
+    Per run of each task: score, gating score, passed trials of n, pass^k at k = n, cost and
+    tokens. A run found in several directories counts once (the first directory's copy).
+
+    \b
+    Example:
+      evalbatch history out/2026-12-0* --suite-id acme.support.evals.basic
+
+    Exit codes: 0 shown; 2 no directory usable, no graded run (matching the filters) or a
+    usage error; 3 shown, but a directory was skipped (named on stderr).
+    """
+    from evalbatch.history.series import read_history  # polars loads when the command runs
+
+    found = read_history(out_dirs, filter_suites, since, until, run_ids=run_ids)
+    if found.series.height == 0:
+        if found.read:  # else the one line below names each directory and why
+            _report_left_out(found)
+        given = [
+            name
+            for name, value in (
+                ("--run-id", run_ids),
+                ("--suite-id", filter_suites),
+                ("--since", since),
+                ("--until", until),
+            )
+            if value
+        ]
+        raise _nothing_shown(found, given)
+    if as_json:
+        click.echo(json.dumps(history_json(found), indent=2))
+    elif not quiet:
+        print_series(found.series)
+    _report_left_out(found)
+    sys.exit(EXIT_SKIPPED if found.skipped else EXIT_OK)

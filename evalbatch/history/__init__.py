@@ -1,0 +1,2 @@
+"""Across nights (issue 18): the runs of each suite and task in time order, read from one or more
+output directories of `evalbatch run` (`series`), and what is read from that series."""
