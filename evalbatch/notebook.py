@@ -4,9 +4,9 @@
 graded tables, never regraded: issue 17 item 4), or event files, which it runs the SQL stage over
 once, exactly as grading does (§2), and grades from that extraction as `grade_paths` would (§3).
 Event files given with an output directory are extracted but not graded. The analyst relations
-(`ANALYST`: the graded tables and the views over the events) are the only ones `SHOW TABLES`
-lists; the stage's own relations live in the schema `evalbatch_internal`. The analyst names are
-also in the table `evalbatch_tables`.
+(the graded tables, the `history` series made from them, and the views over the events) are the
+only ones `SHOW TABLES` lists; the stage's own relations live in the schema `evalbatch_internal`.
+The analyst names are also in the table `evalbatch_tables`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from evalbatch.errors import EvalbatchError, InputError
 from evalbatch.extract import sql_files, trial_tables
+from evalbatch.history.series import series_of
 from evalbatch.inputs import event_files
 from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
@@ -67,6 +68,18 @@ GRADED: dict[str, tuple[str, str]] = {
     ),
     "problems": ("§6", "One row per problem: run_id, sequence, code, severity, message."),
     "summaries": ("§4", "One row per graded run: run_id, summary (the EvalSummary, as JSON)."),
+}
+
+#: what is made from the graded tables: the series of each task's runs in time order
+DERIVED: dict[str, tuple[str, str]] = {
+    "history": (
+        "issue 18 item 1",
+        "One row per (suite, task, run), in the time order of the eval's start (runs without one "
+        "last, by run_id): suite_id, suite_version, task_id, run_id, started_at, night (the run's "
+        "position in its suite_id and task_id series, from 0), trials (n), passed_trials (c), "
+        "pass_rate, score, gating_score, pass_hat_k (at k = n), cost_usd, input_tokens and "
+        "output_tokens (summed over counted trials), as `evalbatch history` shows it.",
+    ),
 }
 
 #: the views over the events (when events are given), each over the stage's relations in
@@ -144,6 +157,7 @@ _SCHEMAS: dict[str, pl.Schema] = {
 def tables(with_events: bool = True) -> list[TableInfo]:
     """Every analyst relation, graded tables first; the views only over events."""
     found = [TableInfo(name, "graded", rule, text) for name, (rule, text) in GRADED.items()]
+    found += [TableInfo(name, "derived", rule, text) for name, (rule, text) in DERIVED.items()]
     if with_events:
         found += [TableInfo(name, "view", rule, text) for name, (rule, text, _) in VIEWS.items()]
     return found
@@ -245,9 +259,11 @@ def _store(
 def _add_graded(
     con: duckdb.DuckDBPyConnection, frames: dict[str, pl.DataFrame], summaries: dict[str, str]
 ) -> None:
-    """The graded tables, with the columns and types of the files `evalbatch run` writes."""
+    """The graded tables, with the columns and types of the files `evalbatch run` writes, and the
+    `history` series made from them."""
     for name, schema in _SCHEMAS.items():
         _store(con, name, frames[name].match_to_schema(schema))
+    _store(con, "history", series_of(frames["runs"], frames["tasks"], frames["trials"]))
     rows = pl.DataFrame(
         {"run_id": list(summaries), "summary": list(summaries.values())},
         schema={"run_id": pl.String, "summary": pl.String},
@@ -377,9 +393,10 @@ def connect(
 
     The connection lists (`SHOW TABLES`, `evalbatch_tables`) only the analyst relations: the
     graded tables `runs`, `tasks`, `trials`, `problems` (with the files' columns and types) and
-    `summaries`; over events, the views `event_log`, `trial_segments`, `tool_calls` and
-    `usage`. The stage's own relations (`events`, `eval_runs`, `trial_calls`, `trial_usage`,
-    ...) are in the schema `evalbatch_internal`: `SELECT * FROM evalbatch_internal.events`.
+    `summaries`; `history`, each task's runs in time order (made from the graded tables); over
+    events, the views `event_log`, `trial_segments`, `tool_calls` and `usage`. The stage's own
+    relations (`events`, `eval_runs`, `trial_calls`, `trial_usage`, ...) are in the schema
+    `evalbatch_internal`: `SELECT * FROM evalbatch_internal.events`.
 
     `resources` set DuckDB as for `grade_paths`. The connection is the caller's to close.
 

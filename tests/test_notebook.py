@@ -68,7 +68,7 @@ def test_connect_holds_every_documented_table(con: duckdb.DuckDBPyConnection) ->
     `evalbatch_tables` lists each one; the stage's tables are in `evalbatch_internal`."""
     present = {name for (name,) in con.execute("SELECT name FROM (SHOW TABLES)").fetchall()}
     documented = {name for (name,) in con.execute("SELECT name FROM evalbatch_tables").fetchall()}
-    expected = {"runs", "tasks", "trials", "problems", "summaries"}
+    expected = {"runs", "tasks", "trials", "problems", "summaries", "history"}  # issue 18 item 1
     expected |= {"event_log", "tool_calls", "usage", "trial_segments"}
     assert documented == expected
     assert present == documented | {"evalbatch_tables"}

@@ -27,23 +27,35 @@ from evalbatch.commands.types import printable
     help="The HTML file to write (default: OUT_DIR/report.html).",
 )
 @click.option("--title", default=None, help="Page title (default: 'Eval report: <OUT_DIR name>').")
+@click.option(
+    "--history",
+    "history_dirs",
+    multiple=True,
+    type=click.Path(),
+    help="An output directory of another night (repeatable): adds a trend chart per suite over "
+    "its runs and OUT_DIR's, as `evalbatch history` reads them (default: none, no trend chart).",
+)
 @quiet_option("Print nothing when the page is written.")
-def report(out_dir: str, output: str | None, title: str | None, quiet: bool) -> None:
+def report(
+    out_dir: str, output: str | None, title: str | None, history_dirs: tuple[str, ...], quiet: bool
+) -> None:
     """Write an HTML report of the runs graded into OUT_DIR. It opens with the verdict:
     regressions, failing suites and failing tasks with their reason codes, worst first. Then a
     runs table to sort and filter; charts (paired differences of regressions, suite pass rates,
     pass^k by k, task scores, why trials failed, efficiency, cost) that draw the worst runs when
     there are more than they hold; and each run's failing trials with the `evalbatch explain`
-    command that shows why. The page loads nothing; without its script the runs table is plain.
+    command that shows why. With --history, a trend chart per suite across the nights given.
+    The page loads nothing; without its script the runs table is plain.
 
     \b
     Example:
       evalbatch report out/samples
+      evalbatch report out/2026-12-03 --history out/2026-12-01 --history out/2026-12-02
 
     Exit codes: 0 written; 2 OUT_DIR is unusable; 4 the page could not be written.
     """
     from evalbatch.publish import report as reporting  # matplotlib loads only when a report is made
 
-    path, page = reporting.write_report(out_dir, output, title)
+    path, page = reporting.write_report(out_dir, output, title, history_dirs)
     if not quiet:
         click.echo(f"wrote a report of {len(page.charts)} charts to {printable(path)}")

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from evalbatch.errors import EvalbatchError, InputError
+from evalbatch.history import series as history_series
 from evalbatch.options import GradeOptions
 from evalbatch.outputs import output_format
 from evalbatch.outputs.outdir import RunOutputs, load, write_atomic
@@ -58,6 +59,8 @@ MAX_TASK_RUNS = 12
 MAX_RUNS = 30
 #: regression charts drawn, the largest drops first; the verdict lists every regression
 MAX_REGRESSION_CHARTS = 6
+#: suites given a trend chart (issue 18 item 1), in suiteId order; `evalbatch history` lists all
+MAX_TREND_CHARTS = 12
 #: rows of a verdict table shown open; the rest fold under a <details>
 VERDICT_ROWS = 10
 
@@ -460,6 +463,66 @@ def chart_suites(views: Sequence[RunView]) -> Chart:
         _svg(fig, alt, "suites"),
         more=picked.more,
     )
+
+
+def chart_trends(series: pl.DataFrame) -> list[Chart]:
+    """Per suite with two runs or more in the series (`evalbatch.history.series`), its mean task
+    score and the share of its trials that passed, run by run in time order (issue 18 item 1)."""
+    per_run = (
+        series.group_by("suite_id", "run_id")
+        .agg(
+            pl.col("started_at").first(),
+            score=pl.col("score").mean(),
+            passed=pl.col("passed_trials").sum() / pl.col("trials").sum(),
+        )
+        .sort("suite_id", "started_at", "run_id", nulls_last=True)
+    )
+    suites = [
+        (suite_id, runs)
+        for (suite_id,), runs in per_run.group_by("suite_id", maintain_order=True)
+        if runs.height > 1
+    ]
+    note = ""
+    if len(suites) > MAX_TREND_CHARTS:
+        note = (
+            f" Drawn for the first {MAX_TREND_CHARTS} of {len(suites)} suites by suiteId; "
+            "`evalbatch history` lists every one."
+        )
+    charts = []
+    for number, (suite_id, runs) in enumerate(suites[:MAX_TREND_CHARTS], start=1):
+        fig = _figure(2.6)
+        ax = fig.add_subplot()
+        nights = list(range(runs.height))
+        for column, name, colour, style in (
+            ("score", "mean task score", BLUE, "-"),
+            ("passed", "trials passed", GREEN, "--"),
+        ):
+            values = [math.nan if v is None else v for v in runs[column].to_list()]
+            ax.plot(nights, values, style, marker="o", markersize=3.5, color=colour, label=name)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("night (runs in the order of the eval's start)")
+        ax.set_ylabel("proportion")
+        ax.legend(loc="lower left", ncols=2, fontsize=8.5)
+        starts = runs["started_at"].drop_nulls()
+        span = f" from {starts[0]:%Y-%m-%d} to {starts[-1]:%Y-%m-%d}" if starts.len() else ""
+        first, last = runs.row(0, named=True), runs.row(-1, named=True)
+        alt = (
+            f"Line chart of suite {suite_id} over {runs.height} runs{span}: mean task score "
+            f"{_fmt(first['score'], 2)} on the first night, {_fmt(last['score'], 2)} on the last; "
+            f"trials passed {_fmt(first['passed'], 2)} then {_fmt(last['passed'], 2)}."
+        )
+        charts.append(
+            Chart(
+                f"trend-{number}",
+                f"Trend: {suite_id}",
+                f"The suite's {runs.height} runs{span}, in the order of the eval's start: the "
+                "mean task score (its aggregate score) and the share of its trials that passed."
+                + note,
+                alt,
+                _svg(fig, alt, f"trend-{number}"),
+            )
+        )
+    return charts
 
 
 def chart_pass_k(views: Sequence[RunView]) -> Chart:
@@ -1410,9 +1473,12 @@ def _regression_charts(
     return charts
 
 
-def build_report(out: RunOutputs, title: str | None = None) -> Report:
+def build_report(
+    out: RunOutputs, title: str | None = None, history: pl.DataFrame | None = None
+) -> Report:
     """The report page for the outputs in `out` (summaries, tasks, trials; runs and problems
-    optional): the verdict, the runs table, the charts, then each run's failing trials.
+    optional): the verdict, the runs table, the charts, then each run's failing trials. With a
+    `history` series (`evalbatch.history.series`), a trend chart per suite of several runs.
 
     Raises:
         InputError: no graded run.
@@ -1426,6 +1492,7 @@ def build_report(out: RunOutputs, title: str | None = None) -> Report:
     items = regression_views(views, out.table("tasks"))
     with matplotlib.rc_context(RC):
         charts = _regression_charts(items, {v.run_id: v for v in views})
+        charts += chart_trends(history) if history is not None else []
         charts += [
             chart_suites(views),
             chart_pass_k(views),
@@ -1494,10 +1561,16 @@ def build_report(out: RunOutputs, title: str | None = None) -> Report:
 
 
 def write_report(
-    out_dir: str | Path, output: str | Path | None = None, title: str | None = None
+    out_dir: str | Path,
+    output: str | Path | None = None,
+    title: str | None = None,
+    history: Sequence[str | Path] = (),
 ) -> tuple[Path, Report]:
-    """Read OUT_DIR, build the report and write it (default OUT_DIR/report.html) whole."""
+    """Read OUT_DIR, build the report and write it (default OUT_DIR/report.html) whole. With
+    `history`, output directories of other nights, the page adds a trend chart per suite over
+    their runs and OUT_DIR's (each directory read whole, as `evalbatch history` reads it)."""
     out = load(out_dir, tables=("tasks", "trials"), optional=("runs", "problems"))
-    report = build_report(out, title)
+    nights = history_series.series([out_dir, *history]) if history else None
+    report = build_report(out, title, nights)
     target = Path(output) if output else out.path / output_format.REPORT_FILE
     return write_atomic(target, report.html), report
