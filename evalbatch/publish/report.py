@@ -493,12 +493,13 @@ def chart_trends(series: pl.DataFrame) -> list[Chart]:
         fig = _figure(2.6)
         ax = fig.add_subplot()
         nights = list(range(runs.height))
-        for column, name, colour, style in (
-            ("score", "mean task score", BLUE, "-"),
-            ("passed", "trials passed", GREEN, "--"),
+        # the score's line is drawn wider, so it still shows where the two coincide
+        for column, name, colour, style, width in (
+            ("score", "mean task score", BLUE, "-", 3.0),
+            ("passed", "trials passed", GREEN, "--", 1.4),
         ):
             values = [math.nan if v is None else v for v in runs[column].to_list()]
-            ax.plot(nights, values, style, marker="o", markersize=3.5, color=colour, label=name)
+            ax.plot(nights, values, style, lw=width, marker="o", ms=3.5, color=colour, label=name)
         ax.set_ylim(-0.03, 1.03)
         ax.set_xlabel("night (runs in the order of the eval's start)")
         ax.set_ylabel("proportion")
