@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,6 +23,7 @@ import pytest
 from evalbatch.errors import InputError
 from evalbatch.history import trends
 from evalbatch.history.trends import change_points, flaky_tasks
+from tests.conftest import ROOT
 
 SUITE = "acme.test.evals.basic"
 NIGHT0 = datetime(2026, 11, 2, 2, 0, tzinfo=UTC)
@@ -356,3 +360,17 @@ def test_a_frame_without_the_counts_is_refused() -> None:
 def test_alpha_outside_zero_one_is_refused(alpha: float) -> None:
     with pytest.raises(ValueError, match="alpha"):
         change_points(series_frame({"t": STEP}), alpha=alpha)
+
+
+def test_the_readme_example_prints_what_it_shows() -> None:
+    """README "Flaky tasks and change points": the worked example on generated nights prints
+    exactly the output shown under it (the drop found on night 8, the coin flip flaky)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[
+        readme.index("### Flaky tasks and change points") : readme.index("### Filtering runs")
+    ]
+    code, shown = re.findall(r"```python\n(.*?)```\n```\n(.*?)```", section, flags=re.S)[0]
+    printed = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    assert printed == shown
