@@ -71,14 +71,15 @@ SERIES_COLUMNS: dict[str, pl.DataType] = {
     "passed_trials": pl.Int64(),
 }
 
-#: one row per task series: its most likely change and whether it is one at `alpha`
+#: one row per task series: its likeliest split (named even when not significant, so a near miss
+#: shows) and whether it is a change at `alpha`, surest first
 CHANGE_SCHEMA: dict[str, pl.DataType] = {
     "suite_id": pl.String(),
     "task_id": pl.String(),
     "runs": pl.Int64(),  # runs of the series with at least one counted trial
     "changed": pl.Boolean(),  # p_value ≤ alpha
-    "night": pl.Int64(),  # the first night after the change (null: no split differs)
-    "run_id": pl.String(),  # the first run after the change
+    "night": pl.Int64(),  # the first night after the split (null: no split differs)
+    "run_id": pl.String(),  # the first run after the split
     "started_at": pl.Datetime("us", "UTC"),
     "rate_before": pl.Float64(),  # C_b / N_b
     "rate_after": pl.Float64(),  # C_a / N_a
