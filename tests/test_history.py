@@ -264,7 +264,15 @@ def test_history_json(
     code, out, err = run_main(monkeypatch, capsys, "history", *given, "--json")
     assert code == 0
     doc = json.loads(out)
-    assert list(doc) == ["outDirs", "skipped", "duplicates", "notGraded", "suites"]
+    assert list(doc) == [
+        "outDirs",
+        "skipped",
+        "duplicates",
+        "notGraded",
+        "suites",
+        "flakyTasks",
+        "changePoints",
+    ]
     assert doc["outDirs"] == [str(path) for path in given]
     assert doc["skipped"] == [] and doc["notGraded"] == 0
     assert {(d["runId"], d["keptFrom"], d["sameRows"]) for d in doc["duplicates"]} == {
@@ -416,3 +424,36 @@ def test_report_refuses_an_unusable_history_directory(
     )
     assert code == 2 and not page.exists()
     assert err == f"evalbatch: {missing}: {NO_SUCH_DIRECTORY}\n"
+
+
+def test_history_reports_the_night_a_task_broke_and_which_tasks_are_flaky(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 18 items 2 and 3 through the command: twelve nights in one directory, t2 passing
+    every trial for six nights and none after, t1 always passing. `history` names t2's change at
+    night 6 with its shift and calls t2 broken; t1, whose nights are identical, is stable and
+    never flagged (table and --json)."""
+    trials = {"count": TRIALS, "k": TRIALS, "passRule": "all"}
+    write_json(tmp_path / "suites" / "basic.json", make_suite(task_ids=("t1", "t2"), trials=trials))
+    logs = [
+        _run(f"acme/night-{n:02d}", SUITE_ID, T0 + n * DAY, TRIALS if n < 6 else 0, ("t1", "t2"))
+        for n in range(12)
+    ]
+    out = _grade(tmp_path, "nightly", logs)
+    code, text, _ = run_main(monkeypatch, capsys, "history", str(out), "--json")
+    assert code == 0
+    doc = json.loads(text)
+    changes = {c["taskId"]: c for c in doc["changePoints"]}
+    assert changes["t2"]["changed"] is True
+    assert (changes["t2"]["night"], changes["t2"]["runId"]) == (6, "acme/night-06")
+    assert (changes["t2"]["rateBefore"], changes["t2"]["rateAfter"]) == (1.0, 0.0)
+    assert changes["t2"]["pValue"] <= 0.05
+    assert changes["t1"]["changed"] is False and changes["t1"]["pValue"] == 1.0
+    status = {f["taskId"]: f["status"] for f in doc["flakyTasks"]}
+    assert status == {"t1": "stable", "t2": "broken"}
+    code, text, _ = run_main(monkeypatch, capsys, "history", str(out))
+    assert code == 0
+    assert "changes (p <= 0.05" in text
+    (line,) = [row for row in text.splitlines() if "acme/night-06" in row and "-1.000" in row]
+    assert line.split()[1] == "t2"
+

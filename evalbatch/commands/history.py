@@ -20,7 +20,7 @@ import click
 from evalbatch.commands import faults, filters
 from evalbatch.commands.options import quiet_option
 from evalbatch.commands.printing import plural, stdout_console
-from evalbatch.commands.types import printable
+from evalbatch.commands.types import FiniteFloatRange, printable
 from evalbatch.errors import EXIT_OK, EXIT_SKIPPED, InputError
 
 if TYPE_CHECKING:  # polars loads when the command runs, not for --help
@@ -48,6 +48,39 @@ _JSON_NAMES = {
 #: disagreeing duplicates named one by one on stderr; the rest are counted
 _NAMED = 10
 
+#: the trends' columns as the JSON names them (evalbatch.history.trends: FLAKY_SCHEMA,
+#: CHANGE_SCHEMA)
+_FLAKY_JSON = {
+    "suite_id": "suiteId",
+    "task_id": "taskId",
+    "status": "status",
+    "since_night": "sinceNight",
+    "runs": "runs",
+    "mixed_runs": "mixedRuns",
+    "trials": "trials",
+    "passed_trials": "passedTrials",
+    "pass_rate": "passRate",
+    "pass_rate_low": "passRateLow",
+    "pass_rate_high": "passRateHigh",
+    "flakiness": "flakiness",
+    "flakiness_low": "flakinessLow",
+    "flakiness_high": "flakinessHigh",
+}
+_CHANGE_JSON = {
+    "suite_id": "suiteId",
+    "task_id": "taskId",
+    "runs": "runs",
+    "changed": "changed",
+    "night": "night",
+    "run_id": "runId",
+    "started_at": "startedAt",
+    "rate_before": "rateBefore",
+    "rate_after": "rateAfter",
+    "shift": "shift",
+    "statistic": "statistic",
+    "p_value": "pValue",
+}
+
 
 def _instant(moment: datetime | None) -> str | None:
     """A start time as ISO 8601 UTC (`2026-11-02T10:00:00.100000Z`), None when unknown."""
@@ -71,9 +104,19 @@ def _usd(value: float | None) -> str:
     return "-" if value is None else f"${value:,.4f}"
 
 
-def history_json(history: History) -> dict[str, Any]:
+def _rows_json(frame: pl.DataFrame, names: dict[str, str]) -> list[dict[str, Any]]:
+    rows = frame.select(list(names)).to_dicts()
+    for row in rows:
+        if "started_at" in row:
+            row["started_at"] = _instant(row["started_at"])
+    return [{names[k]: v for k, v in row.items()} for row in rows]
+
+
+def history_json(history: History, flaky: pl.DataFrame, changes: pl.DataFrame) -> dict[str, Any]:
     """The JSON `history --json` prints: the directories read and skipped, the duplicates, then
-    per suite and per task the series, one entry per run in time order (README "History")."""
+    per suite and per task the series, one entry per run in time order, then every task's
+    flakiness (worst first) and its likeliest change, `changed` when it is one (README
+    "History", "Flaky tasks and change points")."""
 
     suites = []
     for (suite_id,), rows in history.series.group_by("suite_id", maintain_order=True):
@@ -104,7 +147,8 @@ def history_json(history: History) -> dict[str, Any]:
         ],
         "notGraded": history.not_graded,
         "suites": suites,
-        # issue 18 items 2 and 3 add "flakyTasks" and "changePoints" here
+        "flakyTasks": _rows_json(flaky, _FLAKY_JSON),
+        "changePoints": _rows_json(changes, _CHANGE_JSON),
     }
 
 
@@ -161,12 +205,73 @@ def print_series(series: pl.DataFrame) -> None:
                 _count(r["output_tokens"]),
             ]
             table.add_row(*cells)
-        with console.capture() as captured:
-            console.print(table)
-        for line in captured.get().splitlines():  # wrapped cells are padded: no trailing blanks
-            click.echo(line.rstrip())
-        click.echo("")
-    # issue 18 items 2 and 3: the flaky tasks and the change points print here
+        _print_table(console, table)
+
+
+def _print_table(console: Any, table: Any) -> None:
+    """A rich table, then a blank line; wrapped cells are padded, so no trailing blanks."""
+    with console.capture() as captured:
+        console.print(table)
+    for line in captured.get().splitlines():
+        click.echo(line.rstrip())
+    click.echo("")
+
+
+def print_trends(flaky: pl.DataFrame, changes: pl.DataFrame, alpha: float) -> None:
+    """The tasks whose trials disagree (flaky or broken, worst first), then the changes found
+    at `alpha` (surest first); one line when there are none."""
+    from rich.table import Table
+    from rich.text import Text
+
+    console = stdout_console()
+    shown = flaky.filter(flaky["status"].is_in(["flaky", "broken"]))
+    if shown.height:
+        click.echo(f"flaky or broken tasks (flakiness 2p(1-p), {1 - alpha:.0%} interval):")
+        table = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
+        for name in ("suite", "task", "status"):
+            table.add_column(name, overflow="fold")
+        for name in ("since night", "runs", "mixed", "pass rate"):
+            table.add_column(name, justify="right", no_wrap=True)
+        table.add_column("flakiness", justify="right", no_wrap=True)
+        for r in shown.iter_rows(named=True):
+            table.add_row(
+                Text(printable(r["suite_id"])),
+                Text(printable(r["task_id"])),
+                r["status"],
+                str(r["since_night"]),
+                str(r["runs"]),
+                str(r["mixed_runs"]),
+                f"{_ratio(r['pass_rate'])} [{_ratio(r['pass_rate_low'])}, "
+                f"{_ratio(r['pass_rate_high'])}]",
+                f"{_ratio(r['flakiness'])} [{_ratio(r['flakiness_low'])}, "
+                f"{_ratio(r['flakiness_high'])}]",
+            )
+        _print_table(console, table)
+    else:
+        click.echo("flaky or broken tasks: none")
+    found = changes.filter(changes["changed"])
+    if found.height:
+        click.echo(f"changes (p <= {alpha:g}, the first run after the change):")
+        table = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
+        for name in ("suite", "task", "night", "run", "started"):
+            table.add_column(name, overflow="fold", justify="right" if name == "night" else "left")
+        for name in ("before", "after", "shift", "p"):
+            table.add_column(name, justify="right", no_wrap=True)
+        for r in found.iter_rows(named=True):
+            table.add_row(
+                Text(printable(r["suite_id"])),
+                Text(printable(r["task_id"])),
+                str(r["night"]),
+                Text(printable(r["run_id"])),
+                _minute(r["started_at"]),
+                _ratio(r["rate_before"]),
+                _ratio(r["rate_after"]),
+                f"{r['shift']:+.3f}",
+                f"{r['p_value']:.3f}",
+            )
+        _print_table(console, table)
+    else:
+        click.echo(f"changes (p <= {alpha:g}): none")
 
 
 def _report_left_out(history: History) -> None:
@@ -213,11 +318,19 @@ def _nothing_shown(history: History, filters_given: list[str]) -> InputError:
 @click.command(name="history", cls=faults.Command)
 @click.argument("out_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the series as JSON.")
+@click.option(
+    "--alpha",
+    type=FiniteFloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Level of the change test and one minus the intervals' confidence.",
+)
 @quiet_option("Print no series; what was left out is still told on stderr.")
 @filters.run_filter_options
 def history(
     out_dirs: tuple[Path, ...],
     as_json: bool,
+    alpha: float,
     quiet: bool,
     run_ids: tuple[str, ...],
     filter_suites: tuple[str, ...],
@@ -237,6 +350,7 @@ def history(
     usage error; 3 shown, but a directory was skipped (named on stderr).
     """
     from evalbatch.history.series import read_history  # polars loads when the command runs
+    from evalbatch.history.trends import change_points, flaky_tasks
 
     found = read_history(out_dirs, filter_suites, since, until, run_ids=run_ids)
     if found.series.height == 0:
@@ -253,9 +367,12 @@ def history(
             if value
         ]
         raise _nothing_shown(found, given)
+    flaky = flaky_tasks(found.series, alpha)
+    changes = change_points(found.series, alpha)
     if as_json:
-        click.echo(json.dumps(history_json(found), indent=2))
+        click.echo(json.dumps(history_json(found, flaky, changes), indent=2))
     elif not quiet:
         print_series(found.series)
+        print_trends(flaky, changes, alpha)
     _report_left_out(found)
     sys.exit(EXIT_SKIPPED if found.skipped else EXIT_OK)
