@@ -102,7 +102,7 @@ class Plan:
     def line(self) -> str:
         """`plan (paired t, alpha 0.05, power 0.8): detectable now ±0.0812 with 10 tasks; a
         0.05 change needs 34 tasks, or 7 trials per task on each side`."""
-        head = f"plan (paired t, alpha {self.alpha:g}, power {self.power:g}): "
+        head = f"plan (paired t, alpha {self.alpha:.4g}, power {self.power:g}): "
         if self.minimum_detectable_effect is None:
             return head + str(self.reason)
         trials = "" if self.trials_per_task is None else f" × {self.trials_per_task:g} trials"
