@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # polars and rich load when a command prints, not for --help
     from rich.console import Console
 
     from evalbatch.reduce import regression
+    from evalbatch.regress import plan, sides
     from evalbatch.verify import host_audit
 
 
@@ -257,12 +258,32 @@ def run_json(runs: pl.DataFrame) -> list[dict[str, Any]]:
     ]
 
 
-def print_comparison(c: regression.Comparison, alpha: float) -> None:
-    """One suite: its verdict, each side's run, grading and mean score, then the difference.
-    Ids come from the data and are escaped (issue 14)."""
+def family_line(report: sides.RegressionReport, alpha: float) -> str | None:
+    """`gated 3 suites at once: Holm, family-wise error at alpha 0.05 (adjusted p-values;
+    intervals at 98.33%)`, when several suites were tested (issue 18 item 5); else None."""
+    if report.correction is None:
+        return None
+    from evalbatch.reduce.regression import CORRECTION_NAMES
+
+    head = f"gated {report.family_size} suites at once: {CORRECTION_NAMES[report.correction]}"
+    if report.correction == "none":
+        return f"{head} (each suite at alpha {alpha})"
+    level = round(100 * (1 - alpha / report.family_size), 2)
+    return f"{head} at alpha {alpha} (adjusted p-values; intervals at {level:g}%)"
+
+
+def print_comparison(
+    c: regression.Comparison, alpha: float, suite_plan: plan.Plan | None = None
+) -> None:
+    """One suite: its verdict, each side's run, grading and mean score, then the difference, and
+    its plan when it has one (issue 18 item 4). Ids come from the data and are escaped (issue
+    14)."""
+    adjusted = ""
+    if c.family is not None:
+        adjusted = f", {c.family.correction}-adjusted p {c.family.adjusted_p_value:.4g}"
     click.echo(
         f"suite {printable(c.suite_id)}@{printable(c.suite_version)}: {c.verdict.upper()} "
-        f"({c.method}, alpha {alpha})"
+        f"({c.method}, alpha {alpha}{adjusted})"
     )
     click.echo(
         f"  baseline {printable(c.baseline_run_id)} -> candidate {printable(c.candidate_run_id)}"
@@ -278,7 +299,7 @@ def print_comparison(c: regression.Comparison, alpha: float) -> None:
     if c.mean_difference is not None:
         line += f", mean paired difference {c.mean_difference:+.4f}"
     if c.interval is not None:
-        level = round(100 * (1 - alpha), 2)
+        level = round(100 * (1 - (alpha if c.family is None else c.family.interval_alpha)), 2)
         line += f" [{level:g}% interval {c.interval[0]:+.4f}, {c.interval[1]:+.4f}]"
     if c.p_value is not None:
         line += f", p {c.p_value:.4g}"
@@ -288,6 +309,8 @@ def print_comparison(c: regression.Comparison, alpha: float) -> None:
     if c.moved:
         moved = ", ".join(f"{printable(task)} {diff:+.3f}" for task, diff in c.moved)
         click.echo(f"  moved most: {moved}")
+    if suite_plan is not None:
+        click.echo(f"  {suite_plan.line()}")
 
 
 def _cell(value: Any) -> str:

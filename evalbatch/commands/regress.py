@@ -99,7 +99,38 @@ from evalbatch.options import METHODS, Method, Resources
     show_default=True,
     help="inconclusive: also exit 1 on an inconclusive verdict or a suite on one side only.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the comparisons as JSON.")
+@click.option(
+    "--correction",
+    type=click.Choice(["holm", "bh", "none"]),
+    default="holm",
+    show_default=True,
+    help="When several suites are tested at once: Holm (family-wise error at --alpha), "
+    "Benjamini-Hochberg (false discovery rate) or none; one suite is never adjusted.",
+)
+@click.option(
+    "--plan",
+    "with_plan",
+    is_flag=True,
+    help="Plan every suite: the effect detectable now and the tasks, or trials per task, "
+    "needed to detect --effect (default: only under an inconclusive verdict).",
+)
+@click.option(
+    "--effect",
+    type=FiniteFloatRange(0, 1, min_open=True),
+    default=0.05,
+    show_default=True,
+    help="The change in score points (0 to 1) a plan sizes the comparison to detect.",
+)
+@click.option(
+    "--power",
+    type=FiniteFloatRange(0, 1, min_open=True, max_open=True),
+    default=0.8,
+    show_default=True,
+    help="The chance a plan asks of detecting --effect.",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the comparisons as JSON (default: a table)."
+)
 @quiet_option(
     "Print no comparison tables; the exit code is the verdict (warnings still on stderr)."
 )
@@ -119,6 +150,10 @@ def regress_command(
     cand_run: str | None,
     allow_mixed: bool,
     fail_on: str,
+    correction: Literal["holm", "bh", "none"],
+    with_plan: bool,
+    effect: float,
+    power: float,
     as_json: bool,
     quiet: bool,
     run_ids: tuple[str, ...],
@@ -131,6 +166,8 @@ def regress_command(
 
     Each side is an event log (file, directory or glob; graded with --suites, or from the host
     record) or a tasks.parquet written by `evalbatch run` (with the runs.parquet beside it).
+    Several suites tested at once are held to --alpha together (--correction); --plan says how
+    many tasks or trials a verdict needs.
 
     \b
     Example:
@@ -153,6 +190,10 @@ def regress_command(
         seed=seed,
         resamples=resamples,
         score=score_kind,
+        correction=correction,
+        plan=with_plan,
+        effect=effect,
+        power=power,
     )
     report = api.regress_paths(
         [base],
@@ -168,8 +209,11 @@ def regress_command(
     if as_json:
         click.echo(json.dumps(report.report(), indent=2))
     elif not quiet:
+        family = printing.family_line(report, alpha)
+        if family is not None:
+            click.echo(family)
         for comparison in report.comparisons:
-            printing.print_comparison(comparison, alpha)
+            printing.print_comparison(comparison, alpha, report.plans.get(comparison.suite_id))
     for side, suite in report.unpaired:
         # on stderr, loudly, in both modes: a gate that passed should still say what it skipped
         click.echo(

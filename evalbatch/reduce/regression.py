@@ -3,6 +3,11 @@
 The unit is the task: each side's trials are first reduced to one number per task (the mean gating
 score, D-19), then tasks present on both sides are paired by taskId and the per-task differences
 (candidate − baseline) are tested. Resampling trials as if independent would inflate false alarms.
+
+When one command gates several suites (issue 18 item 5), each suite's p-value is adjusted for the
+family (`adjust_p_values`: Holm by default, or Benjamini-Hochberg) and the suite is compared again
+under its `Family`: `improved`/`regressed` read the adjusted p-value, and the interval the
+`unchanged` rule reads is the simultaneous (Bonferroni) one at 1 − alpha/m.
 """
 
 from __future__ import annotations
@@ -18,11 +23,22 @@ from evalbatch.options import Method
 from evalbatch.text import printable
 
 Verdict = Literal["improved", "regressed", "unchanged", "inconclusive"]
+#: how the p-values of several suites gated at once are adjusted (issue 18 item 5)
+Correction = Literal["holm", "bh", "none"]
+CORRECTIONS: tuple[Correction, ...] = ("holm", "bh", "none")
+#: what each correction controls, for the output
+CORRECTION_NAMES: dict[Correction, str] = {
+    "holm": "Holm, family-wise error",
+    "bh": "Benjamini-Hochberg, false discovery rate",
+    "none": "no correction",
+}
 
 
 @dataclass(frozen=True)
 class RegressOptions:
-    """How to compare: the method, its level, the equivalence margin and the resampling."""
+    """How to compare: the method, its level, the equivalence margin and the resampling; how
+    several suites gated at once are corrected; and what a plan is asked for (issue 18 items 4
+    and 5: `plan` asks one for every suite, an `inconclusive` verdict gets one anyway)."""
 
     method: Method = "paired-bootstrap"
     alpha: float = 0.05
@@ -30,6 +46,10 @@ class RegressOptions:
     seed: int = 0
     resamples: int = 10_000
     score: Literal["gating", "output"] = "gating"
+    correction: Correction = "holm"
+    plan: bool = False
+    effect: float = 0.05
+    power: float = 0.8
 
 
 @dataclass(frozen=True)
@@ -181,6 +201,39 @@ def task_table_faults(tasks: pl.DataFrame) -> list[str]:
     return faults
 
 
+@dataclass(frozen=True)
+class Family:
+    """How one suite of several gated at once was held to the family's level (issue 18 item 5):
+    its p-value adjusted for `size` tested suites, and the level of the interval the `unchanged`
+    rule reads (Bonferroni, `alpha / size`: every suite's interval holds at once)."""
+
+    correction: Correction
+    size: int
+    adjusted_p_value: float
+    interval_alpha: float
+
+    def report(self) -> dict[str, object]:
+        return {
+            "correction": self.correction,
+            "suites": self.size,
+            "adjustedPValue": self.adjusted_p_value,
+            "intervalLevel": 1 - self.interval_alpha,
+        }
+
+
+def adjust_p_values(p_values: list[float], correction: Correction) -> list[float]:
+    """The p-values adjusted for testing them together: Holm's step-down (family-wise error) or
+    Benjamini-Hochberg's step-up (false discovery rate), by statsmodels `multipletests`; a suite
+    is rejected at level alpha when its adjusted p-value is below alpha."""
+    if correction == "none":
+        return list(p_values)
+    from statsmodels.stats.multitest import multipletests
+
+    method = {"holm": "holm", "bh": "fdr_bh"}[correction]
+    adjusted = multipletests(p_values, method=method)[1]
+    return [float(p) for p in adjusted]
+
+
 @dataclass
 class Comparison:
     """One suite's verdict with the statistics behind it."""
@@ -204,6 +257,7 @@ class Comparison:
     moved: list[tuple[str, float]] = field(default_factory=list)  # (taskId, difference)
     baseline: SideSummary | None = None  # how each side was graded, and its mean scores
     candidate: SideSummary | None = None
+    family: Family | None = None  # set when the suite was gated with others (issue 18 item 5)
 
     def block(self) -> dict[str, object]:
         """The RFC 0244 `regression` block, in the contract's field order."""
@@ -218,7 +272,7 @@ class Comparison:
 
     def report(self) -> dict[str, object]:
         """The block plus the statistics a reader needs to trust it (`--json`)."""
-        return {
+        report: dict[str, object] = {
             "suiteId": self.suite_id,
             "suiteVersion": self.suite_version,
             "candidateRunId": self.candidate_run_id,
@@ -231,10 +285,21 @@ class Comparison:
             "baseline": self.baseline.report() if self.baseline else None,
             "candidate": self.candidate.report() if self.candidate else None,
         }
+        if self.family is not None:
+            report["family"] = self.family.report()
+        return report
+
+    @property
+    def interval_alpha(self) -> float:
+        """The level the interval was drawn at: alpha, or the family's when gated with others."""
+        return self.alpha if self.family is None else self.family.interval_alpha
 
 
-def _bootstrap(diffs: np.ndarray, options: RegressOptions) -> tuple[tuple[float, float], float]:
-    """Percentile interval of the mean paired difference and a two-sided bootstrap p-value.
+def _bootstrap(
+    diffs: np.ndarray, options: RegressOptions, alpha: float
+) -> tuple[tuple[float, float], float]:
+    """Percentile interval (at `alpha`) of the mean paired difference and a two-sided bootstrap
+    p-value.
 
     Tasks are resampled with replacement, all resamples at once (in blocks, to bound memory).
     """
@@ -246,7 +311,7 @@ def _bootstrap(diffs: np.ndarray, options: RegressOptions) -> tuple[tuple[float,
         size = min(block, options.resamples - start)
         means.append(diffs[rng.integers(0, count, size=(size, count))].mean(axis=1))
     sample = np.concatenate(means)
-    low, high = np.quantile(sample, [options.alpha / 2, 1 - options.alpha / 2])
+    low, high = np.quantile(sample, [alpha / 2, 1 - alpha / 2])
     p_value = min(1.0, 2 * min(float(np.mean(sample <= 0)), float(np.mean(sample >= 0))))
     return (float(low), float(high)), p_value
 
@@ -288,6 +353,22 @@ def _mcnemar(base_passed: np.ndarray, cand_passed: np.ndarray) -> tuple[float, i
     return float(_scipy_stats().binomtest(gained, gained + lost, 0.5).pvalue), gained - lost
 
 
+def score_column(options: RegressOptions) -> str:
+    """The task column the test compares: the gating score (D-19) or the score."""
+    return "gating_score" if options.score == "gating" else "score"
+
+
+def paired_tasks(base: pl.DataFrame, cand: pl.DataFrame) -> pl.DataFrame:
+    """The tasks on both sides, joined by taskId (the candidate's columns end in `_cand`), in
+    taskId order: the pairs every test and plan reads (§5)."""
+    return base.join(cand, on="task_id", how="inner", suffix="_cand").sort("task_id")
+
+
+def paired_differences(paired: pl.DataFrame, column: str) -> np.ndarray:
+    """Candidate − baseline `column`, one per paired task."""
+    return (paired[f"{column}_cand"] - paired[column]).to_numpy().astype(float)
+
+
 def compare(
     base: pl.DataFrame,
     cand: pl.DataFrame,
@@ -296,14 +377,16 @@ def compare(
     suite_id: str,
     base_run: str,
     cand_run: str,
+    family: Family | None = None,
 ) -> Comparison:
     """Compare one baseline run with one candidate run of the same suite.
 
     `base` and `cand` are task rows (`tasks.parquet` columns: task_id, score, gating_score, passed,
-    suite_version) of one run each.
+    suite_version) of one run each. Under a `family` (several suites gated at once), the
+    interval is drawn at the family's level and a change is called on the adjusted p-value.
     """
-    column = "gating_score" if options.score == "gating" else "score"
-    paired = base.join(cand, on="task_id", how="inner", suffix="_cand").sort("task_id")
+    column = score_column(options)
+    paired = paired_tasks(base, cand)
     delta = (_mean(cand["score"]) or 0.0) - (_mean(base["score"]) or 0.0)
     result = Comparison(
         suite_id=suite_id,
@@ -315,6 +398,7 @@ def compare(
         verdict="inconclusive",
         method=options.method,
         alpha=options.alpha,
+        family=family,
     )
     base_version, cand_version = str(base["suite_version"][0]), str(cand["suite_version"][0])
     if base_version != cand_version:
@@ -326,7 +410,7 @@ def compare(
         result.reason = f"{paired.height} paired task(s); at least 2 are needed"
         return result
 
-    diffs = (paired[f"{column}_cand"] - paired[column]).to_numpy().astype(float)
+    diffs = paired_differences(paired, column)
     result.mean_difference = float(diffs.mean())
     order = np.argsort(-np.abs(diffs), kind="stable")
     result.moved = [
@@ -334,11 +418,12 @@ def compare(
     ]
     all_zero = bool(np.all(diffs == 0))
     effect = result.mean_difference
+    level = result.interval_alpha
     if options.method == "paired-bootstrap":
-        result.interval, result.p_value = _bootstrap(diffs, options)
+        result.interval, result.p_value = _bootstrap(diffs, options, level)
         rejected = result.interval[0] > 0 or result.interval[1] < 0
     elif options.method == "paired-t":
-        result.interval, result.p_value = _paired_t(diffs, options.alpha)
+        result.interval, result.p_value = _paired_t(diffs, level)
         rejected = result.p_value < options.alpha
     elif options.method == "sign-test":
         result.p_value = _sign_test(diffs)
@@ -351,6 +436,8 @@ def compare(
         rejected = result.p_value < options.alpha
         effect = float(net)
         all_zero = bool(np.all(base_passed == cand_passed))
+    if family is not None:
+        rejected = family.adjusted_p_value < options.alpha
 
     if rejected and effect != 0 and not all_zero:
         result.verdict = "improved" if effect > 0 else "regressed"

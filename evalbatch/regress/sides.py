@@ -1,14 +1,17 @@
 """`regress`: the two sides of a comparison (event logs graded here, or a tasks table written by
-`run`), the runs of each suite paired across them, and one verdict per suite (§5).
+`run`), the runs of each suite paired across them, and one verdict per suite (§5); several suites
+gated at once held to the family's level, and the plan of a suite that needs one (issue 18 items
+4 and 5).
 """
 
 from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -24,6 +27,7 @@ from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.output_format import RUN_SCHEMA
 from evalbatch.pipeline.grading import grade_paths
 from evalbatch.reduce import regression
+from evalbatch.regress import plan as planning
 from evalbatch.text import printable
 
 
@@ -33,6 +37,11 @@ class RegressionReport:
 
     comparisons: list[regression.Comparison]
     unpaired: list[tuple[str, str]]  # suites found on one side only: (side, suiteId)
+    #: the correction applied when several suites were tested at once, and how many (issue 18
+    #: item 5); None with one tested suite, whose output is as it always was
+    correction: regression.Correction | None = None
+    family_size: int = 0
+    plans: dict[str, planning.Plan] = field(default_factory=dict)  # by suiteId (item 4)
 
     @property
     def exit_code(self) -> int:
@@ -50,11 +59,25 @@ class RegressionReport:
         return not self.unpaired and all(c.verdict != "inconclusive" for c in self.comparisons)
 
     def report(self) -> dict[str, object]:
-        """The `--json` document (E-68): the comparisons, then the suites not compared."""
-        return {
-            "comparisons": [c.report() for c in self.comparisons],
+        """The `--json` document (E-68): the comparisons (each with its `plan` when it has one),
+        then the suites not compared, then the `correction` when several suites were tested."""
+        comparisons = []
+        for c in self.comparisons:
+            shown = c.report()
+            if c.suite_id in self.plans:
+                shown["plan"] = self.plans[c.suite_id].report()
+            comparisons.append(shown)
+        document: dict[str, object] = {
+            "comparisons": comparisons,
             "notCompared": [{"side": side, "suiteId": suite} for side, suite in self.unpaired],
         }
+        if self.correction is not None:
+            document["correction"] = {
+                "method": self.correction,
+                "suites": self.family_size,
+                "alpha": self.comparisons[0].alpha,
+            }
+        return document
 
 
 SIDE_NAMES = {"base": "baseline", "cand": "candidate"}
@@ -75,6 +98,8 @@ class _Side:
     tasks: pl.DataFrame
     gradings: dict[str, regression.Grading]
     not_graded: dict[str, str]
+    #: counted trials (run_id, task_id, score, gating_score), for a plan; None when not at hand
+    trials: pl.DataFrame | None = None
 
     def runs_of(self, suite_id: str) -> list[str]:
         return self.tasks.filter(pl.col("suite_id") == suite_id)["run_id"].unique().sort().to_list()
@@ -181,7 +206,40 @@ def _task_table_side(name: str, path: Path, run_filter: event_files.RunFilter | 
     )
     for run in tasks["run_id"].unique().to_list():
         gradings.setdefault(run, unknown)
-    return _Side(name, str(path), tasks, gradings, not_graded)
+    return _Side(name, str(path), tasks, gradings, not_graded, _trials_beside(path))
+
+
+#: the trials columns a plan reads, with their types
+_TRIAL_COLUMNS = {
+    "run_id": pl.String,
+    "task_id": pl.String,
+    "counted": pl.Boolean,
+    "score": pl.Float64,
+    "gating_score": pl.Float64,
+}
+
+
+def _counted_trials(trials: pl.DataFrame) -> pl.DataFrame | None:
+    """The counted trials with finite scores in 0..1, or None when the table lacks a column a
+    plan reads (the plan then says the trials are not at hand; the verdict never reads them)."""
+    if any(trials.schema.get(name) != dtype for name, dtype in _TRIAL_COLUMNS.items()):
+        return None
+    in_range = pl.all_horizontal(
+        pl.col(c).is_finite() & pl.col(c).is_between(0, 1) for c in regression.SCORE_COLUMNS
+    )
+    return trials.filter(pl.col("counted").fill_null(False) & in_range).select(list(_TRIAL_COLUMNS))
+
+
+def _trials_beside(path: Path) -> pl.DataFrame | None:
+    """The counted trials of the trials.parquet `evalbatch run` wrote beside a tasks.parquet."""
+    trials_path = path.with_name("trials.parquet")
+    if not trials_path.is_file():
+        return None
+    try:
+        trials = pl.read_parquet(trials_path, columns=list(_TRIAL_COLUMNS))
+    except (OSError, pl.exceptions.PolarsError, pa.ArrowException):
+        return None
+    return _counted_trials(trials)
 
 
 def _side(
@@ -216,7 +274,7 @@ def _side(
         run: "; ".join(errors.filter(pl.col("run_id") == run)["code"].unique().sort().to_list())
         for run in skipped
     }
-    return _Side(name, label, tasks, gradings, not_graded)
+    return _Side(name, label, tasks, gradings, not_graded, _counted_trials(result.trials))
 
 
 def _with_runs(
@@ -339,7 +397,92 @@ def regress_paths(
     unpaired = [("base", s) for s in sorted(base_side.suites - cand_side.suites)] + [
         ("cand", s) for s in sorted(cand_side.suites - base_side.suites)
     ]
-    return RegressionReport(comparisons=comparisons, unpaired=unpaired)
+    report = RegressionReport(comparisons=comparisons, unpaired=unpaired)
+    _gate_as_family(report, chosen, options)
+    for comparison in report.comparisons:
+        if options.plan or (
+            comparison.verdict == "inconclusive" and comparison.p_value is not None
+        ):
+            report.plans[comparison.suite_id] = _plan(
+                chosen[comparison.suite_id], options, _plan_alpha(report, options)
+            )
+    return report
+
+
+def _gate_as_family(
+    report: RegressionReport,
+    chosen: Mapping[str, Sequence[tuple[_Side, str]]],
+    options: regression.RegressOptions,
+) -> None:
+    """Several suites tested at once (issue 18 item 5): their p-values adjusted together and
+    each suite compared again under its `Family`. The family is the suites that were tested (a
+    suite without a p-value has no test to correct); with one, nothing changes."""
+    tested = [i for i, c in enumerate(report.comparisons) if c.p_value is not None]
+    if len(tested) < 2:
+        return
+    report.correction, report.family_size = options.correction, len(tested)
+    if options.correction == "none":
+        return
+    p_values = [float(report.comparisons[i].p_value or 0.0) for i in tested]
+    adjusted = regression.adjust_p_values(p_values, options.correction)
+    for i, adjusted_p in zip(tested, adjusted, strict=True):
+        family = regression.Family(
+            correction=options.correction,
+            size=len(tested),
+            adjusted_p_value=adjusted_p,
+            interval_alpha=options.alpha / len(tested),
+        )
+        suite_id = report.comparisons[i].suite_id
+        report.comparisons[i] = _compare_suite(suite_id, chosen[suite_id], options, family)
+
+
+def _plan_alpha(report: RegressionReport, options: regression.RegressOptions) -> float:
+    """The level a plan holds a suite to: alpha, or alpha / m under a correction for m suites
+    (the strictest level of the family, what a suite must beat when no other one moved)."""
+    if report.correction in (None, "none"):
+        return options.alpha
+    return options.alpha / report.family_size
+
+
+def _plan(
+    pairs: Sequence[tuple[_Side, str]], options: regression.RegressOptions, alpha: float
+) -> planning.Plan:
+    """One suite's plan (issue 18 item 4) from its paired differences and its trials."""
+    (base, base_id), (cand, cand_id) = pairs
+    column = regression.score_column(options)
+    base_rows = base.tasks.filter(pl.col("run_id") == base_id)
+    cand_rows = cand.tasks.filter(pl.col("run_id") == cand_id)
+    paired = regression.paired_tasks(base_rows, cand_rows)
+    diffs = regression.paired_differences(paired, column)
+    spread = _trial_spread(paired["task_id"], (base, base_id), (cand, cand_id), column)
+    return planning.plan(diffs, spread, alpha=alpha, power=options.power, effect=options.effect)
+
+
+def _trial_spread(
+    task_ids: pl.Series, base: tuple[_Side, str], cand: tuple[_Side, str], column: str
+) -> planning.TrialSpread | None:
+    """Each paired task's counted trials and their variance on each side, or None when a side's
+    trials are not at hand or miss a paired task."""
+    stats = []
+    for side, run_id in (base, cand):
+        if side.trials is None:
+            return None
+        per_task = (
+            side.trials.filter(pl.col("run_id") == run_id)
+            .group_by("task_id")
+            .agg(pl.len().alias("trials"), pl.col(column).var(ddof=1).alias("variance"))
+        )
+        joined = pl.DataFrame({"task_id": task_ids}).join(per_task, on="task_id", how="left")
+        if joined["trials"].null_count():
+            return None
+        stats.append(
+            (
+                joined["trials"].to_numpy().astype(float),
+                joined["variance"].fill_null(np.nan).to_numpy().astype(float),
+            )
+        )
+    (base_trials, base_variance), (cand_trials, cand_variance) = stats
+    return planning.TrialSpread(base_trials, base_variance, cand_trials, cand_variance)
 
 
 def _check_all_compared(
@@ -371,9 +514,13 @@ def _check_all_compared(
 
 
 def _compare_suite(
-    suite_id: str, pairs: Sequence[tuple[_Side, str]], options: regression.RegressOptions
+    suite_id: str,
+    pairs: Sequence[tuple[_Side, str]],
+    options: regression.RegressOptions,
+    family: regression.Family | None = None,
 ) -> regression.Comparison:
-    """One suite's verdict, with each side's run, grading and mean scores beside it."""
+    """One suite's verdict (under its `family` when gated with others), with each side's run,
+    grading and mean scores beside it."""
     (base, base_id), (cand, cand_id) = pairs
     base_rows = base.tasks.filter(pl.col("run_id") == base_id)
     cand_rows = cand.tasks.filter(pl.col("run_id") == cand_id)
@@ -394,7 +541,13 @@ def _compare_suite(
         )
     else:
         comparison = regression.compare(
-            base_rows, cand_rows, options, suite_id=suite_id, base_run=base_id, cand_run=cand_id
+            base_rows,
+            cand_rows,
+            options,
+            suite_id=suite_id,
+            base_run=base_id,
+            cand_run=cand_id,
+            family=family,
         )
     comparison.baseline = regression.SideSummary.of(base_rows, base_id, base.gradings[base_id])
     comparison.candidate = regression.SideSummary.of(cand_rows, cand_id, cand.gradings[cand_id])
