@@ -30,9 +30,10 @@ HEAVY_FOR_HELP = (
     "polars",
     "numpy",
     "duckdb",
+    "statsmodels",
 )
 #: libraries `run` on valid suites does not need
-HEAVY_FOR_RUN = ("matplotlib", "ray", "jsonschema")
+HEAVY_FOR_RUN = ("matplotlib", "ray", "jsonschema", "statsmodels")
 HEAVY = tuple(sorted(set(HEAVY_FOR_HELP + HEAVY_FOR_RUN)))
 
 #: runs `evalbatch ARGS...` as the console script does, then writes the exit code and which of
