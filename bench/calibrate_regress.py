@@ -18,8 +18,9 @@ benchmark of error rates, not of time, and not a unit test.
 2. **The plan, used.** A pilot comparison of `--tasks` tasks × `--trials` trials is drawn where
    the candidate really moved: each task's pass probability drops by a task-specific amount
    (mean `--effect`, sd `--task-spread`, clipped to 0..1). Its plan (`regress.plan.plan`, at
-   alpha and `--power`) gives the tasks needed (at the pilot's trials) and the trials per task
-   needed (with the pilot's tasks). Then `--power-nights` nights are drawn at each planned size
+   alpha and `--power`) gives the tasks needed (at the pilot's trials, sized to the spread's 80%
+   upper confidence limit) and the trials per task needed (with the pilot's tasks, at the
+   spread's estimate). Then `--power-nights` nights are drawn at each planned size
    (new tasks from the same population for the first; the pilot's tasks, new trials, for the
    second) and the share whose paired t rejects in the right direction is counted, over
    `--pilots` pilots. Planned power is met when that share is at least `--power`.
@@ -88,9 +89,11 @@ def _rows(scores: np.ndarray, run: str) -> pl.DataFrame:
     )
 
 
-def family_false_alarms(args: argparse.Namespace, rng: np.random.Generator) -> dict[str, Rate]:
+def family_false_alarms(
+    args: argparse.Namespace, rng: np.random.Generator
+) -> dict[regression.Correction, Rate]:
     """Part 1: the share of null nights on which some suite is called changed."""
-    alarms = {"holm": 0, "bh": 0, "none": 0}
+    alarms: dict[regression.Correction, int] = {"holm": 0, "bh": 0, "none": 0}
     checked = 0
     for night in range(args.nights):
         p = rng.uniform(0.1, 0.9, size=(args.suites, args.tasks))
@@ -243,16 +246,16 @@ def main() -> None:
     print("| planned | sizes planned (median, range) | detected | at least the planned power |")
     print("|---|---|---|---|")
     for key, label in (("tasks", "tasks (at the pilot's trials)"), ("trials", "trials per task")):
-        rate = power[key]
-        assert isinstance(rate, Rate)
+        detected = power[key]
+        assert isinstance(detected, Rate)
         planned = sizes[key]
         if not planned:
             print(f"| {label} | none | - | - |")
             continue
-        met = "yes" if rate.hits / rate.trials >= args.power else "no"
+        met = "yes" if detected.hits / detected.trials >= args.power else "no"
         print(
             f"| {label} | {int(np.median(planned))} ({min(planned)}–{max(planned)}) | "
-            f"{rate.text()} | {met} |"
+            f"{detected.text()} | {met} |"
         )
     print(
         f"\nPilots whose plan gave no trial count (tasks' own spread too large): "

@@ -53,14 +53,47 @@ def spread(tasks: int, trials: int, variance: float) -> planning.TrialSpread:
 # --- item 4: the plan's formula ------------------------------------------------------------------
 
 
-def test_tasks_needed_matches_the_noncentral_t_by_hand() -> None:
-    """Issue 18 item 4: sd 0.1, effect 0.05 (size 0.5), alpha 0.05, power 0.8 needs 34 tasks:
-    the smallest n whose paired t power reaches 0.8 (the normal approximation's 31.4 is short)."""
+def upper_limit(sd: float, tasks: int) -> float:
+    """The spread's one-sided 80% upper confidence limit: s·√((n − 1) / χ²₀.₂(n − 1))."""
+    return sd * math.sqrt((tasks - 1) / stats.chi2.ppf(0.2, tasks - 1))
+
+
+def test_the_spread_upper_limit_by_hand() -> None:
+    """Issue 18 item 4 (Browne 1995): 20 tasks of sd 0.1: χ²₀.₂(19) = 13.7158, so the 80%
+    upper limit is 0.1·√(19 / 13.7158) = 0.11770; it falls toward s as the tasks grow."""
+    assert stats.chi2.ppf(0.2, 19) == pytest.approx(13.7158, abs=1e-4)
+    assert planning.spread_upper_limit(0.1, 20) == pytest.approx(0.117697, abs=1e-6)
+    limits = [planning.spread_upper_limit(0.1, n) for n in (3, 10, 100, 10_000)]
+    assert all(b < a for a, b in itertools.pairwise(limits))
+    assert 0.1 < limits[-1] < 0.101
+
+
+def test_tasks_needed_matches_the_noncentral_t_at_the_upper_limit_by_hand() -> None:
+    """Issue 18 item 4 ("the planned trial count, when used, detects the planned effect with at
+    least the planned power"): sd 0.1 over 20 tasks, effect 0.05, alpha 0.05, power 0.8. The plan
+    sizes to the 80% upper limit 0.11770 (size 0.05 / 0.11770 = 0.4248), not to s (size 0.5,
+    which needed 34 tasks and fell short of its power when used): the smallest n whose paired t
+    power at 0.4248 reaches 0.8 is 46 (0.8049; 45 give 0.7959)."""
     result = planning.plan(diffs_with(0.0, 0.1, 20), None, alpha=0.05, power=0.8, effect=0.05)
-    assert result.tasks_needed == 34
-    assert t_power(0.5, 34, 0.05) >= 0.8 > t_power(0.5, 33, 0.05)
-    normal = ((stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) / 0.5) ** 2
-    assert math.ceil(normal) == 32
+    assert result.sd_upper_limit == pytest.approx(upper_limit(0.1, 20))
+    size = 0.05 / upper_limit(0.1, 20)
+    assert size == pytest.approx(0.42482, abs=1e-5)
+    assert t_power(size, 46, 0.05) >= 0.8 > t_power(size, 45, 0.05)
+    assert result.tasks_needed == 46
+    assert t_power(0.5, 34, 0.05) >= 0.8 > t_power(0.5, 33, 0.05)  # what s alone would plan
+    assert result.report()["sdUpperLimit"] == result.sd_upper_limit
+    assert result.report()["sdUpperLimitConfidence"] == 0.8
+    assert "needs 46 tasks at the spread's 80% upper limit" in result.line()
+
+
+def test_a_smaller_comparison_plans_more_tasks_for_the_same_spread() -> None:
+    """Issue 18 item 4: the same sd 0.1 measured on 10 tasks is known less well: its upper
+    limit 0.1·√(9 / χ²₀.₂(9)) = 0.12934 (size 0.3866) plans 55 tasks (power 0.8039; 54 give
+    0.7965), more than the 46 planned from 20."""
+    result = planning.plan(diffs_with(0.0, 0.1, 10), None, alpha=0.05, power=0.8, effect=0.05)
+    size = 0.05 / upper_limit(0.1, 10)
+    assert t_power(size, 55, 0.05) >= 0.8 > t_power(size, 54, 0.05)
+    assert result.tasks_needed == 55
 
 
 def test_minimum_detectable_effect_by_hand() -> None:
@@ -70,7 +103,7 @@ def test_minimum_detectable_effect_by_hand() -> None:
     assert result.minimum_detectable_effect == pytest.approx(
         detectable_size(12, 0.05, 0.8) * 0.15, rel=1e-6
     )
-    assert result.sd_difference == pytest.approx(0.15)
+    assert result.sd_difference == pytest.approx(0.15)  # the estimate, not its upper limit
 
 
 def test_the_minimum_detectable_effect_shrinks_with_more_tasks() -> None:
@@ -308,7 +341,9 @@ def test_an_inconclusive_verdict_shows_its_plan(tmp_path: Path) -> None:
     assert shown["withinTaskVariance"] == pytest.approx(within)
     assert shown["betweenTaskVariance"] == pytest.approx(between)
     assert shown["trialsPerTaskNeeded"] == math.ceil(2 * within / (target - between)) == 4
-    assert shown["tasksNeeded"] == planning.tasks_needed(0.15 / math.sqrt(variance), 0.05, 0.8)
+    size = 0.15 / upper_limit(math.sqrt(variance), 10)
+    needed = shown["tasksNeeded"]
+    assert t_power(size, needed, 0.05) >= 0.8 > t_power(size, needed - 1, 0.05)
 
 
 def test_a_decided_verdict_shows_a_plan_only_when_asked(tmp_path: Path) -> None:

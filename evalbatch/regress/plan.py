@@ -20,10 +20,26 @@ Then, at the level alpha and power P:
 
 - e(n) is the standardized effect the test detects with n tasks (`solve_power`), and the minimum
   detectable effect now is e(n) · s;
-- tasks needed for an effect δ, at the current trials: the smallest n' ≥ 2 whose power at δ / s
-  reaches P (new tasks are assumed to spread like the current ones);
+- tasks needed for an effect δ, at the current trials: the smallest n' ≥ 2 whose power at δ / s_U
+  reaches P, s_U the spread's one-sided 80% upper confidence limit s·√((n − 1) / χ²₀.₂(n − 1))
+  (Browne 1995; new tasks are assumed to spread like the current ones). Planning at s itself
+  plans too few tasks whenever a small comparison estimates its spread low, and the power lost
+  then outweighs what an estimate too high adds: at s the planned size detected the effect 77%
+  of the time for a planned 80%; at s_U the planned power is reached with probability at least
+  0.8, and the expected power over the comparison's own sampling is above P
+  (bench/calibrate_regress.py). The level is a fixed 80% rather than the one whose expected
+  power is exactly P: that one depends on the unknown true spread and needs a numerical
+  integral, while 80% keeps the expected power above P for P from 0.5 to 0.95 and 10 to 80
+  tasks, at plans 1.4 times larger at 20 tasks;
 - trials per task (on each side) needed for δ, with the current n tasks: the smallest t ≥ 1 with
-  b + 2w / t ≤ (δ / e(n))²; none when b alone exceeds it (only more tasks help).
+  b + 2w / t ≤ (δ / e(n))²; none when b alone exceeds it (only more tasks help). This one keeps the
+  estimate: w is pooled over every task's trials, and t grows ever faster as b nears the
+  bound, so an estimate of b too high overshoots by more than one too low falls short; at the
+  same upper limit it met the power too but gave no trial count for most small comparisons
+  (bench/calibrate_regress.py).
+
+The minimum detectable effect now, e(n) · s, says what this comparison can see; it is not a plan
+and keeps the estimate.
 """
 
 from __future__ import annotations
@@ -33,6 +49,20 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+
+#: the one-sided confidence of the spread's upper limit the sizes are planned against (Browne
+#: 1995): a spread estimated low would otherwise plan too few tasks more often than one
+#: estimated high plans too many (bench/calibrate_regress.py)
+SPREAD_CONFIDENCE = 0.8
+
+
+def spread_upper_limit(sd: float, tasks: int, confidence: float = SPREAD_CONFIDENCE) -> float:
+    """The one-sided upper confidence limit of the differences' standard deviation from `tasks`
+    pairs: (n − 1)s²/σ² is chi-square with n − 1 degrees of freedom, so σ ≤
+    s·√((n − 1) / χ²₁₋γ(n − 1)) with confidence γ, χ²₁₋γ its lower 1 − γ quantile."""
+    from scipy import stats
+
+    return sd * math.sqrt((tasks - 1) / float(stats.chi2.ppf(1 - confidence, tasks - 1)))
 
 
 @dataclass(frozen=True)
@@ -74,6 +104,7 @@ class Plan:
     tasks: int
     trials_per_task: float | None
     sd_difference: float
+    sd_upper_limit: float | None  # the spread the sizes are planned against (SPREAD_CONFIDENCE)
     within_variance: float | None
     between_variance: float | None
     minimum_detectable_effect: float | None
@@ -91,6 +122,8 @@ class Plan:
             "tasks": self.tasks,
             "trialsPerTask": self.trials_per_task,
             "sdDifference": self.sd_difference,
+            "sdUpperLimit": self.sd_upper_limit,
+            "sdUpperLimitConfidence": SPREAD_CONFIDENCE,
             "withinTaskVariance": self.within_variance,
             "betweenTaskVariance": self.between_variance,
             "minimumDetectableEffect": self.minimum_detectable_effect,
@@ -100,8 +133,9 @@ class Plan:
         }
 
     def line(self) -> str:
-        """`plan (paired t, alpha 0.05, power 0.8): detectable now ±0.0812 with 10 tasks; a
-        0.05 change needs 34 tasks, or 7 trials per task on each side`."""
+        """`plan (paired t, alpha 0.05, power 0.8): detectable now ±0.4081 with 10 tasks × 3
+        trials; a 0.2 change needs 58 tasks at the spread's 80% upper limit (more trials cannot
+        reach it with these tasks, only more tasks can)`."""
         head = f"plan (paired t, alpha {self.alpha:.4g}, power {self.power:g}): "
         if self.minimum_detectable_effect is None:
             return head + str(self.reason)
@@ -109,7 +143,7 @@ class Plan:
         text = (
             f"{head}detectable now ±{self.minimum_detectable_effect:.4f} with "
             f"{self.tasks} tasks{trials}; a {self.effect:g} change needs "
-            f"{self.tasks_needed} tasks"
+            f"{self.tasks_needed} tasks at the spread's {SPREAD_CONFIDENCE:.0%} upper limit"
         )
         if self.trials_per_task_needed is not None:
             text += f", or {self.trials_per_task_needed} trials per task on each side"
@@ -180,6 +214,7 @@ def plan(
         tasks=tasks,
         trials_per_task=spread.mean_trials() if spread is not None else None,
         sd_difference=sd,
+        sd_upper_limit=None,
         within_variance=within,
         between_variance=between,
         minimum_detectable_effect=None,
@@ -192,6 +227,7 @@ def plan(
         return replace(base, reason="the paired differences do not vary: the test is exact")
     size_now = detectable_effect_size(tasks, alpha, power)
     needed_sd = effect / size_now
+    upper = spread_upper_limit(sd, tasks)
     trials: int | None = None
     reason: str | None = None
     if within is None or between is None:
@@ -202,8 +238,9 @@ def plan(
         reason = "more trials cannot reach it with these tasks, only more tasks can"
     return replace(
         base,
+        sd_upper_limit=upper,
         minimum_detectable_effect=size_now * sd,
-        tasks_needed=tasks_needed(effect / sd, alpha, power),
+        tasks_needed=tasks_needed(effect / upper, alpha, power),
         trials_per_task_needed=trials,
         reason=reason,
     )
