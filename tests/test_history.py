@@ -456,4 +456,3 @@ def test_history_reports_the_night_a_task_broke_and_which_tasks_are_flaky(
     assert "changes (p <= 0.05" in text
     (line,) = [row for row in text.splitlines() if "acme/night-06" in row and "-1.000" in row]
     assert line.split()[1] == "t2"
-
