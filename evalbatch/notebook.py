@@ -20,7 +20,6 @@ from typing import Any
 
 import duckdb
 import polars as pl
-import pyarrow.parquet as pq
 
 from evalbatch.errors import EvalbatchError, InputError
 from evalbatch.extract import sql_files, trial_tables
@@ -28,7 +27,7 @@ from evalbatch.history.series import series_of
 from evalbatch.inputs import event_files
 from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
-from evalbatch.outputs import manifest, outdir, output_format
+from evalbatch.outputs import outdir, output_format
 from evalbatch.pipeline.grading import GradeResult, Paths, as_paths, collect
 from evalbatch.pipeline.local import stage_pass
 from evalbatch.reduce import regression
@@ -145,15 +144,8 @@ VIEWS: dict[str, tuple[str, str, str]] = {
     ),
 }
 
+
 #: the graded tables' columns and types: the files' (`output_format`), summaries aside
-_SCHEMAS: dict[str, pl.Schema] = {
-    "runs": output_format.RUN_SCHEMA,
-    "tasks": output_format.TASK_SCHEMA,
-    "trials": output_format.TRIAL_SCHEMA,
-    "problems": output_format.PROBLEM_SCHEMA,
-}
-
-
 def tables(with_events: bool = True) -> list[TableInfo]:
     """Every analyst relation, graded tables first; the views only over events."""
     found = [TableInfo(name, "graded", rule, text) for name, (rule, text) in GRADED.items()]
@@ -163,19 +155,10 @@ def tables(with_events: bool = True) -> list[TableInfo]:
     return found
 
 
-def output_dir(path: str | Path) -> bool:
-    """Whether `path` is an output directory of `evalbatch run` rather than event files: it
-    holds summaries.jsonl, or an incremental run's manifest (not a table: an event file may be
-    called trials.parquet)."""
-    root = Path(path)
-    names = (output_format.SUMMARIES_FILE, output_format.MANIFEST_FILE)
-    return root.is_dir() and any((root / name).is_file() for name in names)
-
-
 def _split(source: Paths, events: Paths) -> tuple[Path | None, list[str]]:
     """The output directory among `source` (at most one) and the event paths."""
     given = as_paths(source)
-    found = [path for path in given if output_dir(path)]
+    found = [path for path in given if outdir.output_dir(path)]
     if len(found) > 1:
         raise InputError(
             f"{len(found)} output directories given ({', '.join(found)}): connect opens one"
@@ -184,60 +167,8 @@ def _split(source: Paths, events: Paths) -> tuple[Path | None, list[str]]:
     return (Path(found[0]) if found else None), paths
 
 
-def _check_manifest(out: Path) -> None:
-    """An incremental run's manifest records each file it wrote (E-71): when there is one, the
-    files must be those, whole (a run that is writing, or a file changed by hand, is refused)."""
-    if not (out / output_format.MANIFEST_FILE).is_file():
-        return
-    try:
-        manifest.check_outputs(out, manifest.read_manifest(out))
-    except manifest.Untrusted as exc:
-        raise InputError(
-            f"{out}: {exc}: these are not the files its last run wrote "
-            "(run `evalbatch run` into it again)"
-        ) from None
-
-
-def _schema_version(path: Path) -> str:
-    metadata = pq.read_schema(path).metadata or {}
-    return metadata.get(b"evalbatch.schema_version", b"?").decode(errors="replace")
-
-
-def read_output_dir(out: Path) -> tuple[dict[str, pl.DataFrame], dict[str, str]]:
-    """The graded tables of an output directory as `evalbatch run` wrote them, and each graded
-    run's summary as JSON text, checked: the tables must have this evalbatch's columns and types
-    (`output_format`), and summaries.jsonl must hold a line for each graded run and no other.
-
-    Raises:
-        InputError: not an output directory, a file missing or unreadable, a table of another
-            schema version, or files that do not belong together.
-    """
-    _check_manifest(out)
-    read = outdir.load(out, tables=output_format.TABLE_NAMES)
-    frames: dict[str, pl.DataFrame] = {}
-    for name, schema in _SCHEMAS.items():
-        frame = read.table(name)
-        if frame.schema != schema:
-            path = out / output_format.table_file(name)
-            raise InputError(
-                f"{path}: written with schema version {_schema_version(path)}, this evalbatch "
-                f"reads version {output_format.SCHEMA_VERSION} (run `evalbatch run` into "
-                f"{out} again)"
-            )
-        frames[name] = frame
-    graded = set(frames["runs"].filter(pl.col("graded"))["run_id"].to_list())
-    summaries = {run_id: json.dumps(doc, ensure_ascii=False) for run_id, doc in read.summaries}
-    if set(summaries) != graded or len(summaries) != len(read.summaries):
-        raise InputError(
-            f"{out}: {output_format.SUMMARIES_FILE} holds {len(read.summaries)} line(s), "
-            f"{output_format.table_file('runs')} {len(graded)} graded run(s), not the same runs: "
-            "not the outputs of one run (run `evalbatch run` into it again)"
-        )
-    return frames, summaries
-
-
 def _graded(result: GradeResult) -> tuple[dict[str, pl.DataFrame], dict[str, str]]:
-    frames = {name: getattr(result, name) for name in _SCHEMAS}
+    frames = {name: getattr(result, name) for name in outdir.GRADED_SCHEMAS}
     summaries = {
         run_id: json.dumps(doc, ensure_ascii=False) for run_id, doc in result.summaries.items()
     }
@@ -261,7 +192,7 @@ def _add_graded(
 ) -> None:
     """The graded tables, with the columns and types of the files `evalbatch run` writes, and the
     `history` series made from them."""
-    for name, schema in _SCHEMAS.items():
+    for name, schema in outdir.GRADED_SCHEMAS.items():
         _store(con, name, frames[name].match_to_schema(schema))
     _store(con, "history", series_of(frames["runs"], frames["tasks"], frames["trials"]))
     rows = pl.DataFrame(
@@ -407,7 +338,8 @@ def connect(
 
     Raises:
         InputError: no event file can be used at all; an output directory that cannot be read
-            whole (see `read_output_dir`); grading settings given with an output directory.
+            whole (`outputs.outdir.read_graded`); grading settings given with an output
+            directory.
         SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
     """
     out, event_paths = _split(source, events)
@@ -426,7 +358,7 @@ def connect(
                 f"{out} is an output directory, already graded: {', '.join(given)} grade events "
                 "(select runs in the query instead)"
             )
-        frames, summaries = read_output_dir(out)
+        frames, summaries = outdir.read_graded(out)
     con = trial_tables.connect(resources)
     try:
         if out is None:

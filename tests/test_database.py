@@ -22,10 +22,9 @@ import pytest
 from click.testing import CliRunner
 
 import evalbatch
-from evalbatch import notebook
 from evalbatch.cli import cli
 from evalbatch.errors import InputError
-from evalbatch.outputs import output_format
+from evalbatch.outputs import outdir, output_format
 from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES, run_main
 
 #: the graded tables, and the series made from them (issue 18 item 1)
@@ -334,5 +333,5 @@ def test_sql_out_and_its_old_spelling(out_dir: Path, tmp_path: Path) -> None:
 def test_notebook_module_recognises_an_out_dir(out_dir: Path) -> None:
     """Issue 17 item 4: an output directory is told from event files by summaries.jsonl (the
     samples hold an event file named trials.parquet)."""
-    assert notebook.output_dir(out_dir)
-    assert not notebook.output_dir(SAMPLE_EVENTS)
+    assert outdir.output_dir(out_dir)
+    assert not outdir.output_dir(SAMPLE_EVENTS)

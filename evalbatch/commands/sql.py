@@ -385,8 +385,9 @@ def sql_command(
     import duckdb  # the engine loads when the command runs, not for --help
 
     from evalbatch import notebook
+    from evalbatch.outputs import outdir
 
-    if any(notebook.output_dir(path) for path in sources):
+    if any(outdir.output_dir(path) for path in sources):
         if given := _grading_options_given(ctx):
             raise click.UsageError(
                 f"OUT_DIR is already graded: {', '.join(given)} grade events; select runs in "

@@ -1,9 +1,10 @@
 """The series frame: one row per (suite, task, run), in the time order of the runs (issue 18 item
 1), built from the graded tables `evalbatch run` wrote into one or more output directories.
 
-Each directory is read whole and checked as `evalbatch.connect` reads it (`read_output_dir`: this
-schema version's columns and types, summaries.jsonl holding exactly the graded runs, an
-incremental run's manifest), so a directory of another version is refused with one line. Nothing
+Each directory is read whole and checked as `evalbatch.connect` reads it
+(`outputs.outdir.read_graded`: this schema version's columns and types, summaries.jsonl holding
+exactly the graded runs, an incremental run's manifest), so a directory of another version is
+refused with one line. Nothing
 is regraded: every number is the tables' own, except `pass_hat_k` (element n of
 `pass_hat_k_by_k`) and the tokens (summed over the task's counted trials).
 
@@ -23,7 +24,7 @@ import duckdb
 import polars as pl
 
 from evalbatch.errors import InputError
-from evalbatch.outputs import output_format
+from evalbatch.outputs import outdir, output_format
 
 #: the series frame's columns and types (shared by the trends of `evalbatch.history.trends`)
 SERIES_SCHEMA = pl.Schema(
@@ -181,7 +182,6 @@ def read_history(
     `suite_id` is one suiteId or several (any of them); `since` (inclusive) and `until`
     (exclusive) bound the eval's start; `run_ids` are globs (any of them), as the run filters'.
     """
-    from evalbatch.notebook import read_output_dir  # connect's checked reading of a directory
 
     paths = [Path(out_dirs)] if isinstance(out_dirs, str | Path) else list(map(Path, out_dirs))
     # a directory given twice is read once (a shell glob and a path naming the same one)
@@ -192,7 +192,7 @@ def read_history(
     parts: list[pl.DataFrame] = []
     for out in given:
         try:
-            frames, _ = read_output_dir(out)
+            frames, _ = outdir.read_graded(out)
         except InputError as exc:
             history.skipped.append((out, str(exc)))
             continue

@@ -17,9 +17,22 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow.parquet as pq
 
 from evalbatch.errors import InputError, OutputError, write_failed
-from evalbatch.outputs.output_format import REQUIRED_COLUMNS, SUMMARIES_FILE, table_file
+from evalbatch.outputs import manifest
+from evalbatch.outputs.output_format import (
+    MANIFEST_FILE,
+    PROBLEM_SCHEMA,
+    REQUIRED_COLUMNS,
+    RUN_SCHEMA,
+    SCHEMA_VERSION,
+    SUMMARIES_FILE,
+    TABLE_NAMES,
+    TASK_SCHEMA,
+    TRIAL_SCHEMA,
+    table_file,
+)
 
 
 @dataclass
@@ -138,3 +151,73 @@ def write_atomic(path: str | Path, text: str | Iterable[str]) -> Path:
         Path(temp).unlink(missing_ok=True)
         raise
     return target
+
+
+#: the graded tables of an output directory, with the columns and types `run` writes
+GRADED_SCHEMAS: dict[str, pl.Schema] = {
+    "runs": RUN_SCHEMA,
+    "tasks": TASK_SCHEMA,
+    "trials": TRIAL_SCHEMA,
+    "problems": PROBLEM_SCHEMA,
+}
+
+
+def output_dir(path: str | Path) -> bool:
+    """Whether `path` is an output directory of `evalbatch run` rather than event files: it
+    holds summaries.jsonl, or an incremental run's manifest (not a table: an event file may be
+    called trials.parquet)."""
+    root = Path(path)
+    names = (SUMMARIES_FILE, MANIFEST_FILE)
+    return root.is_dir() and any((root / name).is_file() for name in names)
+
+
+def _check_manifest(out: Path) -> None:
+    """An incremental run's manifest records each file it wrote (E-71): when there is one, the
+    files must be those, whole (a run that is writing, or a file changed by hand, is refused)."""
+    if not (out / MANIFEST_FILE).is_file():
+        return
+    try:
+        manifest.check_outputs(out, manifest.read_manifest(out))
+    except manifest.Untrusted as exc:
+        raise InputError(
+            f"{out}: {exc}: these are not the files its last run wrote "
+            "(run `evalbatch run` into it again)"
+        ) from None
+
+
+def _schema_version(path: Path) -> str:
+    metadata = pq.read_schema(path).metadata or {}
+    return metadata.get(b"evalbatch.schema_version", b"?").decode(errors="replace")
+
+
+def read_graded(out: Path) -> tuple[dict[str, pl.DataFrame], dict[str, str]]:
+    """The graded tables of an output directory as `evalbatch run` wrote them, and each graded
+    run's summary as JSON text, checked: the tables must have this evalbatch's columns and types
+    (`output_format`), and summaries.jsonl must hold a line for each graded run and no other.
+
+    Raises:
+        InputError: not an output directory, a file missing or unreadable, a table of another
+            schema version, or files that do not belong together.
+    """
+    _check_manifest(out)
+    read = load(out, tables=TABLE_NAMES)
+    frames: dict[str, pl.DataFrame] = {}
+    for name, schema in GRADED_SCHEMAS.items():
+        frame = read.table(name)
+        if frame.schema != schema:
+            path = out / table_file(name)
+            raise InputError(
+                f"{path}: written with schema version {_schema_version(path)}, this evalbatch "
+                f"reads version {SCHEMA_VERSION} (run `evalbatch run` into "
+                f"{out} again)"
+            )
+        frames[name] = frame
+    graded = set(frames["runs"].filter(pl.col("graded"))["run_id"].to_list())
+    summaries = {run_id: json.dumps(doc, ensure_ascii=False) for run_id, doc in read.summaries}
+    if set(summaries) != graded or len(summaries) != len(read.summaries):
+        raise InputError(
+            f"{out}: {SUMMARIES_FILE} holds {len(read.summaries)} line(s), "
+            f"{table_file('runs')} {len(graded)} graded run(s), not the same runs: "
+            "not the outputs of one run (run `evalbatch run` into it again)"
+        )
+    return frames, summaries
