@@ -426,6 +426,21 @@ def test_report_refuses_an_unusable_history_directory(
     assert err == f"evalbatch: {missing}: {NO_SUCH_DIRECTORY}\n"
 
 
+def test_a_file_given_as_an_output_directory_is_named_as_such(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CONTRACT §6: the one line says what is wrong with the path: a file that exists is not a
+    directory, not a missing one."""
+    given = tmp_path / "summaries.jsonl"
+    given.write_text("{}\n")
+    code, _, err = run_main(monkeypatch, capsys, "history", given)
+    assert code == 2
+    assert err == (
+        f"evalbatch: no output directory usable: {given}: not a directory "
+        "(give the --out directory of evalbatch run)\n"
+    )
+
+
 def test_history_reports_the_night_a_task_broke_and_which_tasks_are_flaky(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -92,7 +92,8 @@ def load(
     root = Path(out_dir)
     summaries_path = root / SUMMARIES_FILE
     if not root.is_dir():
-        raise InputError(f"{root}: no such directory (give the --out directory of evalbatch run)")
+        what = "not a directory" if root.exists() else "no such directory"
+        raise InputError(f"{root}: {what} (give the --out directory of evalbatch run)")
     if not summaries_path.is_file():
         raise InputError(
             f"{root}: no summaries.jsonl here (not an `evalbatch run` output directory)"
