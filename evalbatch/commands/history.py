@@ -350,7 +350,7 @@ def history(
     usage error; 3 shown, but a directory was skipped (named on stderr).
     """
     from evalbatch.history.series import read_history  # polars loads when the command runs
-    from evalbatch.history.trends import change_points, flaky_tasks
+    from evalbatch.history.trends import trends
 
     found = read_history(out_dirs, filter_suites, since, until, run_ids=run_ids)
     if found.series.height == 0:
@@ -367,8 +367,7 @@ def history(
             if value
         ]
         raise _nothing_shown(found, given)
-    flaky = flaky_tasks(found.series, alpha)
-    changes = change_points(found.series, alpha)
+    flaky, changes = trends(found.series, alpha)
     if as_json:
         click.echo(json.dumps(history_json(found, flaky, changes), indent=2))
     elif not quiet:

@@ -338,13 +338,24 @@ def flaky_tasks(
     `alpha` is both the change test's level (`change_points`, same `permutations` and `seed`)
     and one minus the intervals' confidence. Raises `InputError` naming the rows of a faulty
     frame."""
+    return trends(series, alpha, permutations=permutations, seed=seed)[0]
+
+
+def trends(
+    series: pl.DataFrame, alpha: float = 0.05, *, permutations: int = 999, seed: int = 0
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`flaky_tasks(series, ...)` and `change_points(series, ...)` from one change test per task
+    (the permutation test is the costly part; both read its result)."""
     _check_level(alpha, permutations)
-    rows = [
-        _flaky_row(task, _change_row(task, alpha, permutations, seed), alpha)
-        for task in _task_series(series)
-    ]
-    return pl.DataFrame(rows, schema=FLAKY_SCHEMA, orient="row").sort(
+    tasks = _task_series(series)
+    changes = [_change_row(task, alpha, permutations, seed) for task in tasks]
+    flaky = pl.DataFrame(
+        [_flaky_row(task, change, alpha) for task, change in zip(tasks, changes, strict=True)],
+        schema=FLAKY_SCHEMA,
+        orient="row",
+    ).sort(
         ["flakiness", "flakiness_low", "suite_id", "task_id"],
         descending=[True, True, False, False],
         nulls_last=True,
     )
+    return flaky, _change_frame(changes)
