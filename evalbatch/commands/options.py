@@ -10,7 +10,7 @@ noted on stderr, and giving an old and the new spelling together is a usage erro
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, TypeVar, get_args
 
 import click
 from click.core import ParameterSource
@@ -18,10 +18,15 @@ from click.core import ParameterSource
 from evalbatch.commands.types import FiniteFloatRange
 from evalbatch.options import OnMissDefault
 
+if TYPE_CHECKING:
+    from evalbatch.inputs.capabilities import EvalSuiteFacets
+
 __all__ = [
     "RenamedOption",
+    "capabilities_option",
     "default_pass_score_option",
     "on_miss_default_option",
+    "one_capabilities",
     "out_option",
     "renamed_option",
     "suites_option",
@@ -137,3 +142,31 @@ on_miss_default_option = click.option(
     show_default=True,
     help="What an absent fixtures.onMiss means (D-9).",
 )
+capabilities_option = click.option(
+    "--capabilities",
+    "capabilities_paths",
+    multiple=True,
+    type=click.Path(),
+    metavar="CAPS",
+    help="A host's capabilities (the document it serves, its agents block or its evalSuite "
+    "block, read off its shape) to check against its agents.evalSuite facets (RFC 0244 §G, "
+    "E-100); one document for the whole input (E-101).",
+)
+
+
+def one_capabilities(paths: Sequence[str]) -> EvalSuiteFacets | None:
+    """The facets of the one `--capabilities` document, or None when none is given.
+
+    Several documents would need the log to say which host ran which run, and an OpenWOP log
+    does not (E-101): more than one is a usage error, never one silently chosen.
+    """
+    from evalbatch.inputs import capabilities
+
+    if not paths:
+        return None
+    if len(paths) > 1:
+        raise capabilities.CapabilitiesError(
+            f"--capabilities given {len(paths)} times: give one document for the whole input "
+            "(an event log does not say which host ran which run, E-101)"
+        )
+    return capabilities.read_capabilities(paths[0])

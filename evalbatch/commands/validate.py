@@ -14,14 +14,15 @@ from typing import Any
 import click
 
 from evalbatch.commands import faults
-from evalbatch.commands.options import quiet_option
+from evalbatch.commands.options import capabilities_option, one_capabilities, quiet_option
 from evalbatch.commands.types import printable
 from evalbatch.errors import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE
-from evalbatch.inputs import suites
+from evalbatch.inputs import capabilities, suites
 
 
 @click.command(name="validate", cls=faults.Command)
 @click.argument("suite_paths", nargs=-1, required=True)
+@capabilities_option
 @quiet_option("Print only the errors: no line for a valid file, no warnings.")
 @click.option(
     "--json",
@@ -29,18 +30,29 @@ from evalbatch.inputs import suites
     is_flag=True,
     help="Print one JSON document (every file with its faults, the conflicts) instead.",
 )
-def validate(suite_paths: tuple[str, ...], quiet: bool, as_json: bool) -> None:
-    """Check suite files (or directories of them) against the schema and the suite rules.
+def validate(
+    suite_paths: tuple[str, ...],
+    capabilities_paths: tuple[str, ...],
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Check suite files (or directories of them) against the schema and the suite rules, and,
+    with --capabilities, whether a host would accept them (RFC 0244 §G).
 
     \b
     Example:
       evalbatch validate data/samples/suites
+      evalbatch validate data/samples/suites --capabilities host-capabilities.json
 
-    Prints each fault with its JSON path. Exit codes: 0 valid (warnings allowed); 1 some suite is
-    invalid (a fault of the schema or the suite rules, no suiteId or version, two different
-    copies of one suite); 2 a file cannot be read as JSON, or a path holds no suite file (a
-    directory is searched for *.json).
+    Prints each fault with its JSON path; with --capabilities, each field the host would refuse
+    the suite on (400 validation_error, or 501 capability_not_provided when it runs no eval
+    suite). Exit codes: 0 valid (warnings allowed) and, with --capabilities, accepted; 1 some
+    suite is invalid (a fault of the schema or the suite rules, no suiteId or version, two
+    different copies of one suite) or the host would refuse it; 2 a file cannot be read as JSON,
+    a path holds no suite file (a directory is searched for *.json), or the capabilities
+    document is not one.
     """
+    facets = one_capabilities(capabilities_paths)
     checked: list[suites.SuiteFile] = []
     seen: set[Path] = set()
     unusable: list[dict[str, str]] = []
@@ -69,6 +81,8 @@ def validate(suite_paths: tuple[str, ...], quiet: bool, as_json: bool) -> None:
             checked.append(suite_file)
             if not as_json:
                 _print_file(suite_file, quiet)
+                if facets is not None:
+                    _print_host(suite_file, facets, quiet)
     matchable = [
         f for f in checked if isinstance(f.doc, dict) and suites.suite_ids(f.doc) is not None
     ]
@@ -78,10 +92,12 @@ def validate(suite_paths: tuple[str, ...], quiet: bool, as_json: bool) -> None:
         if choice.problem == "suite-conflict"
     ]
     invalid = sum(bool(f.errors) for f in checked) + len(conflicts)
+    if facets is not None:
+        invalid += sum(bool(capabilities.refusals(f.doc, facets)) for f in checked)
     code = EXIT_UNUSABLE if unusable else EXIT_FAILED if invalid else EXIT_OK
     if as_json:
-        document = {
-            "files": [_file_json(f) for f in checked],
+        document: dict[str, Any] = {
+            "files": [_file_json(f, facets) for f in checked],
             "conflicts": [
                 {
                     "suiteId": c.suite_id,
@@ -94,6 +110,11 @@ def validate(suite_paths: tuple[str, ...], quiet: bool, as_json: bool) -> None:
             "unusable": unusable,
             "exitCode": code,
         }
+        if facets is not None:
+            document = {
+                "capabilities": {"path": facets.source, "advertised": facets.advertised()},
+                **document,
+            }
         click.echo(json.dumps(document, indent=2, ensure_ascii=False))
     else:
         for choice in conflicts:
@@ -111,9 +132,35 @@ def _print_file(suite_file: suites.SuiteFile, quiet: bool) -> None:
             click.echo(f"{where}: {printable(fault)}")
 
 
-def _file_json(suite_file: suites.SuiteFile) -> dict[str, Any]:
-    """One file of `validate --json`: its suite, whether it is valid, its faults."""
+def _print_host(
+    suite_file: suites.SuiteFile, facets: capabilities.EvalSuiteFacets, quiet: bool
+) -> None:
+    """Whether the host of `facets` would accept the suite, or each field it would refuse it on
+    (RFC 0244 §G); with `quiet` only the refusals. An invalid suite is never said to be accepted
+    (its faults are printed above it)."""
+    where = printable(suite_file.path)
+    refused = capabilities.refusals(suite_file.doc, facets)
+    if not refused and not suite_file.errors and not quiet:
+        click.echo(f"{where}: the host would accept it ({printable(facets.source)})")
+    for refusal in refused:
+        click.echo(f"{where}: refused: {printable(refusal)}")
+
+
+def _file_json(
+    suite_file: suites.SuiteFile, facets: capabilities.EvalSuiteFacets | None
+) -> dict[str, Any]:
+    """One file of `validate --json`: its suite, whether it is valid, its faults; with
+    capabilities, whether the host would accept it and every field it would refuse."""
     ids = suites.suite_ids(suite_file.doc) if isinstance(suite_file.doc, dict) else None
+    host: dict[str, Any] = {}
+    if facets is not None:
+        refused = capabilities.refusals(suite_file.doc, facets)
+        host = {
+            "host": {
+                "accepted": not refused and not suite_file.errors,
+                "refusals": [refusal.as_json() for refusal in refused],
+            }
+        }
     return {
         "path": suite_file.path,
         "suiteId": ids[0] if ids else None,
@@ -123,4 +170,5 @@ def _file_json(suite_file: suites.SuiteFile) -> dict[str, Any]:
             {"severity": f.severity, "path": f.path, "message": f.message}
             for f in suite_file.faults
         ],
+        **host,
     }

@@ -38,6 +38,7 @@ __all__ = [
     "format_path",
     "load_suite_files",
     "resolve_suites",
+    "schema_faults",
     "validate_suite",
     "validate_summary",
 ]
@@ -380,6 +381,12 @@ def validate_suite(doc: Any) -> list[Fault]:
     less than they seem to (arguments that are never compared). Sorted by JSON path.
     """
     return _faults([*_schema_check(SUITE_SCHEMA, doc), *_suite_rule_items(doc)])
+
+
+def schema_faults(schema: str, doc: Any) -> list[Fault]:
+    """Every fault of `doc` against one of the package's schemas (`evalbatch/schemas/<schema>`),
+    by JSON path, in the words `validate` uses; never the offending value."""
+    return _faults(_schema_check(schema, doc))
 
 
 def validate_summary(doc: Any) -> list[Fault]:

@@ -1,0 +1,320 @@
+"""RFC 0244 §G: a host refuses a suite that uses a feature whose facet it does not advertise
+(E-100), and `evalbatch validate --capabilities` says so before a run (one document: E-101).
+
+Each §G feature is checked on its own, with the facet absent (refused, naming the field) and
+present (accepted), so a rule that stopped refusing, or refused what it should accept, fails.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from evalbatch.commands.validate import validate
+from evalbatch.inputs.capabilities import (
+    CapabilitiesError,
+    EvalSuiteFacets,
+    facets_of,
+    log_refusals,
+    read_capabilities,
+    refusals,
+)
+from tests.conftest import SAMPLE_SUITES, make_suite, write_json
+
+#: a host advertising every facet of RFC 0244 §G and every mode
+EVERYTHING: dict[str, Any] = {
+    "supported": True,
+    "modes": ["golden", "rubric", "adversarial", "regression", "live-shadow"],
+    "trajectory": True,
+    "trials": {"maxTrials": 10},
+    "fixtureMatching": True,
+    "regressionVerdict": True,
+}
+
+
+def host(**changes: Any) -> EvalSuiteFacets:
+    """The facets of EVERYTHING with `changes` (a value of None removes the member)."""
+    block = copy.deepcopy(EVERYTHING)
+    for name, value in changes.items():
+        if value is None:
+            block.pop(name, None)
+        else:
+            block[name] = value
+    return facets_of({"agents": {"evalSuite": block}}, "caps.json")
+
+
+def plain_suite(**top: Any) -> dict[str, Any]:
+    """A golden suite using none of the RFC 0244 features."""
+    suite = make_suite(**top)
+    for task in suite["tasks"]:
+        del task["expected"]["trajectory"]
+    return suite
+
+
+def paths(found: list[Any]) -> list[tuple[str, str, str]]:
+    return [(r.status, r.path, r.facet) for r in found]
+
+
+# --- the refusal rule, feature by feature -------------------------------------------------------
+
+
+def test_e100_a_suite_using_no_new_feature_is_accepted_by_a_host_advertising_none() -> None:
+    bare = host(trajectory=None, trials=None, fixtureMatching=None, regressionVerdict=None)
+    assert refusals(plain_suite(), bare) == []
+
+
+def test_e100_everything_advertised_accepts_every_feature() -> None:
+    suite = make_suite(trials={"count": 10, "k": 3})
+    suite["tasks"][0]["expected"]["kind"] = "trajectory"
+    del suite["tasks"][0]["expected"]["match"]
+    suite["tasks"][1]["fixtures"] = {
+        "onMiss": "fail",
+        "toolResponses": [{"tool": "crm:lookup", "args": {"id": 1}, "argsMatch": "exact"}],
+    }
+    assert refusals(suite, host()) == []
+
+
+def test_e100_expected_trajectory_needs_the_trajectory_facet() -> None:
+    found = refusals(make_suite(), host(trajectory=None))
+    assert paths(found) == [
+        ("400 validation_error", "$.tasks[0].expected.trajectory", "trajectory"),
+        ("400 validation_error", "$.tasks[1].expected.trajectory", "trajectory"),
+    ]
+    assert refusals(make_suite(), host(trajectory=False)) == found
+
+
+def test_e100_kind_trajectory_is_refused_by_its_field_too() -> None:
+    suite = make_suite(task_ids=("alpha",))
+    expected = suite["tasks"][0]["expected"]
+    expected["kind"] = "trajectory"
+    del expected["match"]
+    assert paths(refusals(suite, host(trajectory=None))) == [
+        ("400 validation_error", "$.tasks[0].expected.kind", "trajectory"),
+        ("400 validation_error", "$.tasks[0].expected.trajectory", "trajectory"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("count", "facet", "expected"),
+    [
+        (1, None, []),  # one trial is RFC 0081's own run
+        (2, None, [("400 validation_error", "$.trials.count", "trials")]),
+        (5, {"maxTrials": 5}, []),  # at the limit
+        (6, {"maxTrials": 5}, [("400 validation_error", "$.trials.count", "trials.maxTrials")]),
+    ],
+)
+def test_e100_trials_count_above_one_needs_trials_and_stays_within_max_trials(
+    count: int, facet: dict[str, int] | None, expected: list[tuple[str, str, str]]
+) -> None:
+    suite = plain_suite(trials={"count": count})
+    assert paths(refusals(suite, host(trials=facet))) == expected
+
+
+def test_e100_on_miss_and_fixture_args_need_fixture_matching() -> None:
+    suite = plain_suite()
+    suite["tasks"][0]["fixtures"] = {"onMiss": "live", "toolResponses": [{"tool": "a:b"}]}
+    suite["tasks"][1]["fixtures"] = {
+        "toolResponses": [{"tool": "a:b"}, {"tool": "a:c", "args": {"x": 1}}]
+    }
+    assert paths(refusals(suite, host(fixtureMatching=None))) == [
+        ("400 validation_error", "$.tasks[0].fixtures.onMiss", "fixtureMatching"),
+        ("400 validation_error", "$.tasks[1].fixtures.toolResponses[1].args", "fixtureMatching"),
+    ]
+    # fixtures without onMiss or args are RFC 0081's: no facet needed
+    plain = plain_suite()
+    plain["tasks"][0]["fixtures"] = {"toolResponses": [{"tool": "a:b", "response": {}}]}
+    assert refusals(plain, host(fixtureMatching=None)) == []
+
+
+def test_e100_a_mode_the_host_does_not_run_is_refused_by_name() -> None:
+    suite = plain_suite(modes=["golden", "rubric"])
+    found = refusals(suite, host(modes=["golden"]))
+    assert paths(found) == [("400 validation_error", "$.modes[1]", "modes")]
+    assert "'rubric'" in found[0].message
+
+
+def test_e100_more_tasks_than_max_tasks_per_suite_are_refused() -> None:
+    suite = plain_suite()
+    assert paths(refusals(suite, host(maxTasksPerSuite=1))) == [
+        ("400 validation_error", "$.tasks", "maxTasksPerSuite")
+    ]
+    assert refusals(suite, host(maxTasksPerSuite=2)) == []
+
+
+def test_e100_a_host_without_eval_suite_refuses_every_suite_with_501() -> None:
+    for document in ({"agents": {}}, {"agents": {"evalSuite": {**EVERYTHING, "supported": False}}}):
+        found = refusals(plain_suite(), facets_of(document, "caps.json"))
+        assert paths(found) == [("501 capability_not_provided", "$", "supported")]
+
+
+def test_e100_every_refusal_names_the_field_and_the_rfc_and_no_content() -> None:
+    suite = make_suite(trials={"count": 3})
+    suite["tasks"][0]["fixtures"] = {"onMiss": "fail", "toolResponses": []}
+    found = refusals(suite, host(trajectory=None, trials=None, fixtureMatching=None))
+    assert len(found) == 4
+    for refusal in found:
+        assert "RFC 0244 §G" in refusal.message
+        assert "SECRET" not in str(refusal) and "crm:" not in str(refusal)
+
+
+# --- reading a capabilities document ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["served", "wrapped", "agents", "evalSuite"],
+)
+def test_e100_the_document_is_read_off_its_shape(shape: str) -> None:
+    block = copy.deepcopy(EVERYTHING) | {"trials": {"maxTrials": 4}, "trajectory": False}
+    document = {
+        "served": {"protocolVersion": "2", "agents": {"evalSuite": block, "structured": True}},
+        "wrapped": {"capabilities": {"agents": {"evalSuite": block}}},
+        "agents": {"evalSuite": block},
+        "evalSuite": block,
+    }[shape]
+    facets = facets_of(document, "caps.json")
+    assert (facets.supported, facets.max_trials, facets.trajectory, facets.fixture_matching) == (
+        True,
+        4,
+        False,
+        True,
+    )
+
+
+def test_e100_an_eval_suite_block_without_supported_advertises_support() -> None:
+    """The RFC's own §G example carries no `supported`."""
+    facets = facets_of({"agents": {"evalSuite": {"modes": ["golden"], "trajectory": True}}}, "c")
+    assert facets.supported and facets.trajectory and facets.max_trials is None
+
+
+@pytest.mark.parametrize(
+    ("document", "said"),
+    [
+        ([], "not a JSON object"),
+        ({"hello": 1}, "no agents.evalSuite"),
+        ({"agents": []}, "agents must be an object"),
+        ({"agents": {"evalSuite": True}}, "agents.evalSuite must be an object"),
+        ({"evalSuite": {"trajectory": True}}, "modes: required member is missing"),
+        ({"evalSuite": {"modes": "golden"}}, "modes: must be an array"),
+        ({"evalSuite": {"modes": ["superset"]}}, "must be one of"),
+        ({"evalSuite": {"modes": [], "trials": {}}}, "trials.maxTrials: required"),
+        ({"evalSuite": {"modes": [], "trials": {"maxTrials": 0}}}, "must be >= 1"),
+        ({"evalSuite": {"modes": [], "trajectory": "yes"}}, "must be a boolean"),
+        ({"evalSuite": {"modes": [], "trajectroy": True}}, "unknown member"),
+    ],
+)
+def test_e100_a_malformed_document_is_an_error_never_a_reading(document: Any, said: str) -> None:
+    with pytest.raises(CapabilitiesError, match="caps.json") as raised:
+        facets_of(document, "caps.json")
+    assert said in str(raised.value)
+
+
+def test_e100_a_file_that_is_not_json_is_an_error(tmp_path: Path) -> None:
+    bad = tmp_path / "caps.json"
+    bad.write_text('{"agents": {"evalSuite": {"modes": [NaN]}}}')
+    with pytest.raises(CapabilitiesError, match="not JSON"):
+        read_capabilities(bad)
+    with pytest.raises(CapabilitiesError, match="cannot be read"):
+        read_capabilities(tmp_path / "missing.json")
+
+
+# --- what the log shows (for verify) ------------------------------------------------------------
+
+
+def test_e100_log_refusals_read_trial_count_and_modes() -> None:
+    assert paths(log_refusals(3, ["golden"], host(trials=None))) == [
+        ("400 validation_error", "eval.started.trialCount", "trials")
+    ]
+    assert paths(log_refusals(11, ["golden"], host())) == [
+        ("400 validation_error", "eval.started.trialCount", "trials.maxTrials")
+    ]
+    assert paths(log_refusals(None, ["golden", "rubric"], host(modes=["golden"]))) == [
+        ("400 validation_error", "eval.started.modes[1]", "modes")
+    ]
+    assert log_refusals(10, ["golden"], host()) == []
+
+
+# --- `evalbatch validate --capabilities` --------------------------------------------------------
+
+
+def _caps(tmp_path: Path, **changes: Any) -> Path:
+    block = copy.deepcopy(EVERYTHING) | changes
+    return write_json(tmp_path / "caps.json", {"agents": {"evalSuite": block}})
+
+
+def test_e100_validate_accepts_and_refuses_with_exit_codes(tmp_path: Path) -> None:
+    runner = CliRunner()
+    everything = _caps(tmp_path)
+    accepted = runner.invoke(validate, [str(SAMPLE_SUITES), "--capabilities", str(everything)])
+    assert accepted.exit_code == 0, accepted.output
+    assert accepted.output.count("the host would accept it") == 4
+
+    no_trials = write_json(
+        tmp_path / "no-trials.json",
+        {"agents": {"evalSuite": {k: v for k, v in EVERYTHING.items() if k != "trials"}}},
+    )
+    refused = runner.invoke(
+        validate, [str(SAMPLE_SUITES / "trials.json"), "--capabilities", str(no_trials)]
+    )
+    assert refused.exit_code == 1
+    assert (
+        "trials.json: refused: 400 validation_error on $.trials.count: trials.count 3 > 1, "
+        "and the host does not advertise trials (RFC 0244 §G)"
+    ) in refused.output
+
+    quiet = runner.invoke(
+        validate, [str(SAMPLE_SUITES), "--capabilities", str(no_trials), "-q"]
+    )
+    assert quiet.exit_code == 1
+    assert "accept" not in quiet.output and "ok" not in quiet.output.split()
+    assert quiet.output.count("refused:") == 2  # trials.json and regression.json (count 3)
+
+
+def test_e100_validate_json_says_per_file_whether_the_host_accepts(tmp_path: Path) -> None:
+    caps = _caps(tmp_path, fixtureMatching=False)
+    result = CliRunner().invoke(
+        validate, [str(SAMPLE_SUITES), "--capabilities", str(caps), "--json"]
+    )
+    document = json.loads(result.output)
+    assert result.exit_code == document["exitCode"] == 1
+    assert document["capabilities"]["advertised"]["fixtureMatching"] is False
+    hosts = {Path(f["path"]).name: f["host"] for f in document["files"]}
+    assert hosts["trajectory.json"] == {"accepted": True, "refusals": []}
+    assert not hosts["fixture-miss.json"]["accepted"]
+    assert {r["facet"] for r in hosts["fixture-miss.json"]["refusals"]} == {"fixtureMatching"}
+    assert all(r["status"] == "400 validation_error" for r in hosts["fixture-miss.json"]["refusals"])
+
+
+def test_e100_validate_without_capabilities_prints_what_it_printed_before() -> None:
+    result = CliRunner().invoke(validate, [str(SAMPLE_SUITES), "--json"])
+    document = json.loads(result.output)
+    assert "capabilities" not in document
+    assert all("host" not in f for f in document["files"])
+
+
+@pytest.mark.parametrize(
+    "content", ["not json", "[1]", '{"agents": {"evalSuite": {"modes": "golden"}}}']
+)
+def test_e100_a_malformed_capabilities_document_exits_2_never_accepted(
+    tmp_path: Path, content: str
+) -> None:
+    caps = tmp_path / "caps.json"
+    caps.write_text(content)
+    result = CliRunner().invoke(validate, [str(SAMPLE_SUITES), "--capabilities", str(caps)])
+    assert result.exit_code == 2
+    assert "accept" not in result.output
+    assert "caps.json" in result.output
+
+
+def test_e101_two_capabilities_documents_are_a_usage_error(tmp_path: Path) -> None:
+    caps = _caps(tmp_path)
+    result = CliRunner().invoke(
+        validate, [str(SAMPLE_SUITES), "--capabilities", str(caps), "--capabilities", str(caps)]
+    )
+    assert result.exit_code == 2
+    assert "one document for the whole input" in result.output
