@@ -33,6 +33,7 @@ from evalbatch.grade import trial_grading
 from evalbatch.inputs import event_files, in_memory, suites
 from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
+from evalbatch.pipeline.grading import Paths, as_paths, suites_keyword
 from evalbatch.pipeline.local import MergedBatches, grade_shards_locally
 from evalbatch.problems import EVALUATOR_TYPES, SCORE_LABEL
 from evalbatch.reduce import stats
@@ -1156,17 +1157,21 @@ def _contexts(
 
 
 def verify_paths(
-    events: Sequence[str | Path],
-    suite_paths: Sequence[str | Path] = (),
-    summary_paths: Sequence[str | Path] = (),
+    events: Paths,
+    suites: Paths = (),
+    summary_paths: Paths = (),
     *,
+    suite_paths: Paths | None = None,
     suite_docs: Sequence[Mapping[str, Any]] = (),
     summaries: Sequence[HostSummary] = (),
     options: GradeOptions | None = None,
     resources: Resources | None = None,
     run_filter: event_files.RunFilter | None = None,
 ) -> VerifyReport:
-    """Recompute every eval run in `events` and compare with the host's record (CONTRACT §8).
+    """`evalbatch verify`: recompute every eval run in `events` and compare with the host's
+    record (CONTRACT §8). `events`, `suites` and `summary_paths` are each one path (a `str` or a
+    `Path`) or a list of them; `suite_paths=` is the old spelling of `suites=`, kept for one
+    version with a `DeprecationWarning` (issue 17 item 5).
 
     Grading uses `options` as `evalbatch run` does; where a task's `fixtures.onMiss` is absent
     and a miss decides a trial, both readings (count only, fail closed) are tried and the one
@@ -1176,12 +1181,15 @@ def verify_paths(
     Raises:
         InputError: no usable event file, or a summary that is not JSON or names no eval run.
         SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
+        TypeError: both `suites=` and `suite_paths=` are given.
     """
+    paths = as_paths(events)
+    suite_files = suites_keyword(suites, suite_paths, "verify_paths")
+    summary_files = as_paths(summary_paths)
     options = options or GradeOptions()
     engine = {"resources": resources, "run_filter": run_filter}
-    host_summaries = [*load_summaries(summary_paths), *summaries]
-    choices = load_suites(suite_paths, suite_docs)
-    paths = [str(p) for p in events]
+    host_summaries = [*load_summaries(summary_files), *summaries]
+    choices = load_suites(suite_files, suite_docs)
     graded = _grade(paths, choices, options, engine)
     assigned = _assign_summaries(host_summaries, graded.eval_runs)
     host = _read_host(paths, graded.trials, engine)
