@@ -36,8 +36,8 @@ from evalbatch.pipeline.write import RunReport, write_outputs
 from evalbatch.reduce.regression import RegressOptions
 from evalbatch.regress import sides
 from evalbatch.regress.sides import RegressionReport
-from evalbatch.verify import host_audit
-from evalbatch.verify.host_audit import HostSummary, VerifyReport, verify_events
+from evalbatch.verify import HostSummary as HostSummary  # the type of verify_paths(summaries=)
+from evalbatch.verify import VerifyReport, verify_events, verify_paths
 
 
 def load_suites(
@@ -86,32 +86,6 @@ def regress_paths(
         run_filter=run_filter,
         allow_mixed=allow_mixed,
         resources=resources,
-    )
-
-
-def verify_paths(
-    events: Paths,
-    suites: Paths = (),
-    summary_paths: Paths = (),
-    *,
-    suite_paths: Paths | None = None,
-    suite_docs: Sequence[Mapping[str, Any]] = (),
-    summaries: Sequence[HostSummary] = (),
-    options: GradeOptions | None = None,
-    resources: Resources | None = None,
-    run_filter: event_files.RunFilter | None = None,
-) -> VerifyReport:
-    """`evalbatch verify`: recompute every eval run in `events` and compare with the host's
-    record (CONTRACT §8) (see `evalbatch.verify.host_audit.verify_paths`)."""
-    return host_audit.verify_paths(
-        as_paths(events),
-        suites_keyword(suites, suite_paths, "verify_paths"),
-        as_paths(summary_paths),
-        suite_docs=suite_docs,
-        summaries=summaries,
-        options=options,
-        resources=resources,
-        run_filter=run_filter,
     )
 
 

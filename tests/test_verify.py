@@ -34,9 +34,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from evalbatch import verify
 from evalbatch.cli import cli, main
 from evalbatch.options import GradeOptions, Resources
-from evalbatch.verify import host_audit
 from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES, write_events
 from tests.logbuilder import (
     SUITE_ID,
@@ -203,23 +203,23 @@ def shop_run(run_id: str, plant: str | None = None) -> tuple[LogBuilder, dict[st
 
 
 @pytest.fixture(scope="module")
-def shop() -> host_audit.VerifyReport:
+def shop() -> verify.VerifyReport:
     """One verify over the correct shop host and every planted one (each its own run)."""
     runs = [shop_run(CLEAN), *(shop_run(run, plant) for plant, run in PLANTED.items())]
     events = [row for log, _ in runs for row in log.rows]
     summaries = {log.run_id: summary for log, summary in runs}
-    return host_audit.verify_events(events, [SHOP_SUITE], summaries)
+    return verify.verify_events(events, [SHOP_SUITE], summaries)
 
 
-def findings_of(report: host_audit.VerifyReport, run_id: str) -> list[host_audit.Finding]:
+def findings_of(report: verify.VerifyReport, run_id: str) -> list[verify.Finding]:
     return [f for f in report.findings if f.run_id == run_id]
 
 
-def run_of(report: host_audit.VerifyReport, run_id: str) -> host_audit.RunVerdict:
+def run_of(report: verify.VerifyReport, run_id: str) -> verify.RunVerdict:
     return next(r for r in report.runs if r.run_id == run_id)
 
 
-def keyed(findings: list[host_audit.Finding]) -> dict[tuple[str, str | None, int | None], Any]:
+def keyed(findings: list[verify.Finding]) -> dict[tuple[str, str | None, int | None], Any]:
     return {
         (f.field, f.task_id, f.trial_index): (f.host, f.recomputed, f.rule, f.reason)
         for f in findings
@@ -230,7 +230,7 @@ def keyed(findings: list[host_audit.Finding]) -> dict[tuple[str, str | None, int
 # A host that grades correctly verifies clean
 
 
-def test_s8_correct_host_verifies_clean(shop: host_audit.VerifyReport) -> None:
+def test_s8_correct_host_verifies_clean(shop: verify.VerifyReport) -> None:
     """CONTRACT §8: every eval.scored, eval.started, eval.completed and summary field of a host
     that followed the rules agrees with the recomputation (RFC 0244 §B tolerance)."""
     assert findings_of(shop, CLEAN) == []
@@ -238,7 +238,7 @@ def test_s8_correct_host_verifies_clean(shop: host_audit.VerifyReport) -> None:
     assert (run.verdict, run.graded_from, run.summary_checked) == ("agrees", "suite", True)
 
 
-def test_s8_every_host_field_was_compared(shop: host_audit.VerifyReport) -> None:
+def test_s8_every_host_field_was_compared(shop: verify.VerifyReport) -> None:
     """The tally counts each host field compared across the seven runs: 9 eval.scored per run,
     3 tasks per summary, and the summary's blocks (§4)."""
     runs = 1 + len(PLANTED)
@@ -256,7 +256,7 @@ def test_s8_every_host_field_was_compared(shop: host_audit.VerifyReport) -> None
 # Planted mistakes, each named with its rule
 
 
-def test_s3_2_host_ignoring_forbidden_is_named(shop: host_audit.VerifyReport) -> None:
+def test_s3_2_host_ignoring_forbidden_is_named(shop: verify.VerifyReport) -> None:
     """RFC 0244 §A / CONTRACT §3.2: a forbidden call makes the trajectory unmatched, so trial 1
     of `refund` must not pass (§3.4). The host said it passed."""
     found = keyed(findings_of(shop, PLANTED["ignores-forbidden"]))
@@ -266,7 +266,7 @@ def test_s3_2_host_ignoring_forbidden_is_named(shop: host_audit.VerifyReport) ->
 
 
 def test_s3_5_host_reporting_pass_hat_k_as_pass_rate_power_is_named(
-    shop: host_audit.VerifyReport,
+    shop: verify.VerifyReport,
 ) -> None:
     """RFC 0244 §B / CONTRACT §3.5: pass^k = C(c,k)/C(n,k) = 1/3 for c=2, n=3, k=2; the host
     reported (c/n)^k = 4/9 per task and as the suite mean."""
@@ -289,7 +289,7 @@ def test_s3_5_host_reporting_pass_hat_k_as_pass_rate_power_is_named(
 
 
 def test_d9_host_keeping_the_output_score_on_a_fail_closed_trial_is_named(
-    shop: host_audit.VerifyReport,
+    shop: verify.VerifyReport,
 ) -> None:
     """RFC 0244 §D (amended) / D-9: with onMiss "fail" a trial with a fixture miss reports score
     0 as well as passed false. The host kept score 1 on `lookup` trial 1, so its task score and
@@ -305,7 +305,7 @@ def test_d9_host_keeping_the_output_score_on_a_fail_closed_trial_is_named(
     assert ("eval.scored.passed", "lookup", 1) not in found  # the host did fail it
 
 
-def test_d6_host_counting_judge_calls_in_efficiency_is_named(shop: host_audit.VerifyReport) -> None:
+def test_d6_host_counting_judge_calls_in_efficiency_is_named(shop: verify.VerifyReport) -> None:
     """RFC 0244 §C / D-6: efficiency counts inside the brackets; the judge call after each
     `tone` bracket is excluded. The host's 2 model calls and 600/30 tokens per trial are ours
     plus the judge call (1 + 1, 100 + 500, 10 + 20); its tool calls (0) are right."""
@@ -333,7 +333,7 @@ def test_d6_host_counting_judge_calls_in_efficiency_is_named(shop: host_audit.Ve
 
 
 def test_d10_host_passing_the_suite_on_output_scores_is_named(
-    shop: host_audit.VerifyReport,
+    shop: verify.VerifyReport,
 ) -> None:
     """D-10: the suite's `passed` reads the gating aggregate 25/36 < 0.7, not the output
     aggregate 29/36 >= 0.7 the host used."""
@@ -344,7 +344,7 @@ def test_d10_host_passing_the_suite_on_output_scores_is_named(
     }
 
 
-def test_r1_host_counting_tasks_per_trial_is_named(shop: host_audit.VerifyReport) -> None:
+def test_r1_host_counting_tasks_per_trial_is_named(shop: verify.VerifyReport) -> None:
     """RFC 0244 Compatibility R1: once trials exist, counting eval.scored events (9) miscounts
     tasks (3)."""
     found = keyed(findings_of(shop, PLANTED["task-count-per-trial"]))
@@ -352,7 +352,7 @@ def test_r1_host_counting_tasks_per_trial_is_named(shop: host_audit.VerifyReport
 
 
 def test_s8_each_planted_run_disagrees_and_the_report_exits_1(
-    shop: host_audit.VerifyReport,
+    shop: verify.VerifyReport,
 ) -> None:
     """Per-run verdicts: the correct host agrees, every planted host disagrees; exit code 1."""
     verdicts = {r.run_id: r.verdict for r in shop.runs}
@@ -360,7 +360,7 @@ def test_s8_each_planted_run_disagrees_and_the_report_exits_1(
     assert shop.verdict == "disagrees" and shop.exit_code == 1
 
 
-def test_s8_findings_are_content_free(shop: host_audit.VerifyReport) -> None:
+def test_s8_findings_are_content_free(shop: verify.VerifyReport) -> None:
     """RFC 0244 §H: findings carry ids, field names, numbers and rule ids, never tool names."""
     text = json.dumps(shop.to_json())
     for tool in ("crm:lookup", "billing:refund"):
@@ -395,7 +395,7 @@ def test_rfc0244_b_tolerance_is_1e9_relative() -> None:
     far = _one_task_run(
         "acme/run-far-0001", [third] * 3, completed={**base, "aggregateScore": third + 1e-6}
     )
-    report = host_audit.verify_events(
+    report = verify.verify_events(
         [*near.rows, *far.rows], [suite(*[golden(f"task-{i}") for i in range(3)])]
     )
     assert findings_of(report, near.run_id) == []
@@ -412,7 +412,7 @@ def test_d17_exact_tie_passes_and_a_float_host_saying_fail_disagrees() -> None:
     wrong = _one_task_run(
         "acme/run-tie-wrong", [0.7, 0.8, 0.9], completed={**base, "passed": False}
     )
-    report = host_audit.verify_events([*right.rows, *wrong.rows], [tied])
+    report = verify.verify_events([*right.rows, *wrong.rows], [tied])
     assert findings_of(report, right.run_id) == []
     assert keyed(findings_of(report, wrong.run_id)) == {
         ("eval.completed.passed", None, None): (False, True, "§3.6", None)
@@ -447,14 +447,14 @@ def test_s8_absent_on_miss_accepts_either_reading() -> None:
         )
         logs[reading] = log
     rows = [r for log in logs.values() for r in log.rows]
-    report = host_audit.verify_events(rows, [doc], options=GradeOptions(on_miss_default="fail"))
+    report = verify.verify_events(rows, [doc], options=GradeOptions(on_miss_default="fail"))
     assert report.findings == []
     for reading, log in logs.items():
         assert run_of(report, log.run_id).on_miss_reading == reading
     # an explicit onMiss "fail" leaves no choice: keeping the output score is a D-9 mistake
     strict = copy.deepcopy(doc)
     strict["tasks"][0]["fixtures"]["onMiss"] = "fail"
-    report = host_audit.verify_events(logs["count"].rows, [strict])
+    report = verify.verify_events(logs["count"].rows, [strict])
     assert keyed(report.findings)[("eval.scored.score", "lookup", 0)][2:] == ("D-9", "fixture-miss")
     assert run_of(report, logs["count"].run_id).on_miss_reading is None
 
@@ -467,7 +467,7 @@ def test_s8_missing_trial_index_is_allowed_when_count_is_1_only() -> None:
         [1.0],
         completed={"aggregateScore": 1.0, "passed": True, "taskCount": 1, "passedCount": 1},
     )
-    report = host_audit.verify_events(single.rows, [suite(golden("task-0"))])
+    report = verify.verify_events(single.rows, [suite(golden("task-0"))])
     assert report.findings == []
 
     log = LogBuilder("acme/run-untagged")
@@ -476,7 +476,7 @@ def test_s8_missing_trial_index_is_allowed_when_count_is_1_only() -> None:
         log.trial("task-0", score=1, passed=True)  # no trialIndex
     log.eval_completed(aggregateScore=1, passed=True, taskCount=1, passedCount=1)
     doc = suite(golden("task-0"), trials={"count": 3})
-    found = keyed(host_audit.verify_events(log.rows, [doc]).findings)
+    found = keyed(verify.verify_events(log.rows, [doc]).findings)
     assert found == {
         ("eval.started.trialCount", None, None): ("<absent>", 3, "RFC 0244 §B", None),
         **{
@@ -500,7 +500,7 @@ def test_rfc0244_b_trial_index_unique_and_contiguous() -> None:
         log.trial("task-0", score=1, passed=True, trial_index=index)
     log.eval_completed(aggregateScore=2 / 3, passed=False, taskCount=1, passedCount=0)
     doc = suite(golden("task-0"), trials={"count": 3})
-    found = keyed(host_audit.verify_events(log.rows, [doc]).findings)
+    found = keyed(verify.verify_events(log.rows, [doc]).findings)
     assert found == {
         ("eval.scored.trialIndex", "task-0", 1): (1, "<absent>", "RFC 0244 §B", "trial-duplicate"),
         ("eval.scored.count", "task-0", None): (2, 3, "RFC 0244 §B", "trial-missing"),
@@ -521,7 +521,7 @@ def test_rfc0244_e_score_label_pattern_and_evaluator_type_enum() -> None:
         "task-1", score=1, passed=True, scoreLabel="Looks good to me", evaluatorType="gpt-judge"
     )
     log.eval_completed(aggregateScore=1, passed=True, taskCount=2, passedCount=2)
-    report = host_audit.verify_events(log.rows, [suite(golden("task-0"), golden("task-1"))])
+    report = verify.verify_events(log.rows, [suite(golden("task-0"), golden("task-1"))])
     assert keyed(report.findings) == {
         ("eval.scored.scoreLabel", "task-1", None): (
             "<invalid>",
@@ -549,7 +549,7 @@ def test_rfc0244_h_summary_naming_tools_or_unknown_keys_is_refused() -> None:
     leaky["tasks"][0]["trajectory"]["tools"] = ["billing:refund-SECRET"]
     leaky["notes"] = "SECRET prose"
     leaky["tasks"][1]["schemaValid"] = True
-    report = host_audit.verify_events(log.rows, [SHOP_SUITE], {CLEAN: leaky})
+    report = verify.verify_events(log.rows, [SHOP_SUITE], {CLEAN: leaky})
     schema = [f for f in report.findings if f.field == "summary.schema"]
     assert {(f.rule, f.reason) for f in schema} == {
         ("RFC 0244 §H", "$.notes: unknown member (closed object)"),
@@ -566,7 +566,7 @@ def test_d11_host_score_that_is_not_a_number_is_shown_by_type() -> None:
     log.eval_started()
     log.trial("task-0", score="0.5 SECRET", passed=True)
     log.eval_completed(aggregateScore=0, passed=False, taskCount=1, passedCount=0)
-    found = keyed(host_audit.verify_events(log.rows, [suite(golden("task-0"))]).findings)
+    found = keyed(verify.verify_events(log.rows, [suite(golden("task-0"))]).findings)
     assert found == {
         ("eval.scored.score", "task-0", 0): ("<string>", 0.0, "D-11", "score-invalid"),
         ("eval.scored.passed", "task-0", 0): (True, False, "D-11", "score-invalid"),
@@ -579,7 +579,7 @@ def test_s2_1_missing_eval_completed_is_a_finding() -> None:
     log = LogBuilder("acme/run-incomplete")
     log.eval_started()
     log.trial("task-0", score=1, passed=True)
-    found = keyed(host_audit.verify_events(log.rows, [suite(golden("task-0"))]).findings)
+    found = keyed(verify.verify_events(log.rows, [suite(golden("task-0"))]).findings)
     assert found == {
         ("eval.completed", None, None): ("<absent>", "<present>", "§2.1", "eval-incomplete")
     }
@@ -589,7 +589,7 @@ def test_d4_without_the_suite_only_what_the_log_decides_is_compared() -> None:
     """D-4 / E-29: without the run's suite, verify grades from the host record and compares
     what the log alone decides (scores, counts, efficiency); the shop host agrees."""
     log, summary = shop_run(CLEAN)
-    report = host_audit.verify_events(log.rows, [], {CLEAN: summary})
+    report = verify.verify_events(log.rows, [], {CLEAN: summary})
     assert report.findings == []
     assert run_of(report, CLEAN).graded_from == "host-record"
     assert "summary.tasks.passed" not in report.compared
@@ -776,8 +776,8 @@ def test_verify_options_match_run(tmp_path: Path) -> None:
         completed={"aggregateScore": 0.75, "passed": True, "taskCount": 2, "passedCount": 2},
     )
     doc = suite(golden("task-0"), golden("task-1"))
-    assert host_audit.verify_events(log.rows, [doc], options=GradeOptions(0.5)).findings == []
-    (finding,) = host_audit.verify_events(log.rows, [doc]).findings
+    assert verify.verify_events(log.rows, [doc], options=GradeOptions(0.5)).findings == []
+    (finding,) = verify.verify_events(log.rows, [doc]).findings
     assert (finding.field, finding.host, finding.recomputed) == (
         "eval.completed.passed",
         True,
@@ -796,9 +796,9 @@ def test_e36_verify_reads_one_merged_grading_whatever_the_batch_size(tmp_path: P
     broken.add("eval.scored", {"taskId": "task-0", "score": 0, "passed": False}, sequence=1)
     rows = [row for log, _ in runs for row in log.rows] + broken.rows
     events = write_events(tmp_path / "e.parquet", rows)
-    summaries = [host_audit.HostSummary(log.run_id, summary, log.run_id) for log, summary in runs]
-    whole = host_audit.verify_paths([events], suite_docs=[SHOP_SUITE], summaries=summaries)
-    apart = host_audit.verify_paths(
+    summaries = [verify.HostSummary(log.run_id, summary, log.run_id) for log, summary in runs]
+    whole = verify.verify_paths([events], suite_docs=[SHOP_SUITE], summaries=summaries)
+    apart = verify.verify_paths(
         [events], suite_docs=[SHOP_SUITE], summaries=summaries, resources=Resources(batch_events=1)
     )
     assert apart.to_json() == whole.to_json()

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # polars and rich load when a command prints, not for --help
 
     from evalbatch.reduce import regression
     from evalbatch.regress import plan, sides
-    from evalbatch.verify import host_audit
+    from evalbatch.verify.report import RunVerdict, VerifyReport
 
 
 def plural(count: int, noun: str, nouns: str | None = None) -> str:
@@ -340,7 +340,7 @@ def _table(header: list[str], rows: list[list[str]], right: Collection[int] = ()
         click.echo(line(row))
 
 
-def _run_notes(run: host_audit.RunVerdict) -> str:
+def _run_notes(run: RunVerdict) -> str:
     notes = []
     if run.problems:
         notes.append(f"not recomputed: {', '.join(run.problems)}")
@@ -351,7 +351,7 @@ def _run_notes(run: host_audit.RunVerdict) -> str:
     return "; ".join(notes)
 
 
-def print_verify(report: host_audit.VerifyReport, tables: bool = True) -> None:
+def print_verify(report: VerifyReport, tables: bool = True) -> None:
     """Findings, then per-run verdicts, then the per-host-field tally (unless not `tables`),
     then the verdict."""
     if tables and report.findings:

@@ -1,1 +1,21 @@
-"""Audit a host: recompute every eval run and compare with what it recorded (§8)."""
+"""Audit a host: recompute every eval run and compare with what it recorded (§8).
+
+`host_audit` holds the entry points; `report` what they return. The names callers use are
+importable from here.
+"""
+
+from evalbatch.verify.host_audit import verify_events, verify_paths
+from evalbatch.verify.host_summaries import HostSummary, load_summaries, summary_faults
+from evalbatch.verify.report import TOLERANCE, Finding, RunVerdict, VerifyReport
+
+__all__ = [
+    "TOLERANCE",
+    "Finding",
+    "HostSummary",
+    "RunVerdict",
+    "VerifyReport",
+    "load_summaries",
+    "summary_faults",
+    "verify_events",
+    "verify_paths",
+]

@@ -1,0 +1,140 @@
+"""The host's eval events against the recomputation: `eval.started`, each `eval.scored` and
+`eval.completed`, and the stream rules RFC 0244 §B and §E set for them.
+
+Per counted trial, `score` and `passed` (§3.4); per run, `eval.started.taskCount` (R1) and
+`trialCount`, and the suite figures on `eval.completed` (§3.6). The stream: each suite task has
+`trials.count` counted `eval.scored` (`eval.scored.count`), a left-out `eval.scored`
+(`trial-duplicate`, `trial-extra`, `task-unknown`) is a finding, `trialIndex` is present when the
+task has more than one trial, `scoreLabel` matches its pattern and `evaluatorType` its enum
+(neither value is ever shown) (E-27).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalbatch.problems import EVALUATOR_TYPES, SCORE_LABEL
+from evalbatch.verify.causes import task_count_cause, trial_cause
+from evalbatch.verify.compare import (
+    INVALID_TEXT,
+    MISSING,
+    PRESENT_TEXT,
+    SHOWABLE,
+    VALID_TEXT,
+    Checker,
+    field_of,
+)
+from evalbatch.verify.run_context import RunContext
+from evalbatch.verify.suite_figure_checks import check_suite_fields
+
+
+def check_started(check: Checker, ctx: RunContext) -> None:
+    """eval.started: taskCount (RFC 0244 R1) and trialCount (RFC 0244 §B)."""
+    seq = ctx.run["start_seq"]
+    payload = ctx.host.payloads.get((ctx.run_id, seq))
+    check.check(
+        "eval.started.taskCount",
+        field_of(payload, "taskCount"),
+        ctx.summary["taskCount"],
+        lambda: task_count_cause(ctx, field_of(payload, "taskCount")),
+        sequence=seq,
+    )
+    if ctx.doc is None:
+        return  # a no-suite run's trialCount is what defines its trials (D-4)
+    count = ctx.trial_count or 1
+    host = field_of(payload, "trialCount")
+    if count > 1 or host is not MISSING:
+        check.check("eval.started.trialCount", host, count, ("RFC 0244 §B", None), sequence=seq)
+
+
+def check_trials(check: Checker, ctx: RunContext) -> None:
+    """Each eval.scored: score and passed per trial (§3.4), and the trial stream (RFC 0244 §B)."""
+    tasks = ctx.task_rows()
+    for trial in ctx.trials:
+        seq, task, index = trial["scored_seq"], trial["task_id"], trial["trial_index"]
+        payload = ctx.host.payloads.get((ctx.run_id, seq))
+        where = {"task": task, "trial": index, "sequence": seq}
+        if not trial["counted"]:
+            reason = trial["left_out"]
+            if reason == "task-unknown":
+                check.check(
+                    "eval.scored.taskId", task, MISSING, ("D-13", reason), text=True, **where
+                )
+            else:
+                check.check(
+                    "eval.scored.trialIndex", index, MISSING, ("RFC 0244 §B", reason), **where
+                )
+            continue
+        for name in ("score", "passed"):
+            check.check(
+                f"eval.scored.{name}",
+                field_of(payload, name),
+                trial[name],
+                trial_cause(trial, name),
+                **where,
+            )
+        raw_index = field_of(payload, "trialIndex")
+        if trial["trial_index_invalid"]:
+            check.check(
+                "eval.scored.trialIndex", raw_index, index, ("D-5", "trial-index-invalid"), **where
+            )
+        elif raw_index is MISSING and task in tasks and tasks[task]["n"] > 1:
+            # RFC 0244 §B: with count = 1 the stream is RFC 0081's and trialIndex MAY be omitted
+            check.check(
+                "eval.scored.trialIndex", MISSING, index, ("RFC 0244 §B", "absent"), **where
+            )
+        else:
+            check.compared["eval.scored.trialIndex"] += 1
+    for task_id, row in tasks.items():
+        reason = "task-missing" if row["observed_trials"] == 0 else "trial-missing"
+        rule = "D-13" if row["observed_trials"] == 0 else "RFC 0244 §B"
+        check.check(
+            "eval.scored.count", row["observed_trials"], row["n"], (rule, reason), task=task_id
+        )
+
+
+def check_labels(check: Checker, ctx: RunContext) -> None:
+    """RFC 0244 §E: scoreLabel matches its pattern, evaluatorType is in its enum. Neither value is
+    ever shown: a label that fails the pattern may be prose."""
+    for seq in ctx.scored_in_span():
+        payload = ctx.host.payloads.get((ctx.run_id, seq))
+        task = _task_id(payload)
+        label = field_of(payload, "scoreLabel")
+        if label is not MISSING:
+            ok = isinstance(label, str) and SCORE_LABEL.fullmatch(label) is not None
+            check.check(
+                "eval.scored.scoreLabel",
+                VALID_TEXT if ok else INVALID_TEXT,
+                VALID_TEXT,
+                ("RFC 0244 §E", "pattern"),
+                text=True,
+                task=task,
+                sequence=seq,
+            )
+        kind = field_of(payload, "evaluatorType")
+        if kind is not MISSING:
+            ok = isinstance(kind, str) and kind in EVALUATOR_TYPES
+            check.check(
+                "eval.scored.evaluatorType",
+                VALID_TEXT if ok else INVALID_TEXT,
+                VALID_TEXT,
+                ("RFC 0244 §E", "enum"),
+                text=True,
+                task=task,
+                sequence=seq,
+            )
+
+
+def _task_id(payload: Any) -> str | None:
+    task = field_of(payload, "taskId")
+    return task if isinstance(task, str) and SHOWABLE.fullmatch(task) else None
+
+
+def check_completed(check: Checker, ctx: RunContext) -> None:
+    """The host's eval.completed against the recomputed suite figures (§3.6)."""
+    seq = ctx.run["end_seq"]
+    if seq is None:
+        check.check("eval.completed", MISSING, PRESENT_TEXT, ("§2.1", "eval-incomplete"))
+        return
+    check.compared["eval.completed"] += 1
+    check_suite_fields(check, ctx, "eval.completed", ctx.host.payloads.get((ctx.run_id, seq)))
