@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import io
 import math
 import re
 import shlex
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +32,37 @@ from evalbatch.options import GradeOptions
 from evalbatch.outputs import output_format
 from evalbatch.outputs.outdir import RunOutputs, load, write_atomic
 from evalbatch.publish.exports import package_version
-from evalbatch.reduce import regression, stats
+from evalbatch.publish.page_markup import (
+    esc,
+    fmt,
+    num_cell,
+    quantity,
+    run_link,
+    run_ref,
+    table,
+    usd,
+    verdict_cell,
+)
+from evalbatch.publish.report_views import (
+    REASONS,
+    RegressionView,
+    RunView,
+    failure_causes,
+    pass_curves,
+    regression_views,
+    run_views,
+)
+from evalbatch.publish.worst_runs import (
+    MAX_REGRESSION_CHARTS,
+    MAX_RUNS,
+    MAX_TASK_RUNS,
+    Picked,
+    by_cost,
+    by_failed_trials,
+    by_score,
+    pick,
+    regressions_first,
+)
 
 try:
     import matplotlib
@@ -53,16 +82,6 @@ BLUE, ORANGE, SKY, GREEN = "#0072B2", "#E69F00", "#56B4E9", "#009E73"
 VERMILION, PURPLE, YELLOW, GREY = "#D55E00", "#CC79A7", "#F0E442", "#8C8C8C"
 PASS, FAIL = GREEN, VERMILION
 SERIES = (BLUE, ORANGE, GREEN, VERMILION, PURPLE, SKY, YELLOW, GREY)
-
-#: runs drawn in a per-task chart, and in a per-run chart; the tables hold every run
-MAX_TASK_RUNS = 12
-MAX_RUNS = 30
-#: regression charts drawn, the largest drops first; the verdict lists every regression
-MAX_REGRESSION_CHARTS = 6
-#: suites given a trend chart (issue 18 item 1), in suiteId order; `evalbatch history` lists all
-MAX_TREND_CHARTS = 12
-#: rows of a verdict table shown open; the rest fold under a <details>
-VERDICT_ROWS = 10
 
 RC: dict[RcKeyType, Any] = {
     "svg.hashsalt": "evalbatch",
@@ -99,79 +118,13 @@ class Chart:
     more: str = ""
 
 
-@dataclass(frozen=True)
-class FailingTrial:
-    """A failed trial of a run, or the trials of a task the log lacks (`trial_index` None,
-    `count` of them, D-12), with its reason code (see REASONS)."""
-
-    task_id: str
-    trial_index: int | None
-    reason: str
-    score: float | None = None
-    gating_score: float | None = None
-    count: int = 1
+def chart_style() -> AbstractContextManager[Any]:
+    """The style every chart is drawn in (RC): enter it around the drawing."""
+    return matplotlib.rc_context(RC)
 
 
-@dataclass
-class RunView:
-    """One graded run as the page needs it."""
-
-    run_id: str
-    summary: dict[str, Any]
-    label: str  # suite id, with the run id when the suite was graded in several runs
-    tick: str  # the label on two lines, for an axis
-    tasks: list[dict[str, Any]]
-    trials: list[dict[str, Any]]
-    anchor: str = ""  # the id of its section on the page
-    failing: list[FailingTrial] = field(default_factory=list)
-    options: dict[str, Any] = field(default_factory=dict)  # runs.parquet's grading options
-
-    @property
-    def suite_id(self) -> str:
-        return str(self.summary["suiteId"])
-
-    @property
-    def suite(self) -> str:
-        return f"{self.summary['suiteId']}@{self.summary['suiteVersion']}"
-
-    @property
-    def failed_trials(self) -> int:
-        return sum(f.count for f in self.failing)
-
-
-@dataclass
-class Report:
-    """The page and the charts on it."""
-
-    html: str
-    charts: list[Chart] = field(default_factory=list)
-
-
-# --------------------------------------------------------------------------------------------
-# Helpers
-
-
-def _esc(text: Any) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}".rstrip("0").rstrip(".") if value != 0 else "0"
-    return str(value)
-
-
-def _usd(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"${value:.4f}".rstrip("0").rstrip(".") if value else "$0"
-
-
-def _listed(parts: Sequence[str], limit: int = 12) -> str:
+def listed(parts: Sequence[str], limit: int = 12) -> str:
+    """The first `limit` of `parts` for an alt text, and how many more there are."""
     shown = "; ".join(parts[:limit])
     return shown + (f"; and {len(parts) - limit} more" if len(parts) > limit else "")
 
@@ -179,7 +132,7 @@ def _listed(parts: Sequence[str], limit: int = 12) -> str:
 _ID_REF = re.compile(r'(id="|href="#|url\(#)([^")]+)')
 
 
-def _svg(fig: Any, alt: str, prefix: str) -> str:
+def svg(fig: Any, alt: str, prefix: str) -> str:
     """The figure as inline SVG: no XML prolog or DTD, ids numbered and unique to this figure
     (several SVGs share one HTML document), labelled for assistive technology."""
     buffer = io.StringIO()
@@ -200,214 +153,67 @@ def _svg(fig: Any, alt: str, prefix: str) -> str:
     text = _ID_REF.sub(rename, text)
     opening = text.index(">") + 1
     return (
-        text[: opening - 1].replace("<svg ", f'<svg role="img" aria-label="{_esc(alt)}" ', 1)
+        text[: opening - 1].replace("<svg ", f'<svg role="img" aria-label="{esc(alt)}" ', 1)
         + ">"
-        + f"<title>{_esc(alt)}</title>"
+        + f"<title>{esc(alt)}</title>"
         + text[opening:]
     )
 
 
-def _figure(height: float, **kwargs: Any) -> Any:
+def figure(height: float, **kwargs: Any) -> Any:
     return Figure(figsize=(WIDTH, max(1.8, height)), layout="constrained", **kwargs)
 
 
-def _task_label(task_id: str, width: int = 28) -> str:
+def legend_line(**kwargs: Any) -> Any:
+    """A line or marker for a legend, drawn nowhere else (matplotlib's `Line2D` keywords)."""
+    return Line2D([], [], **kwargs)
+
+
+def legend_patch(**kwargs: Any) -> Any:
+    """A filled box for a legend (matplotlib's `Patch` keywords)."""
+    return Patch(**kwargs)
+
+
+def task_label(task_id: str, width: int = 28) -> str:
     return task_id if len(task_id) <= width else task_id[: width - 1] + "…"
 
 
-def _fraction_mean(values: Iterable[Fraction]) -> float:
-    items = list(values)
-    return float(sum(items, Fraction(0)) / len(items)) if items else 0.0
-
-
-def pass_curves(tasks: Sequence[dict[str, Any]]) -> list[tuple[int, float, float]]:
-    """(k, pass@k, pass^k) for k = 1..min n: means over the run's tasks of the exact RFC 0244 §B
-    values from each task's n and passed count."""
-    counted = [(int(t["n"]), int(t["passed_count"] or 0)) for t in tasks if t.get("n")]
-    if not counted:
-        return []
-    top = min(n for n, _ in counted)
-    return [
-        (
-            k,
-            _fraction_mean(stats.pass_at_k(n, c, k) for n, c in counted),
-            _fraction_mean(stats.pass_hat_k(n, c, k) for n, c in counted),
-        )
-        for k in range(1, top + 1)
-    ]
-
-
-#: why a trial failed: reason code -> (label, colour), in the order the failure chart stacks
-#: them. The trajectory codes are the trials table's (E-58); a trial that failed closed on a
-#: fixture miss (D-9) is `failed-closed`, a trial the log lacks (D-12) `trial-missing`, and any
-#: other failed trial failed on its output grade (E-47's order).
-REASONS: dict[str, tuple[str, str]] = {
-    "forbidden": ("trajectory: forbidden", VERMILION),
-    "missing": ("trajectory: missing", ORANGE),
-    "extra": ("trajectory: extra", YELLOW),
-    "order": ("trajectory: order", PURPLE),
-    "no-bracket": ("trajectory: no-bracket", SKY),
-    "trajectory": ("trajectory: other", "#b07aa1"),
-    "failed-closed": ("fixture miss (failed closed)", BLUE),
-    "trial-missing": ("trial missing from the log", GREY),
-    "output": ("graded fail on output", "#555555"),
+#: the colour each reason code of a failed trial is stacked in (REASONS gives the order)
+REASON_COLOURS: dict[str, str] = {
+    "forbidden": VERMILION,
+    "missing": ORANGE,
+    "extra": YELLOW,
+    "order": PURPLE,
+    "no-bracket": SKY,
+    "trajectory": "#b07aa1",
+    "failed-closed": BLUE,
+    "trial-missing": GREY,
+    "output": "#555555",
 }
 
 
-def trial_reason(trial: dict[str, Any]) -> str:
-    """The reason code of a failed trial row of `trials.parquet`."""
-    if trial.get("failed_closed"):
-        return "failed-closed"
-    if trial.get("trajectory_matched") is False:
-        reason = trial.get("trajectory_reason")
-        return reason if reason in REASONS else "trajectory"
-    return "output"
-
-
-def failing_trials(
-    tasks: Sequence[dict[str, Any]], trials: Sequence[dict[str, Any]]
-) -> list[FailingTrial]:
-    """A run's failed counted trials in task order, each task's missing trials after them."""
-    by_task: dict[str, list[FailingTrial]] = {}
-    for trial in trials:
-        if not trial["passed"]:
-            by_task.setdefault(trial["task_id"], []).append(
-                FailingTrial(
-                    trial["task_id"],
-                    int(trial["trial_index"]),
-                    trial_reason(trial),
-                    trial["score"],
-                    trial["gating_score"],
-                )
-            )
-    found: list[FailingTrial] = []
-    for task in tasks:
-        found += by_task.get(task["task_id"], [])
-        lacking = int(task["n"] or 0) - int(task.get("observed_trials") or 0)
-        if lacking > 0:
-            found.append(FailingTrial(task["task_id"], None, "trial-missing", count=lacking))
-    return found
-
-
-def failure_causes(view: RunView) -> Counter[str]:
-    """Failed trials by cause (the labels of REASONS): E-47's order decides each one's cause."""
-    found: Counter[str] = Counter()
-    for failing in view.failing:
-        found[REASONS[failing.reason][0]] += failing.count
-    return found
-
-
-def _anchor(run_id: str, taken: set[str]) -> str:
-    """A page id for a run's section: `run-` and the run id's letters, digits, `_` and `-`
-    (other characters become `-`), numbered when two runs would share it. Only run sections
-    have ids starting with `run-`."""
-    base = "run-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", run_id).strip("-") or "x")
-    anchor, number = base, 1
-    while anchor in taken:
-        number += 1
-        anchor = f"{base}-{number}"
-    taken.add(anchor)
-    return anchor
-
-
-def run_views(out: RunOutputs) -> list[RunView]:
-    """The graded runs in runId order, each with its tasks, counted trials, failing trials and
-    page anchor; a suite graded in several runs is labelled with the run id too."""
-    tasks = out.table("tasks").sort("run_id", "task_pos")
-    trials = out.table("trials").filter(pl.col("counted")).sort("run_id", "task_id", "trial_index")
-    tasks_of = {key[0]: frame.to_dicts() for key, frame in tasks.group_by("run_id")}
-    trials_of = {key[0]: frame.to_dicts() for key, frame in trials.group_by("run_id")}
-    runs = out.tables.get("runs")
-    options_of: dict[str, dict[str, Any]] = {}
-    if runs is not None:
-        wanted = [c for c in ("default_pass_score", "on_miss_default") if c in runs.columns]
-        options_of = {
-            row["run_id"]: {c: row[c] for c in wanted}
-            for row in runs.select("run_id", *wanted).to_dicts()
-        }
-    by_suite = Counter(summary["suiteId"] for _, summary in out.summaries)
-    taken: set[str] = set()
-    views = []
-    for run_id, summary in out.summaries:
-        label = tick = summary["suiteId"]
-        if by_suite[label] > 1:
-            label, tick = f"{label} · {run_id}", f"{label}\n{run_id}"
-        run_tasks = tasks_of.get(run_id, [])
-        run_trials = trials_of.get(run_id, [])
-        views.append(
-            RunView(
-                run_id=run_id,
-                summary=summary,
-                label=label,
-                tick=tick,
-                tasks=run_tasks,
-                trials=run_trials,
-                anchor=_anchor(run_id, taken),
-                failing=failing_trials(run_tasks, run_trials),
-                options=options_of.get(run_id, {}),
-            )
-        )
-    return views
-
-
-@dataclass(frozen=True)
-class Picked:
-    """The runs a chart draws and, when they are only some, what the caption adds and the HTML
-    under it (links to the runs drawn and to the runs table)."""
-
-    views: list[RunView]
-    note: str = ""
-    more: str = ""
-
-
-def _run_link(view: RunView) -> str:
-    return f'<a href="#{view.anchor}"><code>{_esc(view.run_id)}</code></a>'
-
-
-def _by_score(view: RunView) -> tuple[Any, ...]:
-    """Worst first: failed suites, then the lowest aggregate score."""
-    return (bool(view.summary["passed"]), float(view.summary["aggregateScore"]), view.run_id)
-
-
-def _by_failed_trials(view: RunView) -> tuple[Any, ...]:
-    return (-view.failed_trials, view.run_id)
-
-
-def _by_cost(view: RunView) -> tuple[Any, ...]:
-    return (-float(view.summary.get("totalCostUsd") or 0.0), view.run_id)
-
-
-def _pick(
-    views: Sequence[RunView],
-    limit: int,
-    rank: Callable[[RunView], tuple[Any, ...]],
-    which: str,
-    of: str = "runs",
-) -> Picked:
-    """All `views` in runId order when they fit, else the `limit` worst by `rank`, worst first;
-    `which` says how they were chosen ("lowest-scoring": "the 30 lowest-scoring of 500 runs")."""
-    if len(views) <= limit:
-        return Picked(list(views))
-    shown = sorted(views, key=rank)[:limit]
-    described = f"the {limit} {which} of {len(views)} {of}"
-    note = f" Drawn: {described}, worst first; the runs table and the Parquet files hold every run."
+def _drawn(picked: Picked) -> tuple[str, str]:
+    """What a chart's caption adds and the HTML under it when it draws only some runs: which
+    ones, with links to them and to the runs table; nothing when it draws them all."""
+    if not picked.described:
+        return "", ""
+    note = (
+        f" Drawn: {picked.described}, worst first; the runs table and the Parquet files hold "
+        "every run."
+    )
     more = (
-        f'<p class="drawn">Drawn ({_esc(described)}): '
-        + ", ".join(_run_link(v) for v in shown)
+        f'<p class="drawn">Drawn ({esc(picked.described)}): '
+        + ", ".join(run_link(v) for v in picked.views)
         + '. Every run: the <a href="#runs">runs table</a>.</p>'
     )
-    return Picked(shown, note, more)
-
-
-# --------------------------------------------------------------------------------------------
-# Charts
+    return note, more
 
 
 def chart_suites(views: Sequence[RunView]) -> Chart:
     """Per suite run: aggregate score, share of tasks passed, share of trials passed."""
-    picked = _pick(views, MAX_RUNS, _by_score, "lowest-scoring")
-    shown, note = picked.views, picked.note
-    fig = _figure(0.55 * len(shown) + 1.2)
+    picked = pick(views, MAX_RUNS, by_score, "lowest-scoring")
+    shown, (note, more) = picked.views, _drawn(picked)
+    fig = figure(0.55 * len(shown) + 1.2)
     ax = fig.add_subplot()
     series = (
         ("aggregate score", BLUE),
@@ -428,7 +234,7 @@ def chart_suites(views: Sequence[RunView]) -> Chart:
         for offset, ((name, colour), value) in enumerate(zip(series, values, strict=True)):
             y = row + (offset - 1) * height
             ax.barh(y, value, height=height * 0.92, color=colour, label=name if row == 0 else None)
-            ax.text(value + 0.01, y, _fmt(value, 2), va="center", fontsize=8, color="#333333")
+            ax.text(value + 0.01, y, fmt(value, 2), va="center", fontsize=8, color="#333333")
         verdict = "suite passed" if s["passed"] else "suite failed"
         ax.text(
             1.16,
@@ -441,7 +247,7 @@ def chart_suites(views: Sequence[RunView]) -> Chart:
             color=PASS if s["passed"] else FAIL,
         )
         alt_parts.append(
-            f"{view.label}: score {_fmt(values[0], 2)}, {s['passedCount']} of {s['taskCount']} "
+            f"{view.label}: score {fmt(values[0], 2)}, {s['passedCount']} of {s['taskCount']} "
             f"tasks passed, {c_total} of {n_total} trials passed, {verdict}"
         )
     ax.set_yticks(range(len(shown)), [v.tick for v in shown])
@@ -452,7 +258,7 @@ def chart_suites(views: Sequence[RunView]) -> Chart:
     ax.grid(axis="y", visible=False)
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=3, fontsize=8.5)
     alt = "Bar chart of each suite run's aggregate score, share of tasks passed and share of "
-    alt += "trials passed. " + _listed(alt_parts)
+    alt += "trials passed. " + listed(alt_parts)
     return Chart(
         "suites",
         "Suite results",
@@ -460,77 +266,16 @@ def chart_suites(views: Sequence[RunView]) -> Chart:
         "passRule, and the share of all trials that passed. Whether the suite passed is decided "
         "on the gating aggregate and the cost and latency bars (RFC 0244 §B)." + note,
         alt,
-        _svg(fig, alt, "suites"),
-        more=picked.more,
+        svg(fig, alt, "suites"),
+        more=more,
     )
-
-
-def chart_trends(series: pl.DataFrame) -> list[Chart]:
-    """Per suite with two runs or more in the series (`evalbatch.history.series`), its mean task
-    score and the share of its trials that passed, run by run in time order (issue 18 item 1)."""
-    per_run = (
-        series.group_by("suite_id", "run_id")
-        .agg(
-            pl.col("started_at").first(),
-            score=pl.col("score").mean(),
-            passed=pl.col("passed_trials").sum() / pl.col("trials").sum(),
-        )
-        .sort("suite_id", "started_at", "run_id", nulls_last=True)
-    )
-    suites = [
-        (suite_id, runs)
-        for (suite_id,), runs in per_run.group_by("suite_id", maintain_order=True)
-        if runs.height > 1
-    ]
-    note = ""
-    if len(suites) > MAX_TREND_CHARTS:
-        note = (
-            f" Drawn for the first {MAX_TREND_CHARTS} of {len(suites)} suites by suiteId; "
-            "`evalbatch history` lists every one."
-        )
-    charts = []
-    for number, (suite_id, runs) in enumerate(suites[:MAX_TREND_CHARTS], start=1):
-        fig = _figure(2.6)
-        ax = fig.add_subplot()
-        nights = list(range(runs.height))
-        # the score's line is drawn wider, so it still shows where the two coincide
-        for column, name, colour, style, width in (
-            ("score", "mean task score", BLUE, "-", 3.0),
-            ("passed", "trials passed", GREEN, "--", 1.4),
-        ):
-            values = [math.nan if v is None else v for v in runs[column].to_list()]
-            ax.plot(nights, values, style, lw=width, marker="o", ms=3.5, color=colour, label=name)
-        ax.set_ylim(-0.03, 1.03)
-        ax.set_xlabel("night (runs in the order of the eval's start)")
-        ax.set_ylabel("proportion")
-        ax.legend(loc="lower left", ncols=2, fontsize=8.5)
-        starts = runs["started_at"].drop_nulls()
-        span = f" from {starts[0]:%Y-%m-%d} to {starts[-1]:%Y-%m-%d}" if starts.len() else ""
-        first, last = runs.row(0, named=True), runs.row(-1, named=True)
-        alt = (
-            f"Line chart of suite {suite_id} over {runs.height} runs{span}: mean task score "
-            f"{_fmt(first['score'], 2)} on the first night, {_fmt(last['score'], 2)} on the last; "
-            f"trials passed {_fmt(first['passed'], 2)} then {_fmt(last['passed'], 2)}."
-        )
-        charts.append(
-            Chart(
-                f"trend-{number}",
-                f"Trend: {suite_id}",
-                f"The suite's {runs.height} runs{span}, in the order of the eval's start: the "
-                "mean task score (its aggregate score) and the share of its trials that passed."
-                + note,
-                alt,
-                _svg(fig, alt, f"trend-{number}"),
-            )
-        )
-    return charts
 
 
 def chart_pass_k(views: Sequence[RunView]) -> Chart:
     """pass^k (solid) and pass@k (dashed) against k for each suite run."""
-    picked = _pick(views, MAX_RUNS, _by_score, "lowest-scoring")
-    shown, note = picked.views, picked.note
-    fig = _figure(3.2 + 0.18 * (len(shown) + 3) / 2)
+    picked = pick(views, MAX_RUNS, by_score, "lowest-scoring")
+    shown, (note, more) = picked.views, _drawn(picked)
+    fig = figure(3.2 + 0.18 * (len(shown) + 3) / 2)
     ax = fig.add_subplot()
     top = 1
     alt_parts = []
@@ -550,9 +295,9 @@ def chart_pass_k(views: Sequence[RunView]) -> Chart:
             ax.plot([k], [curve[k - 1][2]], marker="o", ms=12, mfc="none", mec=colour, mew=1.5)
         alt_parts.append(
             f"{view.label}: pass^k "
-            + ", ".join(f"k={k} {_fmt(h, 2)}" for k, _, h in curve)
+            + ", ".join(f"k={k} {fmt(h, 2)}" for k, _, h in curve)
             + "; pass@k "
-            + ", ".join(f"k={k} {_fmt(a, 2)}" for k, a, _ in curve)
+            + ", ".join(f"k={k} {fmt(a, 2)}" for k, a, _ in curve)
         )
     ax.set_xlim(0.7, top + 0.3)
     ax.set_xticks(range(1, top + 1))
@@ -561,12 +306,12 @@ def chart_pass_k(views: Sequence[RunView]) -> Chart:
     ax.set_ylabel("proportion of tasks")
     handles, _ = ax.get_legend_handles_labels()
     handles += [
-        Line2D([], [], color="#444444", lw=2, label="pass^k: all k trials pass"),
-        Line2D([], [], color="#444444", lw=1.3, ls="--", label="pass@k: at least one passes"),
-        Line2D([], [], color="#444444", marker="o", ms=10, mfc="none", lw=0, label="suite's k"),
+        legend_line(color="#444444", lw=2, label="pass^k: all k trials pass"),
+        legend_line(color="#444444", lw=1.3, ls="--", label="pass@k: at least one passes"),
+        legend_line(color="#444444", marker="o", ms=10, mfc="none", lw=0, label="suite's k"),
     ]
     fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=8.5)
-    alt = "Line chart of pass^k and pass@k against k for each suite run. " + _listed(alt_parts)
+    alt = "Line chart of pass^k and pass@k against k for each suite run. " + listed(alt_parts)
     return Chart(
         "pass-k",
         "pass^k and pass@k by k",
@@ -576,14 +321,14 @@ def chart_pass_k(views: Sequence[RunView]) -> Chart:
         "per task has only k = 1, where both equal the share of trials passed; a ring marks "
         "the k the suite reports." + note,
         alt,
-        _svg(fig, alt, "passk"),
-        more=picked.more,
+        svg(fig, alt, "passk"),
+        more=more,
     )
 
 
-def _task_grid(views: Sequence[RunView], columns: int = 1) -> tuple[Any, list[list[Any]]]:
+def task_grid(views: Sequence[RunView], columns: int = 1) -> tuple[Any, list[list[Any]]]:
     counts = [max(1, len(v.tasks)) for v in views]
-    fig = _figure(0.3 * sum(counts) + 0.62 * len(views) + 0.9)
+    fig = figure(0.3 * sum(counts) + 0.62 * len(views) + 0.9)
     axes = fig.subplots(
         len(views),
         columns,
@@ -593,7 +338,7 @@ def _task_grid(views: Sequence[RunView], columns: int = 1) -> tuple[Any, list[li
     )
     for row, view in enumerate(views):
         for ax in axes[row]:
-            ax.set_yticks(range(len(view.tasks)), [_task_label(t["task_id"]) for t in view.tasks])
+            ax.set_yticks(range(len(view.tasks)), [task_label(t["task_id"]) for t in view.tasks])
             ax.set_ylim(len(view.tasks) - 0.5, -0.5)
             ax.grid(axis="y", visible=False)
         axes[row][0].set_title(view.label)
@@ -602,9 +347,9 @@ def _task_grid(views: Sequence[RunView], columns: int = 1) -> tuple[Any, list[li
 
 def chart_task_scores(views: Sequence[RunView]) -> Chart:
     """Per task: its score (the mean of its trials) as a bar, each trial's score as a dot."""
-    picked = _pick(views, MAX_TASK_RUNS, _by_score, "lowest-scoring")
-    shown, note = picked.views, picked.note
-    fig, axes = _task_grid(shown)
+    picked = pick(views, MAX_TASK_RUNS, by_score, "lowest-scoring")
+    shown, (note, more) = picked.views, _drawn(picked)
+    fig, axes = task_grid(shown)
     alt_parts = []
     for row, view in enumerate(shown):
         ax = axes[row][0]
@@ -634,28 +379,28 @@ def chart_task_scores(views: Sequence[RunView]) -> Chart:
             gating = task.get("gating_score")
             if gating is not None and not math.isclose(gating, score, abs_tol=1e-12):
                 ax.plot(gating, y, marker="D", ms=7, mfc="none", mec="#222222", mew=1.3, lw=0)
-            scores = ", ".join(_fmt(float(t["score"] or 0.0), 2) for t in trials)
+            scores = ", ".join(fmt(float(t["score"] or 0.0), 2) for t in trials)
             passes = sum(bool(t["passed"]) for t in trials)
             alt_parts.append(
-                f"{view.label} {task['task_id']}: score {_fmt(score, 2)}, "
+                f"{view.label} {task['task_id']}: score {fmt(score, 2)}, "
                 f"trials {scores or 'none'} ({passes} passed)"
             )
         ax.set_xlim(-0.03, 1.05)
     axes[-1][0].set_xlabel("score")
     fig.legend(
         handles=[
-            Patch(facecolor="#d9e6f2", edgecolor="#9fbad6", label="task score (mean of trials)"),
-            Line2D([], [], marker="o", color=PASS, lw=0, label="trial passed"),
-            Line2D([], [], marker="X", color=FAIL, lw=0, label="trial failed"),
-            Line2D(
-                [], [], marker="D", mfc="none", mec="#222222", lw=0, label="gating score (D-10)"
+            legend_patch(
+                facecolor="#d9e6f2", edgecolor="#9fbad6", label="task score (mean of trials)"
             ),
+            legend_line(marker="o", color=PASS, lw=0, label="trial passed"),
+            legend_line(marker="X", color=FAIL, lw=0, label="trial failed"),
+            legend_line(marker="D", mfc="none", mec="#222222", lw=0, label="gating score (D-10)"),
         ],
         loc="outside upper center",
         ncols=4,
         fontsize=8.5,
     )
-    alt = "Chart of each task's score with one dot per trial score. " + _listed(alt_parts, 20)
+    alt = "Chart of each task's score with one dot per trial score. " + listed(alt_parts, 20)
     return Chart(
         "task-scores",
         "Task scores and trial spread",
@@ -664,19 +409,23 @@ def chart_task_scores(views: Sequence[RunView]) -> Chart:
         "it differs from the score: a trial whose tool path did not match, or that failed "
         "closed, counts 0 there (D-10)." + note,
         alt,
-        _svg(fig, alt, "scores"),
-        more=picked.more,
+        svg(fig, alt, "scores"),
+        more=more,
     )
 
 
 def chart_failures(views: Sequence[RunView]) -> Chart:
     """Failed trials per suite run, stacked by cause."""
-    picked = _pick(views, MAX_RUNS, _by_failed_trials, "with the most failed trials")
-    shown, note = picked.views, picked.note
-    fig = _figure(0.45 * len(shown) + 1.5)
+    picked = pick(views, MAX_RUNS, by_failed_trials, "with the most failed trials")
+    shown, (note, more) = picked.views, _drawn(picked)
+    fig = figure(0.45 * len(shown) + 1.5)
     ax = fig.add_subplot()
     counts = [failure_causes(v) for v in shown]
-    used = [(name, colour) for name, colour in REASONS.values() if any(c[name] for c in counts)]
+    used = [
+        (name, REASON_COLOURS[code])
+        for code, name in REASONS.items()
+        if any(c[name] for c in counts)
+    ]
     left = [0] * len(shown)
     for name, colour in used:
         values = [c[name] for c in counts]
@@ -699,7 +448,7 @@ def chart_failures(views: Sequence[RunView]) -> Chart:
     ax.grid(axis="y", visible=False)
     if used:
         ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=3, fontsize=8.5)
-    alt = "Stacked bar chart of failed trials per suite run by cause. " + _listed(alt_parts)
+    alt = "Stacked bar chart of failed trials per suite run by cause. " + listed(alt_parts)
     return Chart(
         "failures",
         "Why trials failed",
@@ -708,8 +457,8 @@ def chart_failures(views: Sequence[RunView]) -> Chart:
         "bracket), a fixture miss that failed the trial closed (D-9), a trial the log lacks "
         "(D-12), or a fail on the output grade alone." + note,
         alt,
-        _svg(fig, alt, "failures"),
-        more=picked.more,
+        svg(fig, alt, "failures"),
+        more=more,
     )
 
 
@@ -722,9 +471,9 @@ def _efficiency(view: RunView, task_id: str) -> dict[str, Any]:
 
 def chart_efficiency(views: Sequence[RunView]) -> Chart:
     """Tool calls and tokens per trial, by task (RFC 0244 §C: reported, never gated)."""
-    picked = _pick(views, MAX_TASK_RUNS, _by_score, "lowest-scoring")
-    shown, note = picked.views, picked.note
-    fig, axes = _task_grid(shown, columns=2)
+    picked = pick(views, MAX_TASK_RUNS, by_score, "lowest-scoring")
+    shown, (note, more) = picked.views, _drawn(picked)
+    fig, axes = task_grid(shown, columns=2)
     alt_parts = []
     for row, view in enumerate(shown):
         calls_ax, tokens_ax = axes[row]
@@ -734,11 +483,11 @@ def chart_efficiency(views: Sequence[RunView]) -> Chart:
             tokens_in = float(eff.get("inputTokens") or 0.0)
             tokens_out = float(eff.get("outputTokens") or 0.0)
             calls_ax.barh(y, calls, height=0.62, color=ORANGE)
-            calls_ax.text(calls, y, f" {_fmt(calls, 1)}", va="center", fontsize=7.5)
+            calls_ax.text(calls, y, f" {fmt(calls, 1)}", va="center", fontsize=7.5)
             tokens_ax.barh(y, tokens_in, height=0.62, color=BLUE)
             tokens_ax.barh(y, tokens_out, left=tokens_in, height=0.62, color=SKY)
             alt_parts.append(
-                f"{view.label} {task['task_id']}: {_fmt(calls, 1)} tool calls, "
+                f"{view.label} {task['task_id']}: {fmt(calls, 1)} tool calls, "
                 f"{tokens_in:.0f} input and {tokens_out:.0f} output tokens per trial"
             )
         tokens_ax.set_yticklabels([])
@@ -750,15 +499,15 @@ def chart_efficiency(views: Sequence[RunView]) -> Chart:
         axes[-1][column].set_xlim(0, top * 1.12)
     fig.legend(
         handles=[
-            Patch(color=ORANGE, label="tool calls"),
-            Patch(color=BLUE, label="input tokens"),
-            Patch(color=SKY, label="output tokens"),
+            legend_patch(color=ORANGE, label="tool calls"),
+            legend_patch(color=BLUE, label="input tokens"),
+            legend_patch(color=SKY, label="output tokens"),
         ],
         loc="outside upper center",
         ncols=3,
         fontsize=8.5,
     )
-    alt = "Bar charts of tool calls and tokens per trial, by task. " + _listed(alt_parts, 20)
+    alt = "Bar charts of tool calls and tokens per trial, by task. " + listed(alt_parts, 20)
     return Chart(
         "efficiency",
         "Efficiency by task",
@@ -766,8 +515,8 @@ def chart_efficiency(views: Sequence[RunView]) -> Chart:
         "tokens, counted inside the invocation brackets with judge calls left out (RFC 0244 §C). "
         "They are reported, never gated." + note,
         alt,
-        _svg(fig, alt, "efficiency"),
-        more=picked.more,
+        svg(fig, alt, "efficiency"),
+        more=more,
     )
 
 
@@ -776,9 +525,9 @@ def chart_cost(views: Sequence[RunView]) -> Chart | None:
     with_cost = [v for v in views if any(t.get("cost_usd") is not None for t in v.tasks)]
     if not with_cost:
         return None
-    picked = _pick(with_cost, MAX_TASK_RUNS, _by_cost, "costliest", "runs with a cost")
-    shown, note = picked.views, picked.note
-    fig, axes = _task_grid(shown)
+    picked = pick(with_cost, MAX_TASK_RUNS, by_cost, "costliest", "runs with a cost")
+    shown, (note, more) = picked.views, _drawn(picked)
+    fig, axes = task_grid(shown)
     alt_parts = []
     for row, view in enumerate(shown):
         ax = axes[row][0]
@@ -787,17 +536,17 @@ def chart_cost(views: Sequence[RunView]) -> Chart | None:
             if cost is None:
                 continue
             ax.barh(y, cost, height=0.62, color=PURPLE)
-            ax.text(cost, y, f" {_usd(cost)}", va="center", fontsize=7.5)
+            ax.text(cost, y, f" {usd(cost)}", va="center", fontsize=7.5)
         total = view.summary.get("totalCostUsd")
-        ax.set_title(f"{view.label} (total {_usd(total)})")
+        ax.set_title(f"{view.label} (total {usd(total)})")
         alt_parts.append(
-            f"{view.label}: total {_usd(total)}; "
-            + ", ".join(f"{t['task_id']} {_usd(t.get('cost_usd'))}" for t in view.tasks)
+            f"{view.label}: total {usd(total)}; "
+            + ", ".join(f"{t['task_id']} {usd(t.get('cost_usd'))}" for t in view.tasks)
         )
     axes[-1][0].set_xlabel("cost per task (USD, all trials)")
     top = axes[-1][0].get_xlim()[1]
     axes[-1][0].set_xlim(0, top * 1.15)
-    alt = "Bar chart of the cost of each task in US dollars. " + _listed(alt_parts)
+    alt = "Bar chart of the cost of each task in US dollars. " + listed(alt_parts)
     return Chart(
         "cost",
         "Cost",
@@ -805,77 +554,74 @@ def chart_cost(views: Sequence[RunView]) -> Chart | None:
         "costEstimateUsd, or the host's eval.scored costUsd when the log has no usage cost "
         "(D-14, D-6). The heading gives the run's totalCostUsd." + note,
         alt,
-        _svg(fig, alt, "cost"),
-        more=picked.more,
+        svg(fig, alt, "cost"),
+        more=more,
     )
 
 
-@dataclass
-class RegressionView:
-    """A candidate run's regression block with the paired differences behind it."""
-
-    candidate: RunView
-    block: dict[str, Any]
-    differences: list[tuple[str, float]]
-    comparison: regression.Comparison | None
-    note: str
+#: suites given a trend chart (issue 18 item 1), in suiteId order; `evalbatch history` lists all
+MAX_TREND_CHARTS = 12
 
 
-def regression_views(views: Sequence[RunView], tasks: pl.DataFrame) -> list[RegressionView]:
-    """Recompute each regression block's comparison (the options `run` uses, with the block's
-    method and alpha) for the per-task differences and the interval."""
-    found = []
-    for view in views:
-        block = view.summary.get("regression")
-        if not block:
-            continue
-        base = tasks.filter(pl.col("run_id") == block["baselineRunId"])
-        cand = tasks.filter(pl.col("run_id") == view.run_id)
-        comparison = None
-        note = ""
-        differences: list[tuple[str, float]] = []
-        if base.height and cand.height:
-            options = regression.RegressOptions(method=block["method"], alpha=block["alpha"])
-            comparison = regression.compare(
-                base,
-                cand,
-                options,
-                suite_id=view.suite_id,
-                base_run=block["baselineRunId"],
-                cand_run=view.run_id,
+def chart_trends(series: pl.DataFrame) -> list[Chart]:
+    """Per suite with two runs or more in the series (`evalbatch.history.series`), its mean task
+    score and the share of its trials that passed, run by run in time order (issue 18 item 1)."""
+    per_run = (
+        series.group_by("suite_id", "run_id")
+        .agg(
+            pl.col("started_at").first(),
+            score=pl.col("score").mean(),
+            passed=pl.col("passed_trials").sum() / pl.col("trials").sum(),
+        )
+        .sort("suite_id", "started_at", "run_id", nulls_last=True)
+    )
+    suites = [
+        (suite_id, runs)
+        for (suite_id,), runs in per_run.group_by("suite_id", maintain_order=True)
+        if runs.height > 1
+    ]
+    note = ""
+    if len(suites) > MAX_TREND_CHARTS:
+        note = (
+            f" Drawn for the first {MAX_TREND_CHARTS} of {len(suites)} suites by suiteId; "
+            "`evalbatch history` lists every one."
+        )
+    charts = []
+    for number, (suite_id, runs) in enumerate(suites[:MAX_TREND_CHARTS], start=1):
+        fig = figure(2.6)
+        ax = fig.add_subplot()
+        nights = list(range(runs.height))
+        # the score's line is drawn wider, so it still shows where the two coincide
+        for column, name, colour, style, width in (
+            ("score", "mean task score", BLUE, "-", 3.0),
+            ("passed", "trials passed", GREEN, "--", 1.4),
+        ):
+            values = [math.nan if v is None else v for v in runs[column].to_list()]
+            ax.plot(nights, values, style, lw=width, marker="o", ms=3.5, color=colour, label=name)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("night (runs in the order of the eval's start)")
+        ax.set_ylabel("proportion")
+        ax.legend(loc="lower left", ncols=2, fontsize=8.5)
+        starts = runs["started_at"].drop_nulls()
+        span = f" from {starts[0]:%Y-%m-%d} to {starts[-1]:%Y-%m-%d}" if starts.len() else ""
+        first, last = runs.row(0, named=True), runs.row(-1, named=True)
+        alt = (
+            f"Line chart of suite {suite_id} over {runs.height} runs{span}: mean task score "
+            f"{fmt(first['score'], 2)} on the first night, {fmt(last['score'], 2)} on the last; "
+            f"trials passed {fmt(first['passed'], 2)} then {fmt(last['passed'], 2)}."
+        )
+        charts.append(
+            Chart(
+                f"trend-{number}",
+                f"Trend: {suite_id}",
+                f"The suite's {runs.height} runs{span}, in the order of the eval's start: the "
+                "mean task score (its aggregate score) and the share of its trials that passed."
+                + note,
+                alt,
+                svg(fig, alt, f"trend-{number}"),
             )
-            paired = base.join(cand, on="task_id", suffix="_cand").sort("task_id")
-            differences = [
-                (task, float(c) - float(b))
-                for task, b, c in paired.select(
-                    "task_id", "gating_score", "gating_score_cand"
-                ).iter_rows()
-            ]
-            if (
-                comparison.verdict != block["verdict"]
-                or comparison.paired_task_count != block["pairedTaskCount"]
-            ):
-                note = (
-                    " The comparison was made with other options than `run`'s defaults, so "
-                    "its interval is not drawn."
-                )
-                comparison = None
-        else:
-            note = " The baseline's task rows are not in this directory."
-        found.append(RegressionView(view, block, differences, comparison, note))
-    return found
-
-
-def regressions_first(items: Sequence[RegressionView]) -> list[RegressionView]:
-    """Regression blocks worst first: regressed ones, then by score delta, then runId."""
-    return sorted(
-        items,
-        key=lambda i: (
-            i.block["verdict"] != "regressed",
-            float(i.block["scoreDelta"]),
-            i.candidate.run_id,
-        ),
-    )
+        )
+    return charts
 
 
 def chart_regression(item: RegressionView, number: int, note: str = "") -> Chart:
@@ -883,7 +629,7 @@ def chart_regression(item: RegressionView, number: int, note: str = "") -> Chart
     `note` ends the caption (which blocks are drawn, when not all are)."""
     block = item.block
     rows = sorted(item.differences, key=lambda d: (d[1], d[0]))
-    fig = _figure(0.3 * max(1, len(rows)) + 1.6)
+    fig = figure(0.3 * max(1, len(rows)) + 1.6)
     ax = fig.add_subplot()
     level = round(100 * (1 - float(block["alpha"])), 2)
     comparison = item.comparison
@@ -900,7 +646,7 @@ def chart_regression(item: RegressionView, number: int, note: str = "") -> Chart
         colour = PASS if diff > 0 else FAIL if diff < 0 else GREY
         ax.plot([0, diff], [y, y], color=colour, lw=1.2)
         ax.plot(diff, y, marker="o", ms=7, color=colour, lw=0)
-    ax.set_yticks(range(len(rows)), [_task_label(t) for t, _ in rows])
+    ax.set_yticks(range(len(rows)), [task_label(t) for t, _ in rows])
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.grid(axis="y", visible=False)
     ax.set_xlim(-1.05, 1.05)
@@ -921,7 +667,7 @@ def chart_regression(item: RegressionView, number: int, note: str = "") -> Chart
         f"Dot chart of paired task differences for {item.candidate.label}, candidate run "
         f"{item.candidate.run_id} against baseline {block['baselineRunId']}: verdict "
         f"{block['verdict']}, {block['pairedTaskCount']} paired tasks, score delta "
-        f"{block['scoreDelta']:+.3f}{interval}. " + _listed([f"{t} {d:+.2f}" for t, d in rows], 20)
+        f"{block['scoreDelta']:+.3f}{interval}. " + listed([f"{t} {d:+.2f}" for t, d in rows], 20)
     )
     return Chart(
         f"regression-{number}",
@@ -931,93 +677,36 @@ def chart_regression(item: RegressionView, number: int, note: str = "") -> Chart
         "score; the line is the mean paired difference and the band its interval at the "
         "block's alpha (RFC 0244 §F)." + item.note + note,
         alt,
-        _svg(fig, alt, f"regression{number}"),
+        svg(fig, alt, f"regression{number}"),
     )
 
 
-# --------------------------------------------------------------------------------------------
-# Page
-
-CSS = """
-:root { color-scheme: light; --ink: #1f2328; --muted: #59636e; --line: #d8dee4; --pass: #00704f;
-  --fail: #b34700; --bg: #f6f8fa; }
-* { box-sizing: border-box; }
-body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue",
-  Arial, sans-serif; color: var(--ink); background: #fff; }
-header { background: #0b3d62; color: #fff; padding: 28px 0 22px; }
-header h1 { margin: 0 0 4px; font-size: 26px; font-weight: 650; }
-header p { margin: 0; color: #cfe0ee; }
-.wrap { max-width: 1180px; margin: 0 auto; padding: 0 24px; }
-nav { border-bottom: 1px solid var(--line); background: var(--bg); }
-nav ol { list-style: none; margin: 0; padding: 10px 0; display: flex; flex-wrap: wrap;
-  gap: 4px 18px; }
-nav a { color: #0b5c99; text-decoration: none; font-size: 14px; }
-nav a:hover { text-decoration: underline; }
-section { padding: 22px 0 8px; border-bottom: 1px solid var(--line); }
-h2 { font-size: 20px; margin: 0 0 10px; }
-figure { margin: 0 0 14px; }
-figure svg { display: block; width: 100%; height: auto; }
-figcaption { color: var(--muted); font-size: 13.5px; margin-top: 6px; max-width: 80ch; }
-table { border-collapse: collapse; width: 100%; font-size: 13.5px; margin: 6px 0 12px; }
-th, td { padding: 5px 7px; border-bottom: 1px solid var(--line); text-align: left;
-  vertical-align: top; }
-th { background: var(--bg); font-weight: 600; vertical-align: bottom; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-td.num { white-space: nowrap; }
-.pass { color: var(--pass); font-weight: 600; }
-.fail { color: var(--fail); font-weight: 600; }
-.table-scroll { overflow-x: auto; }
-details summary { cursor: pointer; color: #0b5c99; margin: 4px 0 8px; }
-code { font-size: 13px; background: var(--bg); padding: 1px 4px; border-radius: 3px;
-  white-space: nowrap; }
-footer { color: var(--muted); font-size: 13px; padding: 18px 0 40px; }
-h3 { font-size: 16px; margin: 16px 0 4px; }
-.lead { font-size: 17px; font-weight: 650; margin: 0 0 8px; padding: 9px 14px;
-  border-left: 6px solid; border-radius: 3px; }
-.lead.fail { border-color: var(--fail); background: #fcefe6; }
-.lead.pass { border-color: var(--pass); background: #e9f5ef; }
-.drawn { color: var(--muted); font-size: 13px; margin: 0 0 12px; }
-.filter { display: flex; flex-wrap: wrap; gap: 6px 18px; align-items: center; font-size: 14px;
-  margin: 4px 0; }
-.filter input[type=search] { font: inherit; padding: 3px 6px; width: 24em; max-width: 100%; }
-th button { font: inherit; color: inherit; background: none; border: 0; padding: 0;
-  cursor: pointer; text-align: inherit; }
-th[aria-sort=ascending] button::after { content: " ▲"; }
-th[aria-sort=descending] button::after { content: " ▼"; }
-article.run { border-top: 1px solid var(--line); padding: 6px 0 2px; }
-article.run h3 { margin: 4px 0 2px; }
-article.run p { margin: 0 0 6px; }
-code.cmd { white-space: normal; overflow-wrap: anywhere; }
-"""
+def regression_charts(
+    items: Sequence[RegressionView], views_by_id: dict[str, RunView]
+) -> list[Chart]:
+    """Charts of the regression blocks, regressions first and the largest drop first, at most
+    MAX_REGRESSION_CHARTS of them; each links to its runs."""
+    ordered = regressions_first(items)
+    drawn = ordered[:MAX_REGRESSION_CHARTS]
+    note = ""
+    if len(ordered) > len(drawn):
+        note = (
+            f" Drawn for {len(drawn)} of {quantity(len(ordered), 'compared run')}, regressions "
+            "and the largest drops first; the verdict lists every regression."
+        )
+    charts = []
+    for number, item in enumerate(drawn, start=1):
+        chart = chart_regression(item, number, note)
+        chart.more = (
+            f'<p class="drawn">Candidate {run_link(item.candidate)}; baseline '
+            f"{run_ref(item.block['baselineRunId'], views_by_id)}.</p>"
+        )
+        charts.append(chart)
+    return charts
 
 
-def _verdict_cell(passed: bool, sortable: bool = False) -> str:
-    key = f' data-v="{int(passed)}"' if sortable else ""
-    return f'<td class="pass"{key}>passed</td>' if passed else f'<td class="fail"{key}>failed</td>'
-
-
-def _count(number: int, word: str, plural: str | None = None) -> str:
-    """`1 run`, `2 runs`: a count with its noun in the right number."""
-    return f"{number} {word if number == 1 else plural or word + 's'}"
-
-
-def _num(value: Any, text: str) -> str:
-    """A numeric cell with its exact value for sorting (empty when there is none)."""
-    key = "" if value is None else repr(float(value))
-    return f'<td class=num data-v="{key}">{text}</td>'
-
-
-def _table(head: Sequence[str], rows: Sequence[str], numeric: Iterable[int] = ()) -> str:
-    """A table with a header row of `head` (the columns numbered in `numeric` right-aligned)."""
-    right = set(numeric)
-    cells = "".join(
-        f"<th class=num>{_esc(h)}</th>" if n in right else f"<th>{_esc(h)}</th>"
-        for n, h in enumerate(head)
-    )
-    return (
-        f'<div class="table-scroll"><table><thead><tr>{cells}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table></div>"
-    )
+#: rows of a verdict table shown open; the rest fold under a <details>
+VERDICT_ROWS = 10
 
 
 def _folded(
@@ -1026,27 +715,27 @@ def _folded(
     """The first VERDICT_ROWS rows as a table, the rest under a <details> (`more`: what they
     are, "failing task"), so the verdict stays short however many runs there are."""
     numeric = list(numeric)
-    shown = _table(head, rows[:VERDICT_ROWS], numeric)
+    shown = table(head, rows[:VERDICT_ROWS], numeric)
     if len(rows) <= VERDICT_ROWS:
         return shown
-    rest = _count(len(rows) - VERDICT_ROWS, f"more {more}")
+    rest = quantity(len(rows) - VERDICT_ROWS, f"more {more}")
     return (
         shown
-        + f"<details><summary>{_esc(rest)}</summary>"
-        + _table(head, rows[VERDICT_ROWS:], numeric)
+        + f"<details><summary>{esc(rest)}</summary>"
+        + table(head, rows[VERDICT_ROWS:], numeric)
         + "</details>"
     )
 
 
 def _links(views: Sequence[RunView], limit: int = 5) -> str:
-    shown = ", ".join(_run_link(v) for v in views[:limit])
+    shown = ", ".join(run_link(v) for v in views[:limit])
     return shown + (f" and {len(views) - limit} more" if len(views) > limit else "")
 
 
 def _reason_counts(reasons: Counter[str]) -> str:
     """`missing × 3, output × 1` in REASONS order."""
     return ", ".join(
-        f"<code>{_esc(code)}</code> × {reasons[code]}" for code in REASONS if reasons[code]
+        f"<code>{esc(code)}</code> × {reasons[code]}" for code in REASONS if reasons[code]
     )
 
 
@@ -1057,12 +746,6 @@ def _interval(item: RegressionView) -> str:
     level = round(100 * (1 - float(item.block["alpha"])), 2)
     low, high = comparison.interval
     return f"{low:+.3f} to {high:+.3f} ({level:g}%)"
-
-
-def _run_ref(run_id: str, views_by_id: dict[str, RunView]) -> str:
-    """A link to a run's section, or its id when the run is not in this directory."""
-    view = views_by_id.get(run_id)
-    return _run_link(view) if view is not None else f"<code>{_esc(run_id)}</code>"
 
 
 def _regressions_part(items: Sequence[RegressionView], views_by_id: dict[str, RunView]) -> str:
@@ -1076,40 +759,40 @@ def _regressions_part(items: Sequence[RegressionView], views_by_id: dict[str, Ru
     else:
         listed = ", ".join(f"{n} {verdict}" for verdict, n in sorted(verdicts.items()))
         told = (
-            f"<p>{_esc(_count(len(items), 'run'))} compared with their baseline: {listed}. "
+            f"<p>{esc(quantity(len(items), 'run'))} compared with their baseline: {listed}. "
             "Regressed runs, the largest drop first:</p>"
             if regressed
-            else f"<p>None. {_esc(_count(len(items), 'run'))} compared with their baseline: "
+            else f"<p>None. {esc(quantity(len(items), 'run'))} compared with their baseline: "
             f"{listed}.</p>"
         )
     rows = [
         "<tr>"
-        f"<td>{_run_link(i.candidate)}</td><td>{_esc(i.candidate.suite)}</td>"
-        f"<td>{_run_ref(i.block['baselineRunId'], views_by_id)}</td>"
-        + _num(i.block["scoreDelta"], f"{float(i.block['scoreDelta']):+.3f}")
-        + f"<td class=num>{_interval(i)}</td><td>{_esc(i.block['method'])}</td>"
-        f"<td class=num>{_esc(i.block['pairedTaskCount'])}</td></tr>"
+        f"<td>{run_link(i.candidate)}</td><td>{esc(i.candidate.suite)}</td>"
+        f"<td>{run_ref(i.block['baselineRunId'], views_by_id)}</td>"
+        + num_cell(i.block["scoreDelta"], f"{float(i.block['scoreDelta']):+.3f}")
+        + f"<td class=num>{_interval(i)}</td><td>{esc(i.block['method'])}</td>"
+        f"<td class=num>{esc(i.block['pairedTaskCount'])}</td></tr>"
         for i in regressed
     ]
     head = ("candidate run", "suite", "baseline run", "score delta", "interval", "method", "tasks")
-    table = _folded(head, rows, "regression", (3, 4, 6)) if rows else ""
-    return '<h3 id="regressions">Regressions</h3>' + told + table
+    folded = _folded(head, rows, "regression", (3, 4, 6)) if rows else ""
+    return '<h3 id="regressions">Regressions</h3>' + told + folded
 
 
 def _failing_suites_part(views: Sequence[RunView]) -> str:
     runs_of: Counter[str] = Counter(v.suite for v in views)
     failed: dict[str, list[RunView]] = {}
-    for view in sorted(views, key=_by_score):
+    for view in sorted(views, key=by_score):
         if not view.summary["passed"]:
             failed.setdefault(view.suite, []).append(view)
     order = sorted(failed, key=lambda suite: (-len(failed[suite]), suite))
     rows = [
         "<tr>"
-        f"<td>{_esc(suite)}</td>"
-        + _num(len(failed[suite]), f"{len(failed[suite])} of {_count(runs_of[suite], 'run')}")
-        + _num(
+        f"<td>{esc(suite)}</td>"
+        + num_cell(len(failed[suite]), f"{len(failed[suite])} of {quantity(runs_of[suite], 'run')}")
+        + num_cell(
             failed[suite][0].summary["aggregateScore"],
-            _fmt(float(failed[suite][0].summary["aggregateScore"])),
+            fmt(float(failed[suite][0].summary["aggregateScore"])),
         )
         + f"<td>{_links(failed[suite])}</td></tr>"
         for suite in order
@@ -1133,7 +816,7 @@ def _failing_tasks_part(views: Sequence[RunView]) -> str:
     runs_of: Counter[str] = Counter(v.suite for v in views)
     failed_in: dict[tuple[str, str], list[RunView]] = {}
     reasons: dict[tuple[str, str], Counter[str]] = {}
-    for view in sorted(views, key=_by_score):
+    for view in sorted(views, key=by_score):
         for task in view.tasks:
             if task["passed"]:
                 continue
@@ -1152,8 +835,8 @@ def _failing_tasks_part(views: Sequence[RunView]) -> str:
         suite, task_id = key
         runs = failed_in[key]
         rows.append(
-            f"<tr><td>{_esc(task_id)}</td><td>{_esc(suite)}</td>"
-            + _num(len(runs), f"{len(runs)} of {_count(runs_of[suite], 'run')}")
+            f"<tr><td>{esc(task_id)}</td><td>{esc(suite)}</td>"
+            + num_cell(len(runs), f"{len(runs)} of {quantity(runs_of[suite], 'run')}")
             + f"<td>{_reason_counts(reasons[key]) or 'no failed trial'}</td>"
             f"<td>{_links(runs)}</td></tr>"
         )
@@ -1172,7 +855,7 @@ def _failing_tasks_part(views: Sequence[RunView]) -> str:
     )
 
 
-def _verdict(views: Sequence[RunView], items: Sequence[RegressionView]) -> str:
+def verdict_section(views: Sequence[RunView], items: Sequence[RegressionView]) -> str:
     """The section the page opens with: one line of verdict, then regressions, failing suites
     and failing tasks, each worst first."""
     views_by_id = {v.run_id: v for v in views}
@@ -1182,17 +865,17 @@ def _verdict(views: Sequence[RunView], items: Sequence[RegressionView]) -> str:
         {(v.suite, t["task_id"]) for v in views for t in v.tasks if not t["passed"]}
     )
     parts = [
-        _count(regressed, "regression") if regressed else "no regression",
-        f"{failed} of {_count(len(views), 'suite run')} failed"
+        quantity(regressed, "regression") if regressed else "no regression",
+        f"{failed} of {quantity(len(views), 'suite run')} failed"
         if failed
-        else f"{_count(len(views), 'suite run')} passed",
-        _count(failing_tasks, "failing task") if failing_tasks else "no failing task",
+        else f"{quantity(len(views), 'suite run')} passed",
+        quantity(failing_tasks, "failing task") if failing_tasks else "no failing task",
     ]
     state = "fail" if regressed or failed else "pass"
     lead = " · ".join(parts)
     return (
         '<section id="verdict" aria-labelledby="verdict-h"><h2 id="verdict-h">Verdict</h2>'
-        f'<p id="verdict-lead" class="lead {state}">{_esc(lead[:1].upper() + lead[1:])}</p>'
+        f'<p id="verdict-lead" class="lead {state}">{esc(lead[:1].upper() + lead[1:])}</p>'
         + _regressions_part(items, views_by_id)
         + _failing_suites_part(views)
         + _failing_tasks_part(views)
@@ -1200,7 +883,18 @@ def _verdict(views: Sequence[RunView], items: Sequence[RegressionView]) -> str:
     )
 
 
-def _runs_table(views: Sequence[RunView]) -> str:
+def runs_section(views: Sequence[RunView], out: RunOutputs) -> str:
+    """The Runs section: the runs table, then what grading recorded as problems."""
+    return (
+        '<section id="runs" aria-labelledby="runs-h"><h2 id="runs-h">Runs</h2>'
+        + runs_table(views)
+        + problems_line(out)
+        + "</section>"
+    )
+
+
+def runs_table(views: Sequence[RunView]) -> str:
+    """One row per run, in the views' order, with `data-passed` for the failed-only filter."""
     head = (
         "suite@version",
         "run",
@@ -1223,147 +917,36 @@ def _runs_table(views: Sequence[RunView]) -> str:
         regression_text = f"{reg['verdict']} ({float(reg['scoreDelta']):+.3f})" if reg else "–"
         rows.append(
             f'<tr data-passed="{"yes" if s["passed"] else "no"}">'
-            f"<td>{_esc(view.suite)}</td><td>{_run_link(view)}</td>"
-            + _num(s["aggregateScore"], _fmt(float(s["aggregateScore"])))
-            + _verdict_cell(s["passed"], sortable=True)
-            + _num(s["passedCount"], f"{s['passedCount']}/{s['taskCount']}")
-            + _num(view.failed_trials, str(view.failed_trials))
-            + _num(st.get("k"), _fmt(st.get("k")))
-            + _num(st.get("passAtK"), _fmt(st.get("passAtK")))
-            + _num(st.get("passHatK"), _fmt(st.get("passHatK")))
-            + _num(st.get("scoreStderr"), _fmt(st.get("scoreStderr")))
-            + _num(s.get("totalCostUsd"), _usd(s.get("totalCostUsd")))
-            + f"<td>{_esc(regression_text)}</td></tr>"
+            f"<td>{esc(view.suite)}</td><td>{run_link(view)}</td>"
+            + num_cell(s["aggregateScore"], fmt(float(s["aggregateScore"])))
+            + verdict_cell(s["passed"], sortable=True)
+            + num_cell(s["passedCount"], f"{s['passedCount']}/{s['taskCount']}")
+            + num_cell(view.failed_trials, str(view.failed_trials))
+            + num_cell(st.get("k"), fmt(st.get("k")))
+            + num_cell(st.get("passAtK"), fmt(st.get("passAtK")))
+            + num_cell(st.get("passHatK"), fmt(st.get("passHatK")))
+            + num_cell(st.get("scoreStderr"), fmt(st.get("scoreStderr")))
+            + num_cell(s.get("totalCostUsd"), usd(s.get("totalCostUsd")))
+            + f"<td>{esc(regression_text)}</td></tr>"
         )
-    return _table(head, rows, (2, 4, 5, 6, 7, 8, 9, 10)).replace(
+    return table(head, rows, (2, 4, 5, 6, 7, 8, 9, 10)).replace(
         "<table>", '<table id="runs-table">', 1
     )
 
 
-def _tasks_table(views: Sequence[RunView]) -> str:
-    head = (
-        "<tr><th>suite</th><th>task</th><th class=num>score</th><th class=num>gating</th>"
-        "<th>result</th><th class=num>passed/n</th><th class=num>pass@k</th>"
-        "<th class=num>pass^k</th><th class=num>cost</th><th class=num>latency ms</th>"
-        "<th>trajectory</th><th class=num>fixture misses</th></tr>"
-    )
-    rows = []
-    for view in views:
-        for t in view.tasks:
-            matched = t.get("trajectory_matched")
-            rows.append(
-                "<tr>"
-                f"<td>{_esc(view.label)}</td><td>{_esc(t['task_id'])}</td>"
-                f"<td class=num>{_fmt(t['score'])}</td>"
-                f"<td class=num>{_fmt(t['gating_score'])}</td>{_verdict_cell(bool(t['passed']))}"
-                f"<td class=num>{_fmt(t['passed_count'])}/{_fmt(t['n'])}</td>"
-                f"<td class=num>{_fmt(t.get('pass_at_k'))}</td>"
-                f"<td class=num>{_fmt(t.get('pass_hat_k'))}</td>"
-                f"<td class=num>{_usd(t.get('cost_usd'))}</td>"
-                f"<td class=num>{_fmt(t.get('latency_ms'))}</td>"
-                f"<td>{'–' if matched is None else 'matched' if matched else 'unmatched'}</td>"
-                f"<td class=num>{_fmt(t.get('fixture_miss_count'))}</td>"
-                "</tr>"
-            )
-    return f'<div class="table-scroll"><table>{head}{"".join(rows)}</table></div>'
-
-
-def _problems_line(out: RunOutputs) -> str:
+def problems_line(out: RunOutputs) -> str:
+    """How many problems grading recorded, by code; nothing when the table was not read."""
     problems = out.tables.get("problems")
     if problems is None:
         return ""
     if problems.height == 0:
         return "<p>No problems were recorded while grading.</p>"
     counts = Counter(problems["code"].to_list())
-    listed = ", ".join(f"<code>{_esc(c)}</code> × {n}" for c, n in sorted(counts.items()))
+    listed = ", ".join(f"<code>{esc(c)}</code> × {n}" for c, n in sorted(counts.items()))
     recorded = "problem was" if problems.height == 1 else "problems were"
     return (
         f"<p>{problems.height} {recorded} recorded while grading ({listed}); "
         "see <code>problems.parquet</code>.</p>"
-    )
-
-
-def explain_command(view: RunView, task_id: str, trial_index: int | None) -> str:
-    """The `evalbatch explain` command that shows why a trial of `view` graded as it did: the
-    run's grading options when they are not the defaults, ids shell-quoted. EVENTS and SUITES
-    stand for what `evalbatch run` was given (the output directory does not record paths)."""
-    defaults = GradeOptions()
-    words = ["evalbatch", "explain", "EVENTS", "--suites", "SUITES", "--run-id", view.run_id]
-    pass_score = view.options.get("default_pass_score")
-    if pass_score is not None and float(pass_score) != defaults.default_pass_score:
-        words += ["--default-pass-score", repr(float(pass_score))]
-    on_miss = view.options.get("on_miss_default")
-    if on_miss is not None and on_miss != defaults.on_miss_default:
-        words += ["--on-miss-default", str(on_miss)]
-    words += ["--task-id", task_id]
-    if trial_index is not None:
-        words += ["--trial", str(trial_index)]
-    return shlex.join(words)
-
-
-def _run_section(view: RunView, views_by_id: dict[str, RunView]) -> str:
-    """A run's verdict line and its failing trials, each with the command that explains it."""
-    s = view.summary
-    result = (
-        '<span class="pass">passed</span>' if s["passed"] else '<span class="fail">failed</span>'
-    )
-    facts = [
-        _esc(view.suite),
-        f"score {_fmt(float(s['aggregateScore']))}",
-        f"{s['passedCount']} of {_esc(_count(int(s['taskCount']), 'task'))} passed",
-        _esc(_count(view.failed_trials, "failed trial")),
-    ]
-    reg = s.get("regression")
-    if reg:
-        facts.append(
-            f"{_esc(reg['verdict'])} against {_run_ref(reg['baselineRunId'], views_by_id)} "
-            f"(score delta {float(reg['scoreDelta']):+.3f})"
-        )
-    rows = [
-        "<tr>"
-        f"<td>{_esc(f.task_id)}</td>"
-        + (
-            _num(f.trial_index, str(f.trial_index))
-            if f.trial_index is not None
-            else _num(None, f"{f.count} missing")
-        )
-        + f"<td><code>{_esc(f.reason)}</code></td>"
-        + _num(f.score, _fmt(f.score))
-        + _num(f.gating_score, _fmt(f.gating_score))
-        + f'<td><code class="cmd">{_esc(explain_command(view, f.task_id, f.trial_index))}</code>'
-        "</td></tr>"
-        for f in view.failing
-    ]
-    table = (
-        _table(("task", "trial", "reason", "score", "gating", "explain it"), rows, (1, 3, 4))
-        if rows
-        else ""
-    )
-    return (
-        f'<article class="run" id="{view.anchor}"><h3><code>{_esc(view.run_id)}</code> '
-        f"{result}</h3><p>{' · '.join(facts)}</p>{table}</article>"
-    )
-
-
-#: what each reason code of a failed trial means, for the page
-REASON_LEGEND = (
-    "<code>forbidden</code>, <code>missing</code>, <code>extra</code>, <code>order</code>, "
-    "<code>no-bracket</code>: the tool path did not match, for that reason (the trials table's "
-    "code, E-58; <code>trajectory</code> when it has none); <code>failed-closed</code>: a "
-    "fixture miss failed the trial (D-9); <code>trial-missing</code>: trials the log lacks "
-    "(D-12); <code>output</code>: a fail on the output grade"
-)
-
-
-def _by_run(views: Sequence[RunView]) -> str:
-    views_by_id = {v.run_id: v for v in views}
-    return (
-        '<section id="by-run" aria-labelledby="by-run-h"><h2 id="by-run-h">Run by run</h2>'
-        f"<p>Each run's failed trials with their reason code ({REASON_LEGEND}). The command "
-        "shows the detail: expected and observed calls and the check that failed. EVENTS and "
-        "SUITES stand for the event logs and suite files given to <code>evalbatch run</code>. "
-        "Its output names tools and arguments, so it is for the team's own eyes and is not in "
-        "this page.</p>" + "".join(_run_section(v, views_by_id) for v in views) + "</section>"
     )
 
 
@@ -1432,6 +1015,191 @@ RUNS_SCRIPT = """
 """
 
 
+def explain_command(view: RunView, task_id: str, trial_index: int | None) -> str:
+    """The `evalbatch explain` command that shows why a trial of `view` graded as it did: the
+    run's grading options when they are not the defaults, ids shell-quoted. EVENTS and SUITES
+    stand for what `evalbatch run` was given (the output directory does not record paths)."""
+    defaults = GradeOptions()
+    words = ["evalbatch", "explain", "EVENTS", "--suites", "SUITES", "--run-id", view.run_id]
+    pass_score = view.options.get("default_pass_score")
+    if pass_score is not None and float(pass_score) != defaults.default_pass_score:
+        words += ["--default-pass-score", repr(float(pass_score))]
+    on_miss = view.options.get("on_miss_default")
+    if on_miss is not None and on_miss != defaults.on_miss_default:
+        words += ["--on-miss-default", str(on_miss)]
+    words += ["--task-id", task_id]
+    if trial_index is not None:
+        words += ["--trial", str(trial_index)]
+    return shlex.join(words)
+
+
+def run_section(view: RunView, views_by_id: dict[str, RunView]) -> str:
+    """A run's verdict line and its failing trials, each with the command that explains it."""
+    s = view.summary
+    result = (
+        '<span class="pass">passed</span>' if s["passed"] else '<span class="fail">failed</span>'
+    )
+    facts = [
+        esc(view.suite),
+        f"score {fmt(float(s['aggregateScore']))}",
+        f"{s['passedCount']} of {esc(quantity(int(s['taskCount']), 'task'))} passed",
+        esc(quantity(view.failed_trials, "failed trial")),
+    ]
+    reg = s.get("regression")
+    if reg:
+        facts.append(
+            f"{esc(reg['verdict'])} against {run_ref(reg['baselineRunId'], views_by_id)} "
+            f"(score delta {float(reg['scoreDelta']):+.3f})"
+        )
+    rows = [
+        "<tr>"
+        f"<td>{esc(f.task_id)}</td>"
+        + (
+            num_cell(f.trial_index, str(f.trial_index))
+            if f.trial_index is not None
+            else num_cell(None, f"{f.count} missing")
+        )
+        + f"<td><code>{esc(f.reason)}</code></td>"
+        + num_cell(f.score, fmt(f.score))
+        + num_cell(f.gating_score, fmt(f.gating_score))
+        + f'<td><code class="cmd">{esc(explain_command(view, f.task_id, f.trial_index))}</code>'
+        "</td></tr>"
+        for f in view.failing
+    ]
+    failing_table = (
+        table(("task", "trial", "reason", "score", "gating", "explain it"), rows, (1, 3, 4))
+        if rows
+        else ""
+    )
+    return (
+        f'<article class="run" id="{view.anchor}"><h3><code>{esc(view.run_id)}</code> '
+        f"{result}</h3><p>{' · '.join(facts)}</p>{failing_table}</article>"
+    )
+
+
+#: what each reason code of a failed trial means, for the page
+REASON_LEGEND = (
+    "<code>forbidden</code>, <code>missing</code>, <code>extra</code>, <code>order</code>, "
+    "<code>no-bracket</code>: the tool path did not match, for that reason (the trials table's "
+    "code, E-58; <code>trajectory</code> when it has none); <code>failed-closed</code>: a "
+    "fixture miss failed the trial (D-9); <code>trial-missing</code>: trials the log lacks "
+    "(D-12); <code>output</code>: a fail on the output grade"
+)
+
+
+def by_run_section(views: Sequence[RunView]) -> str:
+    """The Run by run section: the reason codes explained, then each run's section."""
+    views_by_id = {v.run_id: v for v in views}
+    return (
+        '<section id="by-run" aria-labelledby="by-run-h"><h2 id="by-run-h">Run by run</h2>'
+        f"<p>Each run's failed trials with their reason code ({REASON_LEGEND}). The command "
+        "shows the detail: expected and observed calls and the check that failed. EVENTS and "
+        "SUITES stand for the event logs and suite files given to <code>evalbatch run</code>. "
+        "Its output names tools and arguments, so it is for the team's own eyes and is not in "
+        "this page.</p>" + "".join(run_section(v, views_by_id) for v in views) + "</section>"
+    )
+
+
+def tasks_section(views: Sequence[RunView]) -> str:
+    """The Tasks section: every task of every run, folded under a <details>."""
+    return (
+        '<section id="tasks" aria-labelledby="tasks-h"><h2 id="tasks-h">Tasks</h2>'
+        "<details><summary>Every task of every run</summary>"
+        + tasks_table(views)
+        + "</details></section>"
+    )
+
+
+def tasks_table(views: Sequence[RunView]) -> str:
+    """One row per task of each run, in the views' order: scores, counts, cost, latency."""
+    head = (
+        "<tr><th>suite</th><th>task</th><th class=num>score</th><th class=num>gating</th>"
+        "<th>result</th><th class=num>passed/n</th><th class=num>pass@k</th>"
+        "<th class=num>pass^k</th><th class=num>cost</th><th class=num>latency ms</th>"
+        "<th>trajectory</th><th class=num>fixture misses</th></tr>"
+    )
+    rows = []
+    for view in views:
+        for t in view.tasks:
+            matched = t.get("trajectory_matched")
+            rows.append(
+                "<tr>"
+                f"<td>{esc(view.label)}</td><td>{esc(t['task_id'])}</td>"
+                f"<td class=num>{fmt(t['score'])}</td>"
+                f"<td class=num>{fmt(t['gating_score'])}</td>{verdict_cell(bool(t['passed']))}"
+                f"<td class=num>{fmt(t['passed_count'])}/{fmt(t['n'])}</td>"
+                f"<td class=num>{fmt(t.get('pass_at_k'))}</td>"
+                f"<td class=num>{fmt(t.get('pass_hat_k'))}</td>"
+                f"<td class=num>{usd(t.get('cost_usd'))}</td>"
+                f"<td class=num>{fmt(t.get('latency_ms'))}</td>"
+                f"<td>{'–' if matched is None else 'matched' if matched else 'unmatched'}</td>"
+                f"<td class=num>{fmt(t.get('fixture_miss_count'))}</td>"
+                "</tr>"
+            )
+    return f'<div class="table-scroll"><table>{head}{"".join(rows)}</table></div>'
+
+
+@dataclass
+class Report:
+    """The page and the charts on it."""
+
+    html: str
+    charts: list[Chart] = field(default_factory=list)
+
+
+CSS = """
+:root { color-scheme: light; --ink: #1f2328; --muted: #59636e; --line: #d8dee4; --pass: #00704f;
+  --fail: #b34700; --bg: #f6f8fa; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue",
+  Arial, sans-serif; color: var(--ink); background: #fff; }
+header { background: #0b3d62; color: #fff; padding: 28px 0 22px; }
+header h1 { margin: 0 0 4px; font-size: 26px; font-weight: 650; }
+header p { margin: 0; color: #cfe0ee; }
+.wrap { max-width: 1180px; margin: 0 auto; padding: 0 24px; }
+nav { border-bottom: 1px solid var(--line); background: var(--bg); }
+nav ol { list-style: none; margin: 0; padding: 10px 0; display: flex; flex-wrap: wrap;
+  gap: 4px 18px; }
+nav a { color: #0b5c99; text-decoration: none; font-size: 14px; }
+nav a:hover { text-decoration: underline; }
+section { padding: 22px 0 8px; border-bottom: 1px solid var(--line); }
+h2 { font-size: 20px; margin: 0 0 10px; }
+figure { margin: 0 0 14px; }
+figure svg { display: block; width: 100%; height: auto; }
+figcaption { color: var(--muted); font-size: 13.5px; margin-top: 6px; max-width: 80ch; }
+table { border-collapse: collapse; width: 100%; font-size: 13.5px; margin: 6px 0 12px; }
+th, td { padding: 5px 7px; border-bottom: 1px solid var(--line); text-align: left;
+  vertical-align: top; }
+th { background: var(--bg); font-weight: 600; vertical-align: bottom; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { white-space: nowrap; }
+.pass { color: var(--pass); font-weight: 600; }
+.fail { color: var(--fail); font-weight: 600; }
+.table-scroll { overflow-x: auto; }
+details summary { cursor: pointer; color: #0b5c99; margin: 4px 0 8px; }
+code { font-size: 13px; background: var(--bg); padding: 1px 4px; border-radius: 3px;
+  white-space: nowrap; }
+footer { color: var(--muted); font-size: 13px; padding: 18px 0 40px; }
+h3 { font-size: 16px; margin: 16px 0 4px; }
+.lead { font-size: 17px; font-weight: 650; margin: 0 0 8px; padding: 9px 14px;
+  border-left: 6px solid; border-radius: 3px; }
+.lead.fail { border-color: var(--fail); background: #fcefe6; }
+.lead.pass { border-color: var(--pass); background: #e9f5ef; }
+.drawn { color: var(--muted); font-size: 13px; margin: 0 0 12px; }
+.filter { display: flex; flex-wrap: wrap; gap: 6px 18px; align-items: center; font-size: 14px;
+  margin: 4px 0; }
+.filter input[type=search] { font: inherit; padding: 3px 6px; width: 24em; max-width: 100%; }
+th button { font: inherit; color: inherit; background: none; border: 0; padding: 0;
+  cursor: pointer; text-align: inherit; }
+th[aria-sort=ascending] button::after { content: " ▲"; }
+th[aria-sort=descending] button::after { content: " ▼"; }
+article.run { border-top: 1px solid var(--line); padding: 6px 0 2px; }
+article.run h3 { margin: 4px 0 2px; }
+article.run p { margin: 0 0 6px; }
+code.cmd { white-space: normal; overflow-wrap: anywhere; }
+"""
+
+
 def _content_policy(script: str) -> str:
     """The page may run only its own script and load nothing at all."""
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
@@ -1444,34 +1212,10 @@ def _content_policy(script: str) -> str:
 def _figure_html(chart: Chart) -> str:
     return (
         f'<section id="{chart.anchor}" aria-labelledby="{chart.anchor}-h">'
-        f'<h2 id="{chart.anchor}-h">{_esc(chart.title)}</h2>'
-        f"<figure>{chart.svg}<figcaption>{_esc(chart.caption)}</figcaption></figure>"
+        f'<h2 id="{chart.anchor}-h">{esc(chart.title)}</h2>'
+        f"<figure>{chart.svg}<figcaption>{esc(chart.caption)}</figcaption></figure>"
         f"{chart.more}</section>"
     )
-
-
-def _regression_charts(
-    items: Sequence[RegressionView], views_by_id: dict[str, RunView]
-) -> list[Chart]:
-    """Charts of the regression blocks, regressions first and the largest drop first, at most
-    MAX_REGRESSION_CHARTS of them; each links to its runs."""
-    ordered = regressions_first(items)
-    drawn = ordered[:MAX_REGRESSION_CHARTS]
-    note = ""
-    if len(ordered) > len(drawn):
-        note = (
-            f" Drawn for {len(drawn)} of {_count(len(ordered), 'compared run')}, regressions "
-            "and the largest drops first; the verdict lists every regression."
-        )
-    charts = []
-    for number, item in enumerate(drawn, start=1):
-        chart = chart_regression(item, number, note)
-        chart.more = (
-            f'<p class="drawn">Candidate {_run_link(item.candidate)}; baseline '
-            f"{_run_ref(item.block['baselineRunId'], views_by_id)}.</p>"
-        )
-        charts.append(chart)
-    return charts
 
 
 def build_report(
@@ -1491,8 +1235,8 @@ def build_report(
         raise InputError(f"{out.path}: no graded run in summaries.jsonl; nothing to report")
     views = run_views(out)
     items = regression_views(views, out.table("tasks"))
-    with matplotlib.rc_context(RC):
-        charts = _regression_charts(items, {v.run_id: v for v in views})
+    with chart_style():
+        charts = regression_charts(items, {v.run_id: v for v in views})
         charts += chart_trends(history) if history is not None else []
         charts += [
             chart_suites(views),
@@ -1509,8 +1253,8 @@ def build_report(
     tasks = sum(len(v.tasks) for v in views)
     trials = sum(len(v.trials) for v in views)
     subtitle = (
-        f"{_count(len(views), 'graded eval run')} · {_count(tasks, 'task')} · "
-        f"{_count(trials, 'trial')} · graded by evalbatch {package_version()} under OpenWOP "
+        f"{quantity(len(views), 'graded eval run')} · {quantity(tasks, 'task')} · "
+        f"{quantity(trials, 'trial')} · graded by evalbatch {package_version()} under OpenWOP "
         "RFC 0244"
     )
     drawn = [c for c in charts if not c.anchor.startswith("regression-")]
@@ -1522,28 +1266,22 @@ def build_report(
         ("by-run", "Run by run"),
         ("tasks", "Tasks"),
     ]
-    nav = "".join(f'<li><a href="#{anchor}">{_esc(text)}</a></li>' for anchor, text in contents)
+    nav = "".join(f'<li><a href="#{anchor}">{esc(text)}</a></li>' for anchor, text in contents)
     body = [
-        f'<header><div class="wrap"><h1>{_esc(page_title)}</h1><p>{_esc(subtitle)}</p></div>'
+        f'<header><div class="wrap"><h1>{esc(page_title)}</h1><p>{esc(subtitle)}</p></div>'
         "</header>",
         f'<nav aria-label="Contents"><div class="wrap"><ol>{nav}</ol></div></nav>',
         '<main class="wrap">',
-        _verdict(views, items),
-        '<section id="runs" aria-labelledby="runs-h"><h2 id="runs-h">Runs</h2>'
-        + _runs_table(views)
-        + _problems_line(out)
-        + "</section>",
+        verdict_section(views, items),
+        runs_section(views, out),
         *(_figure_html(chart) for chart in charts),
         ""
         if cost is not None
         else '<section id="cost" aria-labelledby="cost-h"><h2 id="cost-h">Cost</h2><p>No run '
         "here has a cost: its log has neither provider.usage costEstimateUsd nor eval.scored "
         "costUsd (D-14).</p></section>",
-        _by_run(views),
-        '<section id="tasks" aria-labelledby="tasks-h"><h2 id="tasks-h">Tasks</h2>'
-        "<details><summary>Every task of every run</summary>"
-        + _tasks_table(views)
-        + "</details></section>",
+        by_run_section(views),
+        tasks_section(views),
         "</main>",
         '<footer><div class="wrap">Ids, codes, counts and scores only: no tool names, arguments '
         "or outputs (RFC 0244 §H). Made from <code>summaries.jsonl</code>, "
@@ -1554,7 +1292,7 @@ def build_report(
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{_content_policy(RUNS_SCRIPT)}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{_esc(page_title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+        f"<title>{esc(page_title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
         + "\n".join(body)
         + "\n</body>\n</html>\n"
     )
