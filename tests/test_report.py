@@ -30,8 +30,8 @@ from evalbatch.commands.report import report
 from evalbatch.explain import run_explanation
 from evalbatch.options import GradeOptions
 from evalbatch.outputs import outdir
+from evalbatch.publish import comparison_charts, report_views, worst_runs
 from evalbatch.publish import report as reporting
-from evalbatch.publish import report_views, worst_runs
 from tests.conftest import (
     LEAK_MARKERS,
     SAMPLE_EVENTS,
@@ -206,7 +206,7 @@ def test_regression_chart_shows_the_interval(all_out: Path) -> None:
     assert sum(d for _, d in item.differences) / 10 == pytest.approx(-0.4)
     assert item.comparison is not None and item.comparison.interval is not None
     assert item.comparison.interval[1] < 0
-    chart = reporting.chart_regression(item, 1)
+    chart = comparison_charts.chart_regression(item, 1)
     assert "regressed" in chart.alt and "10 paired tasks" in chart.alt
     assert "95% interval" in chart.alt
 
