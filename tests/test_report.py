@@ -30,7 +30,7 @@ from evalbatch.commands.report import report
 from evalbatch.explain import run_explanation
 from evalbatch.options import GradeOptions
 from evalbatch.outputs import outdir
-from evalbatch.publish import comparison_charts, report_views, worst_runs
+from evalbatch.publish import comparison_charts, report_views, verdict_section, worst_runs
 from evalbatch.publish import report as reporting
 from tests.conftest import (
     LEAK_MARKERS,
@@ -479,9 +479,9 @@ def test_issue17_item6_night_verdict_opens_the_page(night_out: Path, night_page:
 
     part = _element(page, "failing-tasks")
     rows = _rows(part)
-    assert len(rows) == task_groups > reporting.VERDICT_ROWS
+    assert len(rows) == task_groups > verdict_section.VERDICT_ROWS
     assert part.count("<details>") == 1
-    assert f"{task_groups - reporting.VERDICT_ROWS} more failing tasks" in part
+    assert f"{task_groups - verdict_section.VERDICT_ROWS} more failing tasks" in part
     runs_of_suite = Counter(runs["suite_id"] + "@" + runs["suite_version"])
     for task, suite, failed_in, reasons, _ in rows:
         mine = failing_tasks.filter((pl.col("suite") == suite) & (pl.col("task_id") == task))
