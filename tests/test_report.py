@@ -30,6 +30,7 @@ from evalbatch.commands.report import report
 from evalbatch.explain import run_explanation
 from evalbatch.options import GradeOptions
 from evalbatch.outputs import outdir
+from evalbatch.publish import comparison_charts, report_views, verdict_section, worst_runs
 from evalbatch.publish import report as reporting
 from tests.conftest import (
     LEAK_MARKERS,
@@ -168,14 +169,14 @@ def test_pass_k_curve_is_exact(samples_out: Path) -> None:
     pass^2 = 4/9 (the suite's trialStats.passHatK), pass^3 = 1/3; pass@2 = 8/9, pass@3 = 1."""
     tasks = pl.read_parquet(samples_out / "tasks.parquet")
     rows = tasks.filter(pl.col("run_id") == "acme/run-trials-k2-0001").to_dicts()
-    curve = reporting.pass_curves(rows)
+    curve = report_views.pass_curves(rows)
     assert [k for k, _, _ in curve] == [1, 2, 3]
     expected = [(2 / 3, 2 / 3), (8 / 9, 4 / 9), (1.0, 1 / 3)]
     for (_, at_k, hat_k), (want_at, want_hat) in zip(curve, expected, strict=True):
         assert at_k == pytest.approx(want_at, rel=1e-12)
         assert hat_k == pytest.approx(want_hat, rel=1e-12)
     single = tasks.filter(pl.col("run_id") == "acme/run-trajectory-0001").to_dicts()
-    assert reporting.pass_curves(single) == [(1, 0.4, 0.4)]  # 2 of 5 tasks passed, n = 1
+    assert report_views.pass_curves(single) == [(1, 0.4, 0.4)]  # 2 of 5 tasks passed, n = 1
 
 
 def test_failure_causes_of_the_samples(samples_out: Path) -> None:
@@ -183,7 +184,7 @@ def test_failure_causes_of_the_samples(samples_out: Path) -> None:
     argument mismatch (an expected call missing); the trials sample on one forbidden call and
     two rubric scores; the fixture sample on one fail-closed miss."""
     out = outdir.load(samples_out, ("tasks", "trials"))
-    causes = {v.run_id: dict(reporting.failure_causes(v)) for v in reporting.run_views(out)}
+    causes = {v.run_id: dict(report_views.failure_causes(v)) for v in report_views.run_views(out)}
     assert causes == {
         "acme/run-fixture-miss-0001": {"fixture miss (failed closed)": 1},
         "acme/run-trajectory-0001": {
@@ -199,13 +200,13 @@ def test_regression_chart_shows_the_interval(all_out: Path) -> None:
     """README §4: 10 paired tasks, mean difference −0.4, regressed; the 95% bootstrap interval
     lies below 0."""
     out = outdir.load(all_out, ("tasks", "trials"))
-    (item,) = reporting.regression_views(reporting.run_views(out), out.table("tasks"))
+    (item,) = report_views.regression_views(report_views.run_views(out), out.table("tasks"))
     assert item.block["verdict"] == "regressed"
     assert len(item.differences) == 10
     assert sum(d for _, d in item.differences) / 10 == pytest.approx(-0.4)
     assert item.comparison is not None and item.comparison.interval is not None
     assert item.comparison.interval[1] < 0
-    chart = reporting.chart_regression(item, 1)
+    chart = comparison_charts.chart_regression(item, 1)
     assert "regressed" in chart.alt and "10 paired tasks" in chart.alt
     assert "95% interval" in chart.alt
 
@@ -478,9 +479,9 @@ def test_issue17_item6_night_verdict_opens_the_page(night_out: Path, night_page:
 
     part = _element(page, "failing-tasks")
     rows = _rows(part)
-    assert len(rows) == task_groups > reporting.VERDICT_ROWS
+    assert len(rows) == task_groups > verdict_section.VERDICT_ROWS
     assert part.count("<details>") == 1
-    assert f"{task_groups - reporting.VERDICT_ROWS} more failing tasks" in part
+    assert f"{task_groups - verdict_section.VERDICT_ROWS} more failing tasks" in part
     runs_of_suite = Counter(runs["suite_id"] + "@" + runs["suite_version"])
     for task, suite, failed_in, reasons, _ in rows:
         mine = failing_tasks.filter((pl.col("suite") == suite) & (pl.col("task_id") == task))
@@ -506,7 +507,7 @@ def test_issue17_item6_night_charts_draw_the_worst_runs(night_out: Path, night_p
     runs = pl.read_parquet(night_out / "runs.parquet")
     lowest = (
         runs.sort("passed", "aggregate_score", "run_id")
-        .head(reporting.MAX_RUNS)["run_id"]
+        .head(worst_runs.MAX_RUNS)["run_id"]
         .to_list()
     )
     failed = (
@@ -523,13 +524,13 @@ def test_issue17_item6_night_charts_draw_the_worst_runs(night_out: Path, night_p
     expected = {
         "suites": ("the 30 lowest-scoring of 500 runs", lowest),
         "pass-k": ("the 30 lowest-scoring of 500 runs", lowest),
-        "task-scores": ("the 12 lowest-scoring of 500 runs", lowest[: reporting.MAX_TASK_RUNS]),
-        "efficiency": ("the 12 lowest-scoring of 500 runs", lowest[: reporting.MAX_TASK_RUNS]),
+        "task-scores": ("the 12 lowest-scoring of 500 runs", lowest[: worst_runs.MAX_TASK_RUNS]),
+        "efficiency": ("the 12 lowest-scoring of 500 runs", lowest[: worst_runs.MAX_TASK_RUNS]),
         "failures": (
             "the 30 with the most failed trials of 500 runs",
-            failed["run_id"].head(reporting.MAX_RUNS).to_list(),
+            failed["run_id"].head(worst_runs.MAX_RUNS).to_list(),
         ),
-        "cost": ("the 12 costliest of 500 runs with a cost", costliest[: reporting.MAX_TASK_RUNS]),
+        "cost": ("the 12 costliest of 500 runs with a cost", costliest[: worst_runs.MAX_TASK_RUNS]),
     }
     for anchor, (described, drawn) in expected.items():
         section = _element(page, anchor)
@@ -543,7 +544,7 @@ def test_issue17_item6_night_charts_draw_the_worst_runs(night_out: Path, night_p
         assert set(links) <= ids
 
     charts = re.findall(r'<section id="(regression-\d+)"', page)
-    assert charts == [f"regression-{n}" for n in range(1, reporting.MAX_REGRESSION_CHARTS + 1)]
+    assert charts == [f"regression-{n}" for n in range(1, worst_runs.MAX_REGRESSION_CHARTS + 1)]
     blocks = sorted(
         (s["regression"]["scoreDelta"], run_id, s["regression"]["baselineRunId"])
         for run_id, s in outdir.load(night_out).summaries
@@ -636,7 +637,7 @@ def test_issue17_item6_explain_commands_show_the_failing_trials(
         )
         ((explained,),) = [t.trials for t in explanation.tasks]
         assert explained.grade is not None and explained.grade.row["passed"] is False
-        assert reporting.trial_reason(explained.grade.row) == reason
+        assert report_views.trial_reason(explained.grade.row) == reason
 
 
 def test_issue17_item6_explain_command_carries_the_runs_options(tmp_path: Path) -> None:

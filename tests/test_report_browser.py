@@ -24,6 +24,7 @@ from PIL import Image
 from evalbatch import api
 from evalbatch.outputs import outdir
 from evalbatch.publish import report as reporting
+from evalbatch.publish import svg_figures
 from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES, SAMPLES
 from tests.test_report import NIGHT_RUNS, SAMPLE_CHARTS, write_night
 
@@ -178,11 +179,11 @@ def test_report_renders_in_headless_chromium(all_page: Path, tmp_path: Path) -> 
     white = sum(n for n, pixel in colours if min(pixel) >= 250)
     assert white < 0.92 * rgb.size[0] * rgb.size[1]
     for colour in (
-        reporting.PASS,
-        reporting.FAIL,
-        reporting.BLUE,
-        reporting.ORANGE,
-        reporting.PURPLE,
+        svg_figures.PASS,
+        svg_figures.FAIL,
+        svg_figures.BLUE,
+        svg_figures.ORANGE,
+        svg_figures.PURPLE,
     ):
         assert _colour_pixels(rgb, colour) > 150, colour
     saved = os.environ.get("EVALBATCH_REPORT_SCREENSHOT")

@@ -1,0 +1,150 @@
+"""Each run in depth: its verdict line and failing trials, each with the `evalbatch explain`
+command that shows why (Run by run), and every task of every run (Tasks).
+
+A failing trial is listed with its reason code (E-47's order) and the command with the run's
+non-default grading options, so the explanation grades as `run` did; EVENTS and SUITES stand for
+what `run` was given, since the output directory does not record paths (E-95). Ids only, shell-
+quoted and HTML-escaped (RFC 0244 §H).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+from evalbatch.options import GradeOptions
+from evalbatch.publish.page_markup import (
+    esc,
+    fmt,
+    num_cell,
+    quantity,
+    run_ref,
+    table,
+    usd,
+    verdict_cell,
+)
+from evalbatch.publish.report_views import RunView
+
+
+def explain_command(view: RunView, task_id: str, trial_index: int | None) -> str:
+    """The `evalbatch explain` command that shows why a trial of `view` graded as it did: the
+    run's grading options when they are not the defaults, ids shell-quoted. EVENTS and SUITES
+    stand for what `evalbatch run` was given (the output directory does not record paths)."""
+    defaults = GradeOptions()
+    words = ["evalbatch", "explain", "EVENTS", "--suites", "SUITES", "--run-id", view.run_id]
+    pass_score = view.options.get("default_pass_score")
+    if pass_score is not None and float(pass_score) != defaults.default_pass_score:
+        words += ["--default-pass-score", repr(float(pass_score))]
+    on_miss = view.options.get("on_miss_default")
+    if on_miss is not None and on_miss != defaults.on_miss_default:
+        words += ["--on-miss-default", str(on_miss)]
+    words += ["--task-id", task_id]
+    if trial_index is not None:
+        words += ["--trial", str(trial_index)]
+    return shlex.join(words)
+
+
+def run_section(view: RunView, views_by_id: dict[str, RunView]) -> str:
+    """A run's verdict line and its failing trials, each with the command that explains it."""
+    s = view.summary
+    result = (
+        '<span class="pass">passed</span>' if s["passed"] else '<span class="fail">failed</span>'
+    )
+    facts = [
+        esc(view.suite),
+        f"score {fmt(float(s['aggregateScore']))}",
+        f"{s['passedCount']} of {esc(quantity(int(s['taskCount']), 'task'))} passed",
+        esc(quantity(view.failed_trials, "failed trial")),
+    ]
+    reg = s.get("regression")
+    if reg:
+        facts.append(
+            f"{esc(reg['verdict'])} against {run_ref(reg['baselineRunId'], views_by_id)} "
+            f"(score delta {float(reg['scoreDelta']):+.3f})"
+        )
+    rows = [
+        "<tr>"
+        f"<td>{esc(f.task_id)}</td>"
+        + (
+            num_cell(f.trial_index, str(f.trial_index))
+            if f.trial_index is not None
+            else num_cell(None, f"{f.count} missing")
+        )
+        + f"<td><code>{esc(f.reason)}</code></td>"
+        + num_cell(f.score, fmt(f.score))
+        + num_cell(f.gating_score, fmt(f.gating_score))
+        + f'<td><code class="cmd">{esc(explain_command(view, f.task_id, f.trial_index))}</code>'
+        "</td></tr>"
+        for f in view.failing
+    ]
+    failing_table = (
+        table(("task", "trial", "reason", "score", "gating", "explain it"), rows, (1, 3, 4))
+        if rows
+        else ""
+    )
+    return (
+        f'<article class="run" id="{view.anchor}"><h3><code>{esc(view.run_id)}</code> '
+        f"{result}</h3><p>{' · '.join(facts)}</p>{failing_table}</article>"
+    )
+
+
+#: what each reason code of a failed trial means, for the page
+REASON_LEGEND = (
+    "<code>forbidden</code>, <code>missing</code>, <code>extra</code>, <code>order</code>, "
+    "<code>no-bracket</code>: the tool path did not match, for that reason (the trials table's "
+    "code, E-58; <code>trajectory</code> when it has none); <code>failed-closed</code>: a "
+    "fixture miss failed the trial (D-9); <code>trial-missing</code>: trials the log lacks "
+    "(D-12); <code>output</code>: a fail on the output grade"
+)
+
+
+def by_run_section(views: Sequence[RunView]) -> str:
+    """The Run by run section: the reason codes explained, then each run's section."""
+    views_by_id = {v.run_id: v for v in views}
+    return (
+        '<section id="by-run" aria-labelledby="by-run-h"><h2 id="by-run-h">Run by run</h2>'
+        f"<p>Each run's failed trials with their reason code ({REASON_LEGEND}). The command "
+        "shows the detail: expected and observed calls and the check that failed. EVENTS and "
+        "SUITES stand for the event logs and suite files given to <code>evalbatch run</code>. "
+        "Its output names tools and arguments, so it is for the team's own eyes and is not in "
+        "this page.</p>" + "".join(run_section(v, views_by_id) for v in views) + "</section>"
+    )
+
+
+def tasks_section(views: Sequence[RunView]) -> str:
+    """The Tasks section: every task of every run, folded under a <details>."""
+    return (
+        '<section id="tasks" aria-labelledby="tasks-h"><h2 id="tasks-h">Tasks</h2>'
+        "<details><summary>Every task of every run</summary>"
+        + tasks_table(views)
+        + "</details></section>"
+    )
+
+
+def tasks_table(views: Sequence[RunView]) -> str:
+    """One row per task of each run, in the views' order: scores, counts, cost, latency."""
+    head = (
+        "<tr><th>suite</th><th>task</th><th class=num>score</th><th class=num>gating</th>"
+        "<th>result</th><th class=num>passed/n</th><th class=num>pass@k</th>"
+        "<th class=num>pass^k</th><th class=num>cost</th><th class=num>latency ms</th>"
+        "<th>trajectory</th><th class=num>fixture misses</th></tr>"
+    )
+    rows = []
+    for view in views:
+        for t in view.tasks:
+            matched = t.get("trajectory_matched")
+            rows.append(
+                "<tr>"
+                f"<td>{esc(view.label)}</td><td>{esc(t['task_id'])}</td>"
+                f"<td class=num>{fmt(t['score'])}</td>"
+                f"<td class=num>{fmt(t['gating_score'])}</td>{verdict_cell(bool(t['passed']))}"
+                f"<td class=num>{fmt(t['passed_count'])}/{fmt(t['n'])}</td>"
+                f"<td class=num>{fmt(t.get('pass_at_k'))}</td>"
+                f"<td class=num>{fmt(t.get('pass_hat_k'))}</td>"
+                f"<td class=num>{usd(t.get('cost_usd'))}</td>"
+                f"<td class=num>{fmt(t.get('latency_ms'))}</td>"
+                f"<td>{'–' if matched is None else 'matched' if matched else 'unmatched'}</td>"
+                f"<td class=num>{fmt(t.get('fixture_miss_count'))}</td>"
+                "</tr>"
+            )
+    return f'<div class="table-scroll"><table>{head}{"".join(rows)}</table></div>'

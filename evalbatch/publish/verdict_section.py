@@ -1,0 +1,193 @@
+"""The section the report opens with: one line of verdict, then regressions, failing suites and
+failing tasks, each worst first (E-95).
+
+Failing suites group runs by suite and version ("failed in X of Y runs") and failing tasks count
+their failed trials by reason code (E-47's order), so 500 runs of a few suites give a few rows;
+each table shows VERDICT_ROWS rows and folds the rest, so the verdict fits the first screen.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from evalbatch.publish.page_markup import esc, fmt, num_cell, quantity, run_link, run_ref, table
+from evalbatch.publish.report_views import REASONS, RegressionView, RunView
+from evalbatch.publish.worst_runs import by_score, regressions_first
+
+#: rows of a verdict table shown open; the rest fold under a <details>
+VERDICT_ROWS = 10
+
+
+def _folded(
+    head: Sequence[str], rows: Sequence[str], more: str, numeric: Iterable[int] = ()
+) -> str:
+    """The first VERDICT_ROWS rows as a table, the rest under a <details> (`more`: what they
+    are, "failing task"), so the verdict stays short however many runs there are."""
+    numeric = list(numeric)
+    shown = table(head, rows[:VERDICT_ROWS], numeric)
+    if len(rows) <= VERDICT_ROWS:
+        return shown
+    rest = quantity(len(rows) - VERDICT_ROWS, f"more {more}")
+    return (
+        shown
+        + f"<details><summary>{esc(rest)}</summary>"
+        + table(head, rows[VERDICT_ROWS:], numeric)
+        + "</details>"
+    )
+
+
+def _links(views: Sequence[RunView], limit: int = 5) -> str:
+    shown = ", ".join(run_link(v) for v in views[:limit])
+    return shown + (f" and {len(views) - limit} more" if len(views) > limit else "")
+
+
+def _reason_counts(reasons: Counter[str]) -> str:
+    """`missing × 3, output × 1` in REASONS order."""
+    return ", ".join(
+        f"<code>{esc(code)}</code> × {reasons[code]}" for code in REASONS if reasons[code]
+    )
+
+
+def _interval(item: RegressionView) -> str:
+    comparison = item.comparison
+    if comparison is None or comparison.interval is None:
+        return "–"
+    level = round(100 * (1 - float(item.block["alpha"])), 2)
+    low, high = comparison.interval
+    return f"{low:+.3f} to {high:+.3f} ({level:g}%)"
+
+
+def _regressions_part(items: Sequence[RegressionView], views_by_id: dict[str, RunView]) -> str:
+    regressed = [i for i in regressions_first(items) if i.block["verdict"] == "regressed"]
+    verdicts = Counter(str(i.block["verdict"]) for i in items)
+    if not items:
+        told = (
+            "<p>No run was compared with a baseline: none names one (eval.started "
+            "baselineRunId) that was graded into this directory (RFC 0244 §F).</p>"
+        )
+    else:
+        listed = ", ".join(f"{n} {verdict}" for verdict, n in sorted(verdicts.items()))
+        told = (
+            f"<p>{esc(quantity(len(items), 'run'))} compared with their baseline: {listed}. "
+            "Regressed runs, the largest drop first:</p>"
+            if regressed
+            else f"<p>None. {esc(quantity(len(items), 'run'))} compared with their baseline: "
+            f"{listed}.</p>"
+        )
+    rows = [
+        "<tr>"
+        f"<td>{run_link(i.candidate)}</td><td>{esc(i.candidate.suite)}</td>"
+        f"<td>{run_ref(i.block['baselineRunId'], views_by_id)}</td>"
+        + num_cell(i.block["scoreDelta"], f"{float(i.block['scoreDelta']):+.3f}")
+        + f"<td class=num>{_interval(i)}</td><td>{esc(i.block['method'])}</td>"
+        f"<td class=num>{esc(i.block['pairedTaskCount'])}</td></tr>"
+        for i in regressed
+    ]
+    head = ("candidate run", "suite", "baseline run", "score delta", "interval", "method", "tasks")
+    folded = _folded(head, rows, "regression", (3, 4, 6)) if rows else ""
+    return '<h3 id="regressions">Regressions</h3>' + told + folded
+
+
+def _failing_suites_part(views: Sequence[RunView]) -> str:
+    runs_of: Counter[str] = Counter(v.suite for v in views)
+    failed: dict[str, list[RunView]] = {}
+    for view in sorted(views, key=by_score):
+        if not view.summary["passed"]:
+            failed.setdefault(view.suite, []).append(view)
+    order = sorted(failed, key=lambda suite: (-len(failed[suite]), suite))
+    rows = [
+        "<tr>"
+        f"<td>{esc(suite)}</td>"
+        + num_cell(len(failed[suite]), f"{len(failed[suite])} of {quantity(runs_of[suite], 'run')}")
+        + num_cell(
+            failed[suite][0].summary["aggregateScore"],
+            fmt(float(failed[suite][0].summary["aggregateScore"])),
+        )
+        + f"<td>{_links(failed[suite])}</td></tr>"
+        for suite in order
+    ]
+    if not rows:
+        return '<h3 id="failing-suites">Failing suites</h3><p>None: every suite run passed.</p>'
+    return (
+        '<h3 id="failing-suites">Failing suites</h3>'
+        "<p>Suites with a run that failed (RFC 0244 §B: the gating aggregate, cost and latency "
+        "bars), the most failed runs first; each run's section lists its failing trials.</p>"
+        + _folded(
+            ("suite", "failed runs", "lowest score", "runs, lowest score first"),
+            rows,
+            "failing suite",
+            (1, 2),
+        )
+    )
+
+
+def _failing_tasks_part(views: Sequence[RunView]) -> str:
+    runs_of: Counter[str] = Counter(v.suite for v in views)
+    failed_in: dict[tuple[str, str], list[RunView]] = {}
+    reasons: dict[tuple[str, str], Counter[str]] = {}
+    for view in sorted(views, key=by_score):
+        for task in view.tasks:
+            if task["passed"]:
+                continue
+            key = (view.suite, task["task_id"])
+            failed_in.setdefault(key, []).append(view)
+            counted = reasons.setdefault(key, Counter())
+            for failing in view.failing:
+                if failing.task_id == task["task_id"]:
+                    counted[failing.reason] += failing.count
+    order = sorted(
+        failed_in,
+        key=lambda key: (-len(failed_in[key]), -sum(reasons[key].values()), key),
+    )
+    rows = []
+    for key in order:
+        suite, task_id = key
+        runs = failed_in[key]
+        rows.append(
+            f"<tr><td>{esc(task_id)}</td><td>{esc(suite)}</td>"
+            + num_cell(len(runs), f"{len(runs)} of {quantity(runs_of[suite], 'run')}")
+            + f"<td>{_reason_counts(reasons[key]) or 'no failed trial'}</td>"
+            f"<td>{_links(runs)}</td></tr>"
+        )
+    if not rows:
+        return '<h3 id="failing-tasks">Failing tasks</h3><p>None: every task passed.</p>'
+    return (
+        '<h3 id="failing-tasks">Failing tasks</h3>'
+        "<p>Tasks that failed in a run, the most runs first, with their failed trials counted by "
+        'reason code (see <a href="#by-run">run by run</a>).</p>'
+        + _folded(
+            ("task", "suite", "failed in", "failed trials by reason", "runs"),
+            rows,
+            "failing task",
+            (2,),
+        )
+    )
+
+
+def verdict_section(views: Sequence[RunView], items: Sequence[RegressionView]) -> str:
+    """The section the page opens with: one line of verdict, then regressions, failing suites
+    and failing tasks, each worst first."""
+    views_by_id = {v.run_id: v for v in views}
+    regressed = sum(i.block["verdict"] == "regressed" for i in items)
+    failed = sum(not v.summary["passed"] for v in views)
+    failing_tasks = len(
+        {(v.suite, t["task_id"]) for v in views for t in v.tasks if not t["passed"]}
+    )
+    parts = [
+        quantity(regressed, "regression") if regressed else "no regression",
+        f"{failed} of {quantity(len(views), 'suite run')} failed"
+        if failed
+        else f"{quantity(len(views), 'suite run')} passed",
+        quantity(failing_tasks, "failing task") if failing_tasks else "no failing task",
+    ]
+    state = "fail" if regressed or failed else "pass"
+    lead = " · ".join(parts)
+    return (
+        '<section id="verdict" aria-labelledby="verdict-h"><h2 id="verdict-h">Verdict</h2>'
+        f'<p id="verdict-lead" class="lead {state}">{esc(lead[:1].upper() + lead[1:])}</p>'
+        + _regressions_part(items, views_by_id)
+        + _failing_suites_part(views)
+        + _failing_tasks_part(views)
+        + "</section>"
+    )
