@@ -59,7 +59,6 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -72,6 +71,7 @@ from evalbatch.grade.suite_tables import SuiteTables
 from evalbatch.inputs import event_files
 from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
+from evalbatch.pipeline.grading import Paths, as_paths, suites_keyword
 from evalbatch.pipeline.merge import trial_table
 from evalbatch.pipeline.shard import grade_shard
 from evalbatch.problems import problem_message
@@ -911,29 +911,38 @@ def _unknown_run(con: Any, sources: event_files.Sources, run_id: str) -> Unknown
 
 
 def explain_paths(
-    events: Sequence[str | Path],
-    suite_paths: Sequence[str | Path],
-    run_id: str,
+    events: Paths,
+    suites: Paths = (),
+    run_id: str | None = None,
     task_id: str | None = None,
     trial_index: int | None = None,
     options: GradeOptions | None = None,
     resources: Resources | None = None,
+    *,
+    suite_paths: Paths | None = None,
 ) -> Explanation:
     """Explain how one eval run's trials graded, with the grader's own code (see module doc).
 
-    `task_id` and `trial_index` keep only the trials of that task and/or index.
+    `events` and `suites` are each one path (a `str` or a `Path`) or a list of them; suite files
+    are `suites=` (`suite_paths=` still works for one version, with a `DeprecationWarning`)
+    (issue 17 item 5). `run_id` is required. `task_id` and `trial_index` keep only the trials of
+    that task and/or index.
 
     Raises:
+        TypeError: no `run_id`, or both `suites=` and `suite_paths=`.
         UnknownRun: `run_id` is not an eval run of the events.
         UnknownSelection: no trial of the run has that task or index.
         InputError: no event file can be used at all.
         SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
     """
+    if run_id is None:
+        raise TypeError("explain_paths() needs run_id=")
+    suite_files = suites_keyword(suites, suite_paths, "explain_paths")
     options = options or GradeOptions()
-    choices = load_suites(suite_paths)
+    choices = load_suites(suite_files)
     con = trial_tables.connect(resources)
     try:
-        sources = event_files.scan(con, [str(p) for p in events])
+        sources = event_files.scan(con, as_paths(events))
         sources.only_runs = frozenset({run_id})
         batch = grade_shard(con, sources, None, choices, options)
         known = set(batch.eval_runs["run_id"].to_list())
