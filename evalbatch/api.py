@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evalbatch.explain.run_explanation import Explanation, explain_paths
+from evalbatch.explain.explanation import Explanation
+from evalbatch.explain.run_explanation import explain_paths
 from evalbatch.inputs import event_files, ingest, suites
 from evalbatch.inputs.ingest import DEFAULT_FLUSH_ROWS, IngestReport
 from evalbatch.notebook import connect
