@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evalbatch.explain import run_explanation
-from evalbatch.explain.run_explanation import Explanation
+from evalbatch.explain.explanation import Explanation
+from evalbatch.explain.run_explanation import explain_paths
 from evalbatch.inputs import event_files, ingest, suites
 from evalbatch.inputs.ingest import DEFAULT_FLUSH_ROWS, IngestReport
 from evalbatch.notebook import connect
@@ -85,32 +85,6 @@ def regress_paths(
         cand_run=cand_run,
         run_filter=run_filter,
         allow_mixed=allow_mixed,
-        resources=resources,
-    )
-
-
-def explain_paths(
-    events: Paths,
-    suites: Paths = (),
-    run_id: str | None = None,
-    task_id: str | None = None,
-    trial_index: int | None = None,
-    options: GradeOptions | None = None,
-    resources: Resources | None = None,
-    *,
-    suite_paths: Paths | None = None,
-) -> Explanation:
-    """`evalbatch explain`: how one eval run's trials graded (see
-    `evalbatch.explain.run_explanation.explain_paths`). `run_id` is required."""
-    if run_id is None:
-        raise TypeError("explain_paths() needs run_id=")
-    return run_explanation.explain_paths(
-        as_paths(events),
-        suites_keyword(suites, suite_paths, "explain_paths"),
-        run_id,
-        task_id=task_id,
-        trial_index=trial_index,
-        options=options,
         resources=resources,
     )
 

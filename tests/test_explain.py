@@ -22,15 +22,12 @@ from click.testing import CliRunner, Result
 from evalbatch import jsonvalue
 from evalbatch.api import grade_paths
 from evalbatch.commands.explain import explain
-from evalbatch.explain.run_explanation import (
-    GRADE_KEYS,
-    REASON_FINDINGS,
-    Explanation,
-    args_difference,
-    explain_paths,
-    render_text,
-    to_json,
-)
+from evalbatch.explain.call_args import args_difference
+from evalbatch.explain.explanation import Explanation
+from evalbatch.explain.json_shape import GRADE_KEYS, to_json
+from evalbatch.explain.run_explanation import explain_paths
+from evalbatch.explain.text_rendering import render_text
+from evalbatch.explain.trajectory_findings import REASON_FINDINGS
 from evalbatch.grade import match
 from evalbatch.grade.trial_grading import TRAJECTORY_CHECKS
 from evalbatch.options import GradeOptions

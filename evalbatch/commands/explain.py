@@ -1,9 +1,9 @@
 """`evalbatch explain EVENTS... --run-id RUN`: why each trial of one eval run graded as it did.
 
 The explanation comes from `evalbatch.explain.run_explanation`, which grades with the grader's
-own code, so it agrees with `evalbatch run`. It is a `faults.Command`: errors meant for users are
-one line on stderr and their exit code however the command is invoked, handled where every
-command's are.
+own code, so it agrees with `evalbatch run`; `text_rendering` and `json_shape` print it. It is a
+`faults.Command`: errors meant for users are one line on stderr and their exit code however the
+command is invoked, handled where every command's are.
 """
 
 from __future__ import annotations
@@ -87,13 +87,15 @@ def explain(
     input, a run, task or trial that is not in the events, or a usage error.
     """
     # the engine loads when the command runs, not for --help
-    from evalbatch.explain import run_explanation as explaining
+    from evalbatch.explain.json_shape import to_json
+    from evalbatch.explain.run_explanation import explain_paths
+    from evalbatch.explain.text_rendering import render_text
 
     options = GradeOptions(
         default_pass_score=default_pass_score,
         on_miss_default=on_miss_default,
     )
-    explanation = explaining.explain_paths(
+    explanation = explain_paths(
         list(events),
         list(suite_paths),
         run_id,
@@ -103,10 +105,10 @@ def explain(
         resources=resources,
     )
     if as_json:
-        click.echo(json.dumps(explaining.to_json(explanation), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(to_json(explanation), indent=2, ensure_ascii=False))
     else:
         # text from the log is shown escaped: the run id whole (a newline in it stays on its
         # line), then everything else line by line
-        text = explaining.render_text(explanation).replace(run_id, printable(run_id))
+        text = render_text(explanation).replace(run_id, printable(run_id))
         click.echo("\n".join(printable(line) for line in text.split("\n")), nl=False)
     sys.exit(EXIT_OK if explanation.graded else EXIT_SKIPPED)
