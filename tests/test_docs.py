@@ -1,5 +1,5 @@
 """The docs cannot fall behind the CLI: every command of `evalbatch` has help text, every option
-of it says what it does, and the README has a section for the command (a `### ` heading naming
+of it says what it does, and docs/ has a section for the command (a heading naming
 `evalbatch <command>`)."""
 
 from __future__ import annotations
@@ -12,8 +12,13 @@ import pytest
 from evalbatch.cli import cli
 from tests.conftest import ROOT
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-HEADINGS = [line for line in README.splitlines() if line.startswith("### ")]
+DOCS = ROOT / "docs"
+HEADINGS = [
+    line
+    for page in sorted(DOCS.glob("*.md"))
+    for line in page.read_text(encoding="utf-8").splitlines()
+    if re.match(r"#{1,6} ", line)
+]
 
 
 def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
@@ -32,7 +37,7 @@ COMMANDS = _commands(cli)
 
 
 def test_every_command_is_walked() -> None:
-    """A guard on the walk itself: the commands the README's quickstart names are found."""
+    """A guard on the walk itself: the commands the docs name are found."""
     names = {path for path, _ in COMMANDS}
     assert {"run", "regress", "validate", "verify", "sql", "explain", "report"} <= names
 
@@ -51,10 +56,10 @@ def test_command_has_help_and_every_option_says_what_it_does(
 
 
 @pytest.mark.parametrize(("path", "command"), COMMANDS, ids=[p for p, _ in COMMANDS])
-def test_command_has_a_readme_section(path: str, command: click.Command) -> None:
+def test_command_has_a_docs_section(path: str, command: click.Command) -> None:
     words = path.split()
     pattern = re.compile(r"`evalbatch " + re.escape(words[0]) + r"\b([^`]*)`")
     sections = [h for h in HEADINGS if pattern.search(h)]
     if len(words) > 1:  # a subcommand: its group's heading names it (`export otel|eee`)
         sections = [h for h in sections if re.search(r"\b" + re.escape(words[1]) + r"\b", h)]
-    assert sections, f"README.md has no `### ... evalbatch {path}` section"
+    assert sections, f"docs/ has no `# ... evalbatch {path}` section"
