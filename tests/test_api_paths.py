@@ -2,8 +2,8 @@
 
 Every function that reads or writes files accepts one `str`, one `Path` or a list of either (a
 string is one path, never its letters); suite files are `suites=` everywhere, the old keyword
-`suite_paths=` still works with a `DeprecationWarning`; and everything the README's Python
-examples use is importable from `evalbatch` itself.
+`suite_paths=` still works with a `DeprecationWarning`; and everything the Python examples of
+the README and docs/ use is importable from `evalbatch` itself.
 """
 
 from __future__ import annotations
@@ -127,16 +127,21 @@ def test_suites_keyword_is_the_same_everywhere() -> None:
     assert "suites" in inspect.signature(evalbatch.connect).parameters
 
 
-def _readme_python() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
+def _docs_python() -> list[str]:
+    """The Python examples of README.md and of every page of docs/."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    blocks: list[str] = []
+    for page in pages:
+        blocks += re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)
+    return blocks
 
 
-def test_everything_the_readme_imports_is_in_evalbatch() -> None:
-    """Issue 17 item 5: each `from evalbatch import ...` and `evalbatch.X` of the README's Python
-    examples is importable from `evalbatch` (write_outputs was only in evalbatch.api)."""
+def test_everything_the_docs_import_is_in_evalbatch() -> None:
+    """Issue 17 item 5: each `from evalbatch import ...` and `evalbatch.X` of the Python examples
+    of the README and docs/ is importable from `evalbatch` (write_outputs was only in
+    evalbatch.api)."""
     names: set[str] = set()
-    blocks = _readme_python()
+    blocks = _docs_python()
     assert blocks
     for block in blocks:
         for node in ast.walk(ast.parse(block)):

@@ -473,9 +473,9 @@ def test_s1_3_validate_unreadable_suite_exit_2(
     capsys: pytest.CaptureFixture[str],
     text: str,
 ) -> None:
-    """§1.3 / README: `validate` exits 2 when a file cannot be read as JSON, with a one-line
-    message naming the file and no traceback (a JSON document without suiteId is an invalid
-    suite, exit 1: E-85, tests/test_fail_closed_cli.py)."""
+    """§1.3 / docs/validate.md: `validate` exits 2 when a file cannot be read as JSON, with a
+    one-line message naming the file and no traceback (a JSON document without suiteId is an
+    invalid suite, exit 1: E-85, tests/test_fail_closed_cli.py)."""
     path = tmp_path / "broken.json"
     path.write_text(text)
     code, out, err = run_main(monkeypatch, capsys, "validate", path)

@@ -1,19 +1,38 @@
-"""The docs cannot fall behind the CLI: every command of `evalbatch` has help text, every option
-of it says what it does, and the README has a section for the command (a `### ` heading naming
-`evalbatch <command>`)."""
+"""The docs cannot fall behind the CLI, and cannot lead nowhere.
+
+- every command of `evalbatch` has help text, and every option of it says what it does;
+- every command has its page in docs/ (a heading naming `evalbatch <command>`), and every option
+  its `--help` lists is named on that page;
+- every relative link of README.md and docs/*.md leads to a file of the repository, and every
+  `#anchor` to a heading of its target (GitHub's slugs);
+- the README stays a front door (under 400 lines) and links every page of docs/, as the index
+  docs/README.md does;
+- the README's tour runs on the samples and prints what the README shows under each command.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
 
 import click
 import pytest
 
 from evalbatch.cli import cli
-from tests.conftest import ROOT
+from tests.conftest import EVALBATCH_BIN, ROOT
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-HEADINGS = [line for line in README.splitlines() if line.startswith("### ")]
+README_PATH = ROOT / "README.md"
+README = README_PATH.read_text(encoding="utf-8")
+DOCS = ROOT / "docs"
+PAGES = sorted(DOCS.glob("*.md"))
+#: the pages a command's reference may live on: the contract and the decisions are not one
+REFERENCE_PAGES = [page for page in PAGES if page.name not in ("rules.md", "decisions.md")]
+MARKDOWN = [README_PATH, *PAGES]
+README_MAX_LINES = 400
 
 
 def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
@@ -31,8 +50,87 @@ def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Com
 COMMANDS = _commands(cli)
 
 
+def _prose(text: str) -> list[str]:
+    """The lines of a markdown text outside fenced code blocks."""
+    lines, fenced = [], False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            lines.append(line)
+    return lines
+
+
+def _headings(text: str) -> list[str]:
+    return [line for line in _prose(text) if re.match(r"#{1,6} ", line)]
+
+
+def _code_spans(text: str) -> list[str]:
+    return [span for line in _prose(text) for span in re.findall(r"`([^`]+)`", line)]
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: its text lowercased, without punctuation (letters, digits,
+    `_`, `-` and spaces are kept), spaces made hyphens."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.lstrip("#").strip())
+    return re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+
+
+def anchors(text: str) -> set[str]:
+    """Every heading's anchor; a repeated slug takes `-1`, `-2`, ... as on GitHub."""
+    seen: Counter[str] = Counter()
+    found = set()
+    for heading in _headings(text):
+        base = slug(heading)
+        found.add(f"{base}-{seen[base]}" if seen[base] else base)
+        seen[base] += 1
+    return found
+
+
+_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def links(text: str) -> list[str]:
+    """The targets of the inline links of a markdown text (not in code), in order."""
+    found = []
+    for line in _prose(text):
+        # a code span inside the link text (`[`evalbatch history`](...)`) is part of the link
+        found += _LINK.findall(re.sub(r"`[^`]*`", "", line))
+    return found
+
+
+def link_faults(page: Path, root: Path = ROOT) -> list[str]:
+    """The relative links of `page` that lead to no file of the repository at `root`, or to no
+    heading of their target."""
+    faults = []
+    name = page.relative_to(root)
+    for target in links(page.read_text(encoding="utf-8")):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:
+            continue
+        path_part, _, anchor = target.partition("#")
+        path = (page.parent / path_part).resolve() if path_part else page
+        if not path.is_relative_to(root) or not path.exists():
+            faults.append(f"{name}: {target}: no such file")
+        elif (
+            anchor
+            and path.suffix == ".md"
+            and anchor not in anchors(path.read_text(encoding="utf-8"))
+        ):
+            faults.append(f"{name}: {target}: no such heading")
+    return faults
+
+
+def linked_pages(page: Path) -> set[Path]:
+    """The files of the repository that `page` links to."""
+    targets = (t.partition("#")[0] for t in links(page.read_text(encoding="utf-8")))
+    return {(page.parent / t).resolve() for t in targets if t and not re.match(r"[a-z]+:", t)}
+
+
+# --- the commands ---------------------------------------------------------------------------
+
+
 def test_every_command_is_walked() -> None:
-    """A guard on the walk itself: the commands the README's quickstart names are found."""
+    """A guard on the walk itself: the commands the docs name are found."""
     names = {path for path, _ in COMMANDS}
     assert {"run", "regress", "validate", "verify", "sql", "explain", "report"} <= names
 
@@ -50,11 +148,180 @@ def test_command_has_help_and_every_option_says_what_it_does(
     assert not undocumented, f"evalbatch {path}: options without help: {undocumented}"
 
 
-@pytest.mark.parametrize(("path", "command"), COMMANDS, ids=[p for p, _ in COMMANDS])
-def test_command_has_a_readme_section(path: str, command: click.Command) -> None:
+def command_pages(path: str) -> list[Path]:
+    """The reference pages with a heading naming `evalbatch <path>` (a subcommand: its group's
+    heading naming it, as `evalbatch export otel|eee`)."""
     words = path.split()
     pattern = re.compile(r"`evalbatch " + re.escape(words[0]) + r"\b([^`]*)`")
-    sections = [h for h in HEADINGS if pattern.search(h)]
-    if len(words) > 1:  # a subcommand: its group's heading names it (`export otel|eee`)
-        sections = [h for h in sections if re.search(r"\b" + re.escape(words[1]) + r"\b", h)]
-    assert sections, f"README.md has no `### ... evalbatch {path}` section"
+    found = []
+    for page in REFERENCE_PAGES:
+        sections = [h for h in _headings(page.read_text(encoding="utf-8")) if pattern.search(h)]
+        if len(words) > 1:
+            sections = [h for h in sections if re.search(r"\b" + re.escape(words[1]) + r"\b", h)]
+        if sections:
+            found.append(page)
+    return found
+
+
+@pytest.mark.parametrize(("path", "command"), COMMANDS, ids=[p for p, _ in COMMANDS])
+def test_command_has_a_docs_page(path: str, command: click.Command) -> None:
+    pages = command_pages(path)
+    assert len(pages) == 1, f"docs/ pages with a `# ... evalbatch {path}` heading: {pages}"
+
+
+@pytest.mark.parametrize(("path", "command"), COMMANDS, ids=[p for p, _ in COMMANDS])
+def test_every_option_is_on_the_command_page(path: str, command: click.Command) -> None:
+    """Each spelling `--help` lists (`-o` and `--out`) is named in code on the command's page."""
+    (page,) = command_pages(path)
+    named = {
+        name
+        for span in _code_spans(page.read_text(encoding="utf-8"))
+        for name in re.findall(r"(?<![\w-])(--?\w[\w-]*)", span)
+    }
+    missing = [
+        opt
+        for param in command.params
+        if isinstance(param, click.Option) and not param.hidden
+        for opt in param.opts
+        if opt not in named
+    ]
+    assert not missing, f"docs/{page.name} does not name evalbatch {path} {missing}"
+
+
+# --- links ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("page", MARKDOWN, ids=[str(p.relative_to(ROOT)) for p in MARKDOWN])
+def test_every_relative_link_resolves(page: Path) -> None:
+    assert link_faults(page) == []
+
+
+def test_a_broken_link_or_anchor_is_found(tmp_path: Path) -> None:
+    """The check above can fail: a missing file, a missing heading and a file outside the
+    repository are caught; links in code are not links; a heading's anchor drops punctuation and
+    numbers repeats as GitHub's does."""
+    root = tmp_path.resolve() / "repo"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "run.md").write_text("# `evalbatch run EVENTS...`\n", encoding="utf-8")
+    (tmp_path / "outside.md").write_text("# Outside\n", encoding="utf-8")
+    page = root / "docs" / "probe.md"
+    page.write_text(
+        "# History: `evalbatch history OUT_DIR... [--json]`\n\n## Twice\n\n## Twice\n\n"
+        "[a](run.md) [b](nowhere.md) [c](run.md#no-such-heading) [d](#twice-1) [e](#twice-2)\n"
+        "[f](#history-evalbatch-history-out_dir---json) [g](https://example.com/x#y)\n"
+        "[`h`](run.md#evalbatch-run-events) [i](../../outside.md) `[j](in-code.md)`\n"
+        "```\n[k](in-a-block.md)\n```\n",
+        encoding="utf-8",
+    )
+    assert link_faults(page, root) == [
+        "docs/probe.md: nowhere.md: no such file",
+        "docs/probe.md: run.md#no-such-heading: no such heading",
+        "docs/probe.md: #twice-2: no such heading",
+        "docs/probe.md: ../../outside.md: no such file",
+    ]
+
+
+# --- the README, a front door -----------------------------------------------------------------
+
+
+def test_the_readme_is_short() -> None:
+    assert len(README.splitlines()) < README_MAX_LINES
+
+
+def test_the_readme_links_every_page_of_docs() -> None:
+    """Every page that left the README is reachable from it, and from the docs' own index."""
+    pages = {page.resolve() for page in PAGES}
+    assert sorted(p.name for p in pages - linked_pages(README_PATH)) == []
+    index = (DOCS / "README.md").resolve()
+    assert sorted(p.name for p in pages - {index} - linked_pages(index)) == []
+
+
+def test_the_readme_names_the_two_commands() -> None:
+    quickstart = README.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    assert "make run" in quickstart and "make test" in quickstart
+
+
+# --- the tour runs ----------------------------------------------------------------------------
+
+#: what `make run` runs (the Makefile's recipe), and the README's tour starts from
+MAKE_RUN = "evalbatch run data/samples/events --suites data/samples/suites --out out/samples"
+
+
+def _fenced_pairs(text: str) -> list[tuple[str, str, str]]:
+    """(language, code, output shown) for every fenced code block followed at once by a plain
+    fenced block, in order."""
+    return re.findall(r"```(sh|python)\n(.*?)```\n```\n(.*?)```", text, flags=re.S)
+
+
+def _shows(shown: str, printed: str) -> bool:
+    """`printed` is `shown`, where a line `...` in `shown` stands for lines left out."""
+    have = [line.rstrip() for line in printed.strip("\n").splitlines()]
+    want = [line.rstrip() for line in shown.strip("\n").splitlines()]
+    if "..." not in want:
+        return have == want
+    chunks: list[list[str]] = [[]]
+    for line in want:
+        if line == "...":
+            chunks.append([])
+        else:
+            chunks[-1].append(line)
+    at = 0
+    for i, chunk in enumerate(chunks):
+        if i == 0:
+            if have[: len(chunk)] != chunk:
+                return False
+            at = len(chunk)
+            continue
+        if i == len(chunks) - 1 and chunk:
+            return len(have) - len(chunk) >= at and have[len(have) - len(chunk) :] == chunk
+        found = next(
+            (j for j in range(at, len(have) - len(chunk) + 1) if have[j : j + len(chunk)] == chunk),
+            None,
+        )
+        if found is None:
+            return False
+        at = found + len(chunk)
+    return True
+
+
+def test_shown_output_with_lines_left_out() -> None:
+    """A guard on the comparison: `...` stands for lines left out, nothing else does."""
+    assert _shows("a\n...\nc\n", "a\nb\nc\n")
+    assert _shows("a\n...\nc\n...\ne\n", "a\nb\nc\nd\ne\n")
+    assert not _shows("a\n...\nc\n", "a\nb\nc\nd\n")
+    assert not _shows("a\nc\n", "a\nb\nc\n")
+    assert not _shows("a\n...\nd\n...\nc\n", "a\nb\nc\nd\n")
+
+
+def test_the_tour_prints_what_the_readme_shows(tmp_path: Path) -> None:
+    """Issue 26: the README's examples run. In a directory holding the samples, `make run`'s
+    command prints the Quickstart's table; then each command of the tour, in order, exits 0 and
+    prints the output shown under it, with nothing on stderr."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert f"$(BIN)/{MAKE_RUN}" in makefile
+    assert f"`make run` ran `{MAKE_RUN}`" in " ".join(README.split())
+    (tmp_path / "data").symlink_to(ROOT / "data", target_is_directory=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env["PATH"] = f"{EVALBATCH_BIN.parent}{os.pathsep}{env.get('PATH', '')}"
+    env["NO_COLOR"] = "1"
+
+    def run(language: str, code: str) -> subprocess.CompletedProcess[str]:
+        argv = ["bash", "-c", code] if language == "sh" else [sys.executable, "-c", code]
+        return subprocess.run(
+            argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+        )
+
+    quickstart = README.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    shown = quickstart.split("`make run` prints", 1)[1].split("```\n", 2)[1]
+    made = run("sh", MAKE_RUN)
+    assert (made.returncode, made.stderr) == (0, "")
+    assert _shows(shown, made.stdout), made.stdout
+
+    tour = README.split("## A 5-minute tour", 1)[1].split("\n## ", 1)[0]
+    examples = _fenced_pairs(tour)
+    assert len(examples) == len(re.findall(r"^```(?:sh|python)$", tour, flags=re.M))
+    assert [lang for lang, _, _ in examples].count("sh") >= 5
+    for language, code, shown in examples:
+        done = run(language, code)
+        assert (done.returncode, done.stderr) == (0, ""), code
+        assert _shows(shown, done.stdout), f"{code}\nprinted:\n{done.stdout}"

@@ -381,20 +381,20 @@ def test_e85_validate_path_without_suites_is_exit_2(
     assert f"no suite file found in {empty}" in err and ": ok" in out
 
 
-def test_e85_validate_help_and_readme_agree() -> None:
-    """E-85: `validate --help` and the README state the same exit codes."""
+def test_e85_validate_help_and_docs_agree() -> None:
+    """E-85: `validate --help` and its page, docs/validate.md, state the same exit codes."""
     from click.testing import CliRunner
 
     from evalbatch.cli import cli
 
     help_text = " ".join(CliRunner().invoke(cli, ["validate", "--help"]).output.split())
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    page = " ".join((ROOT / "docs" / "validate.md").read_text(encoding="utf-8").split())
     assert (
         "1 some suite is invalid (a fault of the schema or the suite rules, no suiteId" in help_text
     )
     assert "2 a file cannot be read as JSON, or a path holds no suite file" in help_text
-    assert "`1` some suite is invalid (a fault of the schema or the suite rules, no" in readme
-    assert "`2` a file cannot be read as JSON, or a path holds no suite file" in readme
+    assert "`1` some suite is invalid (a fault of the schema or the suite rules, no" in page
+    assert "`2` a file cannot be read as JSON, or a path holds no suite file" in page
 
 
 # --------------------------------------------------------------------------------------------

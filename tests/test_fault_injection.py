@@ -10,7 +10,7 @@ fault reaches: `run`, `verify`, `sql`, `explain`, `regress`, `validate`, `ingest
 must then hold what issue 14 and the working rules ask:
 
 - no traceback and no "internal error" ever reaches the user;
-- the exit code is one the README documents for that command, and never 0 when nothing was
+- the exit code is one docs/ documents for that command, and never 0 when nothing was
   graded or compared;
 - bad data never passes: a mutated run never passes a task (or its suite) that the same run
   without the mutation fails; a fault the contract names is reported (a problem row);
@@ -96,7 +96,7 @@ OTHER_RUN = "acme/run-c-other"  # a clean run of another suite (suite faults)
 UNSUPPLIED = "acme.test.evals.unsupplied"  # a suite no --suites holds: graded from the host (D-4)
 OTHER_SUITE = "acme.test.evals.other"
 
-#: exit codes each command documents (README, `--help`)
+#: exit codes each command documents (its page in docs/, `--help`)
 DOCUMENTED = {
     "run": {0, 2, 3, 4, 5},
     "verify": {0, 1, 2, 3},

@@ -233,8 +233,8 @@ def test_s4_nothing_graded_still_writes_every_file(tmp_path: Path, suite_dir: Pa
 
 
 def test_s4_problems_table_columns(mixed: dict[str, Any]) -> None:
-    """§4 / README: the problems table has exactly run_id, sequence, code, severity, message;
-    severity is the code's (problems.CODES); messages are content-free."""
+    """§4 / docs/outputs.md: the problems table has exactly run_id, sequence, code, severity,
+    message; severity is the code's (problems.CODES); messages are content-free."""
     frame = pl.read_parquet(mixed["out"] / "problems.parquet")
     assert frame.schema == pl.Schema(
         {
@@ -259,8 +259,8 @@ def test_s4_problems_table_columns(mixed: dict[str, Any]) -> None:
 
 
 def test_s4_runs_table(mixed: dict[str, Any]) -> None:
-    """§4: one row per eval run, graded or not (README: suite, graded, aggregate score, passed,
-    counts, cost, trial stats), agreeing with the summaries."""
+    """§4: one row per eval run, graded or not (docs/outputs.md: suite, graded, aggregate score,
+    passed, counts, cost, trial stats), agreeing with the summaries."""
     frame = pl.read_parquet(mixed["out"] / "runs.parquet")
     assert {
         "run_id",
@@ -289,8 +289,8 @@ def test_s4_runs_table(mixed: dict[str, Any]) -> None:
 
 
 def test_s4_tasks_table(mixed: dict[str, Any]) -> None:
-    """§4: one row per task of each graded run (README: score, gating score, passed, n, passed
-    count, pass@k, pass^k, cost, latency, trajectory matched, fixture misses)."""
+    """§4: one row per task of each graded run (docs/outputs.md: score, gating score, passed, n,
+    passed count, pass@k, pass^k, cost, latency, trajectory matched, fixture misses)."""
     frame = pl.read_parquet(mixed["out"] / "tasks.parquet")
     assert {
         "run_id",
@@ -314,8 +314,8 @@ def test_s4_tasks_table(mixed: dict[str, Any]) -> None:
 
 def test_s4_trials_table(mixed: dict[str, Any]) -> None:
     """§4: one row per eval.scored of a graded run, with counted / left out, scores and a
-    trajectory reason code (README: forbidden, missing, extra, order, no-bracket; §4 also names
-    args)."""
+    trajectory reason code (docs/outputs.md: forbidden, missing, extra, order, no-bracket; §4 also
+    names args)."""
     frame = pl.read_parquet(mixed["out"] / "trials.parquet")
     assert {
         "run_id",

@@ -1,11 +1,11 @@
 """docs/rules.md defines every rule the repository cites, and points at code that exists.
 
-The code, tests, README and `--help` cite the contract as `§n`/`CONTRACT §n` and `D-n`, RFC 0244
-as `RFC 0244 §X`, and the project's own decisions as `E-n`. A citation a reader cannot follow is a
-dead end, so each must resolve: contract sections and D-rules to a heading of docs/rules.md, RFC
-sections to its table, E-decisions to docs/decisions.md. And since docs/rules.md says where each
-rule lives, a restructuring that moves code must update it: every path it names under "Where:"
-must exist, with the functions it names.
+The code, tests, README, docs/ and `--help` cite the contract as `§n`/`CONTRACT §n` and `D-n`,
+RFC 0244 as `RFC 0244 §X`, and the project's own decisions as `E-n`. A citation a reader cannot
+follow is a dead end, so each must resolve: contract sections and D-rules to a heading of
+docs/rules.md, RFC sections to its table, E-decisions to docs/decisions.md. And since
+docs/rules.md says where each rule lives, a restructuring that moves code must update it: every
+path it names under "Where:" must exist, with the functions it names.
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "docs" / "rules.md"
 DECISIONS = ROOT / "docs" / "decisions.md"
 
-#: Where rules are cited: these directories (text files only) and files.
+#: Where rules are cited: these directories (text files only) and files: the README and every
+#: page of docs/ (docs/rules.md, which defines them, included).
 CITING_DIRS = ("evalbatch", "sql", "tests", "bench", "data", "examples")
-CITING_FILES = ("README.md", "docs/decisions.md")
+CITING_FILES = ("README.md", *sorted(f"docs/{page.name}" for page in (ROOT / "docs").glob("*.md")))
 TEXT_SUFFIXES = {".py", ".sql", ".md", ".json", ".ipynb", ".txt", ".toml"}
 #: Top-level directories a "Where:" path may name.
 REPO_DIRS = ("evalbatch", "sql", "tests", "bench", "docs", "data", "examples")
@@ -203,8 +204,8 @@ def test_the_scan_sees_the_repository_and_the_help_text() -> None:
 
 
 def test_every_cited_contract_rule_is_a_heading_of_rules_md() -> None:
-    """Layout issue item 9: each §n and D-n cited in code, tests, README, bench, decisions.md or
-    `--help` is defined by a heading of docs/rules.md."""
+    """Layout issue item 9: each §n and D-n cited in code, tests, README, bench, the pages of docs/
+    or `--help` is defined by a heading of docs/rules.md."""
     headings = rules_headings()
     assert len(headings) == len(set(headings)), "a rule is defined twice"
     undefined = repository_citations().contract - set(headings)
@@ -259,8 +260,8 @@ def test_a_missing_path_or_name_under_where_is_found() -> None:
 
 
 def test_every_cited_decision_is_defined_in_decisions_md() -> None:
-    """Layout issue item 9: each E-n cited in code, tests, README or docs/rules.md is defined in
-    docs/decisions.md."""
+    """Layout issue item 9: each E-n cited in code, tests, README or the pages of docs/ is defined
+    in docs/decisions.md."""
     cited = repository_citations().decisions | citations(RULES.read_text()).decisions
     assert "E-1" in cited
     undefined = cited - defined_decisions()

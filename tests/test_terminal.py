@@ -1,6 +1,6 @@
 """What a user sees on the terminal (issue 17 item 1): `run`'s table fitted to the terminal,
 failures first, the totals line and the problems named by code, on a night of 500 runs; plurals;
-`--json` on `run`, `validate` and `ingest` (shapes as the README documents them); `-q`; and the
+`--json` on `run`, `validate` and `ingest` (shapes as docs/ documents them); `-q`; and the
 progress bar: shown on a terminal only, moving while runs are chosen and within a batch."""
 
 from __future__ import annotations
@@ -237,7 +237,7 @@ def _types(doc: dict[str, Any]) -> dict[str, type]:
 def test_issue17_item1_run_json_shape(night: dict[str, Path]) -> None:
     """Issue 17 item 1: `run --json` prints one JSON document and nothing else on stdout: where
     the files went, the totals, problem counts by severity and code, and every run in the
-    table's order (README "`run --json`")."""
+    table's order (docs/run.md "What `run` prints")."""
     out = night["root"] / "out-json"
     result = CliRunner().invoke(
         cli,

@@ -6,7 +6,7 @@ help on every option, and the old spellings kept as hidden aliases for one versi
 - an old spelling still works with the same effect, is not in `--help`, and prints one note on
   stderr naming the new spelling; an old and the new spelling together are a usage error (2);
 - every option has help; one that takes a value says its default;
-- the README's "Renamed options" table lists exactly the aliases the commands keep.
+- the "Renamed options" table of docs/commands.md lists exactly the aliases the commands keep.
 """
 
 from __future__ import annotations
@@ -336,14 +336,14 @@ def test_old_spellings_have_the_same_effect_end_to_end(
     assert (tmp_path / "old.jsonl").read_bytes() == (tmp_path / "new.jsonl").read_bytes()
 
 
-# --- the README --------------------------------------------------------------------------------
+# --- the docs ----------------------------------------------------------------------------------
 
 
-def test_the_readme_lists_the_renamed_options() -> None:
+def test_the_docs_list_the_renamed_options() -> None:
     """Issue 17 item 2: the old spellings are documented as such, in one "Renamed options"
-    table: one row per old spelling, with its new spelling and the commands."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Renamed options", 1)[1].split("\n#", 1)[0]
+    table (docs/commands.md): one row per old spelling, with its new spelling and the commands."""
+    page = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+    section = page.split("\n## Renamed options\n", 1)[1].split("\n#", 1)[0]
     rows = re.findall(r"^\| `(--[\w-]+)` \| `(--[\w-]+)` \| ([^|]+) \|$", section, re.MULTILINE)
     documented = {
         old: (new, {c.strip().strip("`") for c in commands.split(",")})
