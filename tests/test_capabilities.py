@@ -267,9 +267,7 @@ def test_e100_validate_accepts_and_refuses_with_exit_codes(tmp_path: Path) -> No
         "and the host does not advertise trials (RFC 0244 §G)"
     ) in refused.output
 
-    quiet = runner.invoke(
-        validate, [str(SAMPLE_SUITES), "--capabilities", str(no_trials), "-q"]
-    )
+    quiet = runner.invoke(validate, [str(SAMPLE_SUITES), "--capabilities", str(no_trials), "-q"])
     assert quiet.exit_code == 1
     assert "accept" not in quiet.output and "ok" not in quiet.output.split()
     assert quiet.output.count("refused:") == 2  # trials.json and regression.json (count 3)
@@ -287,7 +285,9 @@ def test_e100_validate_json_says_per_file_whether_the_host_accepts(tmp_path: Pat
     assert hosts["trajectory.json"] == {"accepted": True, "refusals": []}
     assert not hosts["fixture-miss.json"]["accepted"]
     assert {r["facet"] for r in hosts["fixture-miss.json"]["refusals"]} == {"fixtureMatching"}
-    assert all(r["status"] == "400 validation_error" for r in hosts["fixture-miss.json"]["refusals"])
+    assert all(
+        r["status"] == "400 validation_error" for r in hosts["fixture-miss.json"]["refusals"]
+    )
 
 
 def test_e100_validate_without_capabilities_prints_what_it_printed_before() -> None:
@@ -318,3 +318,33 @@ def test_e101_two_capabilities_documents_are_a_usage_error(tmp_path: Path) -> No
     )
     assert result.exit_code == 2
     assert "one document for the whole input" in result.output
+
+
+def test_e100_the_docs_example_is_what_validate_prints(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/validate.md shows `validate --capabilities` on the samples as it really prints."""
+    from tests.conftest import ROOT
+
+    monkeypatch.chdir(ROOT)
+    page = (ROOT / "docs" / "validate.md").read_text(encoding="utf-8")
+    block = page.split("$ evalbatch validate data/samples/suites/trials.json", 1)[1]
+    shown = block.split("\n$ ", 1)[0].splitlines()[1:]
+    result = CliRunner().invoke(
+        validate,
+        [
+            "data/samples/suites/trials.json",
+            "--capabilities",
+            "data/samples/capabilities/rfc0081-host.json",
+        ],
+    )
+    assert result.exit_code == 1
+    assert result.output.splitlines() == shown
+    quiet = CliRunner().invoke(
+        validate,
+        [
+            "data/samples/suites",
+            "--capabilities",
+            "data/samples/capabilities/full-host.json",
+            "-q",
+        ],
+    )
+    assert (quiet.exit_code, quiet.output) == (0, "")

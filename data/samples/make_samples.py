@@ -24,6 +24,7 @@ HERE = Path(__file__).resolve().parent
 EVENTS_DIR = HERE / "events"
 SUITES_DIR = HERE / "suites"
 REGRESS_DIR = HERE / "regress"
+CAPABILITIES_DIR = HERE / "capabilities"
 
 AGENT = "acme.agents.support"
 SUITE_VERSION = "1.0.0"
@@ -977,6 +978,31 @@ def sample_regression() -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Host capabilities (RFC 0244 §G, E-100): two hosts' agents.evalSuite blocks, as they serve them
+
+
+def sample_capabilities() -> None:
+    """`capabilities/full-host.json` advertises every facet the samples use (trials up to 10);
+    `capabilities/rfc0081-host.json` is a host of RFC 0081 only (golden and regression, none of
+    the RFC 0244 facets), which must refuse the trajectory, trials and fixture samples."""
+    full = {
+        "supported": True,
+        "modes": ["golden", "rubric", "regression"],
+        "maxTasksPerSuite": 200,
+        "trajectory": True,
+        "trials": {"maxTrials": 10},
+        "fixtureMatching": True,
+        "regressionVerdict": True,
+    }
+    rfc0081 = {"supported": True, "modes": ["golden", "regression"], "maxTasksPerSuite": 200}
+    CAPABILITIES_DIR.mkdir(exist_ok=True)
+    for name, block in (("full-host", full), ("rfc0081-host", rfc0081)):
+        document = {"protocolVersion": "2", "agents": {"evalSuite": block}}
+        text = json.dumps(document, indent=2) + "\n"
+        (CAPABILITIES_DIR / f"{name}.json").write_text(text, encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 def main() -> None:
@@ -994,7 +1020,8 @@ def main() -> None:
         runs = sorted(set(table.column("runId").to_pylist()))
         rel = path.relative_to(HERE)
         print(f"{rel}: {table.num_rows} rows, {path.stat().st_size} bytes, runs {runs}")
-    for path in sorted(SUITES_DIR.glob("*.json")):
+    sample_capabilities()
+    for path in sorted([*SUITES_DIR.glob("*.json"), *CAPABILITIES_DIR.glob("*.json")]):
         print(f"{path.relative_to(HERE)}: {path.stat().st_size} bytes")
 
 
