@@ -209,7 +209,7 @@ def test_e100_an_eval_suite_block_without_supported_advertises_support() -> None
     ],
 )
 def test_e100_a_malformed_document_is_an_error_never_a_reading(document: Any, said: str) -> None:
-    with pytest.raises(CapabilitiesError, match="caps.json") as raised:
+    with pytest.raises(CapabilitiesError, match=r"caps\.json") as raised:
         facets_of(document, "caps.json")
     assert said in str(raised.value)
 
