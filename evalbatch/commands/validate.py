@@ -49,7 +49,7 @@ def validate(
     suite). Exit codes: 0 valid (warnings allowed) and, with --capabilities, accepted; 1 some
     suite is invalid (a fault of the schema or the suite rules, no suiteId or version, two
     different copies of one suite) or the host would refuse it; 2 a file cannot be read as JSON,
-    a path holds no suite file (a directory is searched for *.json), or the capabilities
+    or a path holds no suite file (a directory is searched for *.json), or the capabilities
     document is not one.
     """
     facets = one_capabilities(capabilities_paths)
