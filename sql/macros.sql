@@ -1,11 +1,14 @@
 -- name: macros
--- Small functions the queries share. v2_type maps v1 event type names to v2 (D-1); unknown
--- types pass through and are ignored later, never an error.
+-- Small functions the queries share. v2_type maps v1 event type names to v2 (D-1), and the v1
+-- names of the two dispatch events a delegated trajectory reads (E-102); unknown types pass
+-- through and are ignored later, never an error.
 CREATE OR REPLACE TEMP MACRO v2_type(t) AS CASE t
     WHEN 'agent.invocation.started' THEN 'agent.invocation-started'
     WHEN 'agent.invocation.completed' THEN 'agent.invocation-completed'
     WHEN 'agent.toolCalled' THEN 'agent.tool-called'
     WHEN 'agent.toolReturned' THEN 'agent.tool-returned'
+    WHEN 'core.dispatch.join' THEN 'dispatch.joined'
+    WHEN 'core.workflowChain.event' THEN 'workflow-chain.event'
     ELSE t
 END;
 -- A JSON number's text starts with '-' or a digit (strings, booleans, null, objects and arrays

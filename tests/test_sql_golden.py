@@ -673,6 +673,162 @@ def _usage_problems() -> tuple[Rows, Expected]:
     ]
 
 
+# -- delegates that ran as child runs (E-102) -----------------------------------------------------
+
+
+def dispatched(child: str) -> dict[str, Any]:
+    """A node.dispatched payload naming one child run."""
+    return {"childRunId": child, "childWorkflowId": "w"}
+
+
+def joined(*children: Any) -> dict[str, Any]:
+    """A dispatch.joined payload merging `children` in this order."""
+    return {
+        "joinOutcome": "satisfied",
+        "completedCount": 2,
+        "failedCount": 0,
+        "mergeOrder": list(children),
+    }
+
+
+@golden("dispatch_events", "E-102", "sequence, joined, readable, children")
+def _dispatch_events() -> tuple[Rows, Expected]:
+    """node.dispatched and workflow-chain.event name a child by childRunId, dispatch.joined its
+    children in mergeOrder (v1 names read too); an event that hides which children ran (not
+    JSON, no string childRunId on node.dispatched, a mergeOrder that is not strings) is not
+    readable; a workflow-chain.event without childRunId names no child."""
+    log = LogBuilder("run-a")
+    log.add("eval.started", started())  # 0
+    log.add("node.dispatched", dispatched("c1"))  # 1
+    log.add("workflow-chain.event", {"phase": "dispatch.began", "childRunId": "c2"})  # 2
+    log.add("core.workflowChain.event", {"phase": "output.harvested"})  # 3: v1, no child
+    log.add("dispatch.joined", joined("c2", "c1"))  # 4
+    log.add("core.dispatch.join", joined("c3"))  # 5: v1 name
+    log.add("node.dispatched", {"childWorkflowId": "w"})  # 6: no child named
+    log.add("dispatch.joined", joined("c1", 7))  # 7: not a list of run ids
+    log.add("node.dispatched", raw='{"childRunId": ')  # 8: not JSON
+    log.add("dispatch.fanned-out", {"fanOutPolicy": "parallel", "childCount": 2})  # 9: not read
+    return log.rows, [
+        (1, False, True, ["c1"]),
+        (2, False, True, ["c2"]),
+        (3, False, True, []),
+        (4, True, True, ["c2", "c1"]),
+        (5, True, True, ["c3"]),
+        (6, False, False, []),
+        (7, True, False, ["c1", None]),
+        (8, False, False, []),
+    ]
+
+
+@golden("delegate_log_faults", "E-102, D-3, E-3, E-80", "run_id")
+def _delegate_log_faults() -> tuple[Rows, Expected]:
+    """A run whose log cannot be read whole as a delegated trajectory reads it: an unusable
+    sequence, a row without type, a payload that is not JSON on a tool call, a dispatch event or
+    eval.started; one on another type is not a fault."""
+    runs = {name: LogBuilder(name) for name in ("run-a", "run-b", "run-c", "run-d", "run-e")}
+    for log in runs.values():
+        log.add("eval.started", started())  # 0
+    runs["run-a"].add("agent.tool-called", raw="{")  # a tool call that is not JSON
+    runs["run-b"].add("dispatch.joined", raw="[")  # a dispatch event that is not JSON
+    runs["run-c"].add("custom.note", raw="{")  # another type: fine
+    runs["run-d"].add("custom.note", {}, sequence=-1)  # an unusable sequence
+    runs["run-e"].add(None, {})  # no type
+    rows = [row for log in runs.values() for row in log.rows]
+    return rows, [("run-a",), ("run-b",), ("run-d",), ("run-e",)]
+
+
+def _delegating_run() -> tuple[LogBuilder, dict[str, LogBuilder]]:
+    """run-a (suite s@1), one trial whose bracket fans out to c2 and c1 (merged c1, c2) then
+    dispatches c3; c1 delegates to c4; calls before, between and after."""
+    log = LogBuilder("run-a")
+    log.add("eval.started", started())  # 0
+    log.add("agent.invocation-started", invocation("inv-1"))  # 1
+    log.add("agent.tool-called", call("t:own-1"))  # 2
+    log.add("node.dispatched", dispatched("c2"))  # 3
+    log.add("node.dispatched", dispatched("c1"))  # 4
+    log.add("dispatch.joined", joined("c1", "c2"))  # 5
+    log.add("node.dispatched", dispatched("c3"))  # 6
+    log.add("agent.tool-called", call("t:own-2"))  # 7
+    log.add("agent.invocation-completed", invocation("inv-1"))  # 8
+    log.add("node.dispatched", dispatched("c9"))  # 9: outside the bracket, not read
+    log.add("eval.scored", scored())  # 10
+    children = {name: LogBuilder(name) for name in ("c1", "c2", "c3", "c4")}
+    children["c1"].add("agent.tool-called", call("t:c1-a", agent="h"))  # 0
+    children["c1"].add("node.dispatched", dispatched("c4"))  # 1
+    children["c1"].add("agent.tool-called", call("t:c1-b", agent="h"))  # 2
+    children["c2"].add("agent.tool-called", call("t:c2", agent="h"))  # 0
+    children["c4"].add("agent.tool-called", call("t:c4", agent="h"))  # 0
+    children["c3"].add("run.started", {"workflowId": "w"})  # 0: a child with no call
+    return log, children
+
+
+@golden(
+    "trial_delegate_calls",
+    "E-102, D-2",
+    "segment_no, call_order, from_run_id, sequence, tool_name",
+)
+def _trial_delegate_calls() -> tuple[Rows, Expected]:
+    """The calls of the child runs a bracket names, at any depth, each with its order key: the
+    children a join merged stand at the first dispatch of any of them, in mergeOrder (c1 before
+    c2), a grandchild at its dispatch inside its parent's run; a child named outside the
+    bracket is not read."""
+    log, children = _delegating_run()
+    rows = log.rows + [row for child in children.values() for row in child.rows]
+    return rows, [
+        (0, [3, 0, 0], "c1", 0, "t:c1-a"),
+        (0, [3, 0, 1, 0, 0], "c4", 0, "t:c4"),
+        (0, [3, 0, 2], "c1", 2, "t:c1-b"),
+        (0, [3, 1, 0], "c2", 0, "t:c2"),
+    ]
+
+
+@golden("run_delegates", "E-102, E-50", "run_id, child_run_id, fingerprint IS NOT NULL")
+def _run_delegates() -> tuple[Rows, Expected]:
+    """Every child run an eval run's trials read, at any depth, with its fingerprint (none for
+    a log that is not in the input)."""
+    log, children = _delegating_run()
+    del children["c3"]  # named, not there
+    rows = log.rows + [row for child in children.values() for row in child.rows]
+    return rows, [
+        ("run-a", "c1", True),
+        ("run-a", "c2", True),
+        ("run-a", "c3", False),
+        ("run-a", "c4", True),
+    ]
+
+
+@golden("trial_delegate_faults", "E-102", "segment_no, sequence, code, child_run_id")
+def _trial_delegate_faults() -> tuple[Rows, Expected]:
+    """A trial's child runs that cannot be read, at the bracket's event that led to each: not
+    in the input, not readable whole, an eval run of another suite, on its own path (a child
+    naming the parent, a grandchild naming its parent), and a dispatch that hides its child."""
+    log = LogBuilder("run-a")
+    log.add("eval.started", started())  # 0
+    log.add("agent.invocation-started", invocation("inv-1"))  # 1
+    for child in ("gone", "broken", "other-suite", "loop", "fine"):
+        log.add("node.dispatched", dispatched(child))  # 2..6
+    log.add("node.dispatched", {"childWorkflowId": "w"})  # 7: which child?
+    log.add("agent.invocation-completed", invocation("inv-1"))  # 8
+    log.add("eval.scored", scored())  # 9
+    broken, other, loop, fine, deeper = (
+        LogBuilder(name) for name in ("broken", "other-suite", "loop", "fine", "deeper")
+    )
+    broken.add("agent.tool-called", raw='{"toolName": ')
+    other.add("eval.started", started("s2"))
+    loop.add("node.dispatched", dispatched("run-a"))  # names the trial's own run
+    fine.add("node.dispatched", dispatched("deeper"))
+    deeper.add("node.dispatched", dispatched("fine"))  # names its parent
+    rows = [row for b in (log, broken, other, loop, fine, deeper) for row in b.rows]
+    return rows, [
+        (0, 2, "delegate-log-missing", "gone"),
+        (0, 3, "delegate-log-invalid", "broken"),
+        (0, 4, "delegate-suite-mismatch", "other-suite"),
+        (0, 5, "delegate-cycle", "run-a"),
+        (0, 6, "delegate-cycle", "fine"),
+        (0, 7, "delegate-log-invalid", None),
+    ]
+
+
 # -------------------------------------------------------------------------------------------------
 
 
@@ -689,7 +845,8 @@ def relation_rows(tmp_path: Path, case: Golden) -> list[tuple[Any, ...]]:
     path = write_raw_events(tmp_path / "events.parquet", rows)
     con = trial_tables.connect()
     try:
-        trial_tables.extract(con, [str(path)])
+        # every case's eval runs claim the suite s@1; its trials read the child runs they name
+        trial_tables.extract(con, [str(path)], delegate_suites=frozenset({("s", "1")}))
         # event_scan's stored rows are rewritten by the events pass: its case runs the query
         stored = (
             case.relation in trial_tables.FRAMES

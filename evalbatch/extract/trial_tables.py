@@ -11,13 +11,13 @@ repeated key: JSON parsers keep the last).
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import duckdb
 import polars as pl
 
 from evalbatch import jsonvalue, problems
-from evalbatch.extract import segments, sql_files
+from evalbatch.extract import delegates, segments, sql_files
 from evalbatch.inputs import event_files
 from evalbatch.options import Resources
 
@@ -47,6 +47,7 @@ FRAMES: dict[str, str] = {
         "it is not JSON), scanned again in their place."
     ),
     **segments.FRAMES,
+    **delegates.FRAMES,
 }
 
 #: the queries that read the events: the per-type relations (sql/typed) and the runs whose costs
@@ -77,6 +78,8 @@ class Extraction:
     cost_source_runs: set[str]
     event_problems: pl.DataFrame  # run_id, sequence, code, message
     usage_problems: pl.DataFrame  # run_id, segment_no, sequence, code
+    #: what trials read from child runs (E-102): empty unless a suite includes delegates
+    delegates: delegates.DelegateFrames = field(default_factory=delegates.DelegateFrames)
 
 
 #: the value ranges of `problems` (E-76..E-78) as SQL macros, so the queries in sql/ name the one
@@ -91,11 +94,17 @@ def connect(resources: Resources | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with UTC timestamps (naive ones are read as UTC), using
     `resources` (a memory limit caps DuckDB's memory; past it, work spills)."""
     con = duckdb.connect(":memory:")
-    con.execute("SET TimeZone = 'UTC'")
     (resources or Resources()).apply(con)
+    prepare(con)
+    return con
+
+
+def prepare(con: duckdb.DuckDBPyConnection) -> None:
+    """What every query of the stage expects of its connection: UTC timestamps and the shared
+    macros (a cursor of a connection needs them again: they are its own)."""
+    con.execute("SET TimeZone = 'UTC'")
     con.execute(sql_files.load("macros").text)
     con.execute(_LIMIT_MACROS)
-    return con
 
 
 #: the columns of a row the scan reads (scan_rows), as a frame of rows to scan again
@@ -210,13 +219,19 @@ def _strict_rereads(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def events_pass(
-    con: duckdb.DuckDBPyConnection, sources: event_files.Sources, runs: event_files.RunRange | None
+    con: duckdb.DuckDBPyConnection,
+    sources: event_files.Sources,
+    runs: event_files.RunRange | None,
+    chosen_runs: bool = False,
 ) -> list[tuple[str, int]]:
     """Build `events` from one scan of the event files, as `EVENTS_PASS` orders it: duplicates
     collapsed (D-3), the payloads DuckDB reads leniently re-read as JSON (D-7). Returns the
-    conflicting (run, sequence) keys (D-3)."""
+    conflicting (run, sequence) keys (D-3). With `chosen_runs`, the runs read are the ones the
+    caller put in `eval_run_ids` (child runs, E-102), not the eval runs."""
     event_files.register(con, sources, runs)
     for name in EVENTS_PASS:
+        if chosen_runs and name == "eval_run_ids":
+            continue
         if name in VIEWS:
             sql_files.define_view(con, name)
         else:
@@ -248,18 +263,42 @@ def extract(
     con: duckdb.DuckDBPyConnection,
     sources: event_files.Sources | list[str],
     runs: event_files.RunRange | None = None,
+    delegate_suites: frozenset[tuple[str, str]] = frozenset(),
 ) -> Extraction:
     """Run the SQL stage over the event files (`sources`, or paths to scan), for the runs of one
-    batch (a range of run ids) or for all runs.
+    batch (a range of run ids) or for all runs. The trials of eval runs of `delegate_suites`
+    (suiteId, version: those with a task that includes delegates) also read the child runs
+    their brackets name (E-102).
 
     A file whose data pages turn out to be damaged is reported and left out, and the stage runs
     again over the other files (§6: a broken file never costs the good ones).
     """
     if not isinstance(sources, event_files.Sources):
         sources = event_files.scan(con, sources)
-    conflicts, frames = event_files.leaving_out_damaged(
-        con, sources, lambda: _build(con, sources, runs)
-    )
+
+    def build() -> tuple[list[tuple[str, int]], dict[str, pl.DataFrame], delegates.DelegateFrames]:
+        conflicts, frames = _build(con, sources, runs)
+        read = delegates.DelegateFrames()
+        if delegate_suites:
+            wanted = frames["eval_runs"].filter(
+                pl.struct("suite_id", "suite_version").is_in(
+                    [{"suite_id": s, "suite_version": v} for s, v in sorted(delegate_suites)]
+                )
+            )
+            if wanted.height:
+                read = delegates.read_delegates(
+                    con,
+                    sources,
+                    frames["trial_segments"],
+                    wanted,
+                    frozenset(wanted["run_id"].to_list()),
+                )
+        register_frame(con, "trial_delegate_calls", read.calls)
+        register_frame(con, "trial_delegate_faults", read.faults)
+        register_frame(con, "run_delegates", read.runs)
+        return conflicts, frames, read
+
+    conflicts, frames, read = event_files.leaving_out_damaged(con, sources, build)
 
     event_problems = sql_files.relation(con, "event_problems").pl()
     if conflicts:
@@ -284,4 +323,5 @@ def extract(
         },
         event_problems=event_problems,
         usage_problems=sql_files.relation(con, "usage_problems").pl(),
+        delegates=read,
     )

@@ -4,7 +4,8 @@
 -- (E-6). For the types grading reads, `f` holds, as JSON texts, the payload fields it reads (D-2
 -- aliases side by side), from one TRY(json_extract(...)), which is NULL exactly when the text is
 -- not JSON: it is also the validity check (payload_json); other types are only checked
--- (json_valid), eval.completed included. The strict checks (D-7, E-26, E-61) flag the payloads
+-- (json_valid), eval.completed included; the three dispatch types also hold the child runs they
+-- name (E-102), read only when a suite includes delegates. The strict checks (D-7, E-26, E-61) flag the payloads
 -- DuckDB's lenient parser may read differently from JSON (payload_suspect), with their text
 -- (suspect_payload) for the strict second reading. Reads scan_rows (run_id, sequence,
 -- sequence_ok, type, payload, ts, row_hash), or rows re-read for a second look in its place.
@@ -34,6 +35,10 @@ extracted AS (
             WHEN 'eval.started' THEN TRY(json_extract(payload, [
                 '$.suiteId', '$.suiteVersion', '$.modes', '$.trialCount', '$.baselineRunId'
             ]))
+            -- the child runs a delegated trajectory reads (E-102), checked as other types are
+            WHEN 'node.dispatched' THEN TRY(json_extract(payload, ['$.childRunId']))
+            WHEN 'workflow-chain.event' THEN TRY(json_extract(payload, ['$.childRunId']))
+            WHEN 'dispatch.joined' THEN TRY(json_extract(payload, ['$.mergeOrder']))
         END AS f
     FROM rows
 ),
