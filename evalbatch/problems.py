@@ -92,6 +92,26 @@ CODES: dict[str, tuple[Severity, str]] = {
         "warning",
         "the trial's segment has no agent.invocation-started (§2.1, D-18)",
     ),
+    # delegates that ran as child runs (E-102): the trial cannot show its path, so it fails
+    "delegate-log-missing": (
+        "warning",
+        "a child run the trial's bracket names has no event in the input: the trajectory is "
+        "unmatched (E-102)",
+    ),
+    "delegate-log-invalid": (
+        "warning",
+        "a child run's log cannot be read whole, or an event hides which children ran: the "
+        "trajectory is unmatched (E-102)",
+    ),
+    "delegate-cycle": (
+        "warning",
+        "a child run is already on the path from the trial (a run naming itself or an "
+        "ancestor): not followed, the trajectory is unmatched (E-102)",
+    ),
+    "delegate-suite-mismatch": (
+        "warning",
+        "a child run is an eval run of another suite: the trajectory is unmatched (E-102)",
+    ),
     # host record and usage
     "score-invalid": ("warning", "eval.scored.score missing, not a number or outside 0..1 (D-11)"),
     "passed-invalid": ("warning", "eval.scored.passed missing or not a boolean (D-11)"),

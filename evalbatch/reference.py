@@ -64,12 +64,22 @@ V1_TO_V2: dict[str, str] = {
     "agent.invocation.completed": COMPLETED,
     "agent.toolCalled": TOOL_CALLED,
     "agent.toolReturned": "agent.tool-returned",
+    "core.dispatch.join": "dispatch.joined",
+    "core.workflowChain.event": "workflow-chain.event",
 }
 
 #: The types grading reads; a non-JSON payload on one of them makes the run ungradable (D-3).
 GRADED_TYPES = frozenset(
     {STARTED, COMPLETED, TOOL_CALLED, USAGE, EVAL_STARTED, EVAL_SCORED, EVAL_COMPLETED}
 )
+
+#: The events that name child runs (E-102), their v1 spellings, and what a child run must hold
+#: readable for its calls to count.
+DISPATCHED = "node.dispatched"
+CHAIN_EVENT = "workflow-chain.event"
+JOINED = "dispatch.joined"
+DISPATCH_TYPES = frozenset({DISPATCHED, CHAIN_EVENT, JOINED})
+DELEGATE_READ_TYPES = DISPATCH_TYPES | {TOOL_CALLED, EVAL_STARTED}
 
 #: OpenWOP model classes (E-14).
 MODEL_CLASSES = frozenset(
@@ -428,6 +438,31 @@ def _parse_payload(payload: Any) -> Any:
     return _normalize(payload)
 
 
+def _rows_by_sequence(rows: Iterable[Mapping[str, Any]]) -> tuple[dict[int, list[_Event]], int]:
+    """A run's rows as events, grouped by sequence (D-3 copies side by side), and how many rows
+    had no usable sequence (E-3)."""
+    by_sequence: dict[int, list[_Event]] = defaultdict(list)
+    unusable = 0
+    for row in rows:
+        sequence = _sequence(row.get("sequence"))
+        if sequence is None:
+            unusable += 1
+            continue
+        payload = row.get("payload")
+        timestamp = row.get("timestamp")
+        by_sequence[sequence].append(
+            _Event(
+                sequence=sequence,
+                type=_v2_type(row.get("type")),
+                text=payload,
+                value=_parse_payload(payload),
+                timestamp=timestamp,
+                instant=timestamp_ms(timestamp),
+            )
+        )
+    return by_sequence, unusable
+
+
 def _same_event(a: _Event, b: _Event) -> bool:
     """E-4: one event when the types are equal and the payloads JSON-equal (or, when either is
     not JSON, the payload texts are equal)."""
@@ -480,6 +515,95 @@ def _tool_inputs(fields: Mapping[str, Any]) -> Any:
     if "arguments" in fields:
         return fields["arguments"]
     return {}
+
+
+# --------------------------------------------------------------------------------------------------
+# Delegates that ran as child runs (E-102)
+# --------------------------------------------------------------------------------------------------
+
+
+def _named_children(event: _Event) -> list[str] | None:
+    """The child runs a dispatch event names, in order; None when it hides which ran (not JSON,
+    a node.dispatched without a string childRunId, a childRunId that is not a string, a
+    mergeOrder that is not a list of strings)."""
+    if event.value is NOT_JSON:
+        return None
+    fields = event.fields
+    if event.type == JOINED:
+        order = fields.get("mergeOrder")
+        if isinstance(order, list) and all(isinstance(child, str) for child in order):
+            return list(order)
+        return None
+    if "childRunId" not in fields:
+        return [] if event.type == CHAIN_EVENT else None
+    child = fields["childRunId"]
+    return [child] if isinstance(child, str) else None
+
+
+def _children_in(scope: Sequence[_Event]) -> tuple[list[tuple[int, str]], list[int]]:
+    """The child runs a scope (a bracket, or a child's whole run) names, as (anchor, run id) in
+    slot order, and the sequences of its dispatch events that hide their children.
+
+    A child stands at the first event naming it; the children of one dispatch.joined (the first
+    that lists it) stand together at the first event naming any of them, in mergeOrder.
+    """
+    first: dict[str, int] = {}
+    joins: dict[str, tuple[int, int]] = {}  # child -> (its join's sequence, place in mergeOrder)
+    hidden: list[int] = []
+    for event in scope:
+        if event.type not in DISPATCH_TYPES:
+            continue
+        named = _named_children(event)
+        if named is None:
+            hidden.append(event.sequence)
+            continue
+        for rank, child in enumerate(named):
+            first.setdefault(child, event.sequence)
+            if event.type == JOINED and child not in joins:
+                joins[child] = (event.sequence, rank)
+    anchors = {
+        child: min(first[other] for other in joins if joins[other][0] == joins[child][0])
+        if child in joins
+        else seq
+        for child, seq in first.items()
+    }
+    order = sorted(first, key=lambda c: (anchors[c], joins.get(c, (0, 0))[1], c))
+    return [(anchors[child], child) for child in order], hidden
+
+
+def _read_child(rows: Sequence[Mapping[str, Any]]) -> list[_Event] | None:
+    """A child run's events, de-duplicated as an eval run's are (D-3); None when its log cannot
+    be read whole: a row without a usable sequence or a type, two different events under one
+    sequence, a payload that is not JSON on an event a delegated trajectory reads, or a dispatch
+    event that hides which children ran (E-102)."""
+    by_sequence, unusable = _rows_by_sequence(rows)
+    if unusable:
+        return None
+    events: list[_Event] = []
+    for sequence in sorted(by_sequence):
+        copies = by_sequence[sequence]
+        if not all(_same_event(copies[0], other) for other in copies[1:]):
+            return None
+        event = _earliest(copies)
+        if event.type is None:
+            return None
+        if event.value is NOT_JSON:
+            if event.type in DELEGATE_READ_TYPES:
+                return None
+            continue
+        events.append(event)
+    if _children_in(events)[1]:
+        return None
+    return events
+
+
+def _claimed_suite(events: Sequence[_Event]) -> tuple[str, str] | None:
+    """The (suiteId, suiteVersion) a run's first eval.started names, when both are strings."""
+    started = next((e for e in events if e.type == EVAL_STARTED), None)
+    if started is None:
+        return None
+    suite_id, version = started.fields.get("suiteId"), started.fields.get("suiteVersion")
+    return (suite_id, version) if isinstance(suite_id, str) and isinstance(version, str) else None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -597,12 +721,15 @@ class _RunGrader:
         suites: dict[tuple[str, str], dict[str, Any]],
         conflicts: set[tuple[str, str]],
         options: GradeOptions,
+        logs: Mapping[str, list[Mapping[str, Any]]] | None = None,
     ) -> None:
         self.run_id = run_id
         self.rows = rows
         self.suites = suites
         self.conflicts = conflicts
         self.options = options
+        self.logs = logs or {}  # every run's rows: the child runs a trial's bracket names
+        self.suite_key: tuple[str, str] | None = None  # the suite this run's eval.started names
         self.problems: list[dict[str, Any]] = []
         self.summary: dict[str, Any] | None = None
 
@@ -621,24 +748,9 @@ class _RunGrader:
 
     def _events(self) -> list[_Event]:
         """De-duplicate, parse and order the run's rows; record envelope problems."""
-        by_sequence: dict[int, list[_Event]] = defaultdict(list)
-        for row in self.rows:
-            sequence = _sequence(row.get("sequence"))
-            if sequence is None:
-                self.problem("sequence-invalid")
-                continue
-            payload = row.get("payload")
-            timestamp = row.get("timestamp")
-            by_sequence[sequence].append(
-                _Event(
-                    sequence=sequence,
-                    type=_v2_type(row.get("type")),
-                    text=payload,
-                    value=_parse_payload(payload),
-                    timestamp=timestamp,
-                    instant=timestamp_ms(timestamp),
-                )
-            )
+        by_sequence, unusable = _rows_by_sequence(self.rows)
+        for _ in range(unusable):
+            self.problem("sequence-invalid")
 
         events: list[_Event] = []
         for sequence in sorted(by_sequence):
@@ -655,7 +767,8 @@ class _RunGrader:
                     self.problem("payload-invalid", sequence)
                 else:
                     self.problem("payload-ignored", sequence)
-                    continue
+                    if event.type not in DISPATCH_TYPES:
+                        continue  # a dispatch that hides its child still fails a path (E-102)
             events.append(event)
 
         sequences = sorted(by_sequence)
@@ -696,6 +809,7 @@ class _RunGrader:
         suite: dict[str, Any] | None = None
         if isinstance(suite_id, str) and isinstance(suite_version, str):
             key = (suite_id, suite_version)
+            self.suite_key = key
             if key in self.conflicts:
                 self.problem("suite-conflict", first_start.sequence)
                 return
@@ -782,6 +896,44 @@ class _RunGrader:
             trials.append(_Trial(task_id, index, segment, start, end, inside))
         return trials, seen
 
+    # ---- delegates (E-102) ---------------------------------------------------------------------
+
+    def _widened(
+        self,
+        scope: Sequence[_Event],
+        path: tuple[str, ...],
+        root: int | None,
+        faults: list[tuple[str, int]],
+    ) -> list[tuple[tuple[int, ...], _Event]]:
+        """The calls of a scope and, at their places, of the child runs it names, recursively,
+        each with its order key, sorted. `path` holds the runs from the trial's down to this
+        scope's; `root` the bracket's event that led here (None in the bracket itself); a child
+        that cannot be read adds (code, event) to `faults` and contributes no call."""
+        items: list[tuple[tuple[int, ...], _Event]] = [
+            ((e.sequence,), e) for e in scope if e.type == TOOL_CALLED
+        ]
+        slots, hidden = _children_in(scope)
+        faults.extend(("delegate-log-invalid", sequence) for sequence in hidden)
+        for slot, (anchor, child) in enumerate(slots):
+            at = anchor if root is None else root
+            events: list[_Event] | None = None
+            if child in path:
+                code: str | None = "delegate-cycle"
+            elif child not in self.logs:
+                code = "delegate-log-missing"
+            elif (events := _read_child(self.logs[child])) is None:
+                code = "delegate-log-invalid"
+            elif (claim := _claimed_suite(events)) is not None and claim != self.suite_key:
+                code = "delegate-suite-mismatch"
+            else:
+                code = None
+            if code is not None or events is None:
+                faults.append((code or "delegate-log-invalid", at))
+                continue
+            for key, event in self._widened(events, (*path, child), at, faults):
+                items.append(((anchor, slot, *key), event))
+        return sorted(items, key=lambda item: item[0])
+
     # ---- one trial (§2.2, §3.1..§3.4) ----------------------------------------------------------
 
     def _grade_trial(
@@ -834,13 +986,22 @@ class _RunGrader:
         matched = True
         if expectation is not None:
             include_delegates = expectation.get("includeDelegates") is True
-            observed = [
-                (_tool_name(e.fields), _tool_inputs(e.fields))
-                for e in calls
-                if include_delegates
-                or (bracket_agent is not None and _agent_id(e.fields) == bracket_agent)
-            ]
+            faults: list[tuple[str, int]] = []
+            if include_delegates:
+                # every call in the bracket, and the child runs' calls at their places (E-102)
+                path = [e for _, e in self._widened(trial.inside, (self.run_id,), None, faults)]
+            else:
+                path = [
+                    e
+                    for e in calls
+                    if bracket_agent is not None and _agent_id(e.fields) == bracket_agent
+                ]
+            observed = [(_tool_name(e.fields), _tool_inputs(e.fields)) for e in path]
             block = grade_trajectory(expectation, observed, trial.start is not None)
+            for code, sequence in faults:
+                self.problem(code, sequence)
+            if faults:
+                block["matched"] = False  # no pass on evidence that is not there
             matched = block["matched"]
         elif kind == "trajectory":
             matched = False
@@ -1226,7 +1387,7 @@ def grade_reference(
         rows = rows_by_run[run_id]
         if not any(_v2_type(row.get("type")) == EVAL_STARTED for row in rows):
             continue  # E-1: not an eval run
-        grader = _RunGrader(run_id, rows, suite_index, conflicts, options)
+        grader = _RunGrader(run_id, rows, suite_index, conflicts, options, rows_by_run)
         grader.grade()
         problems.extend(grader.problems)
         if grader.summary is None:

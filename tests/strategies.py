@@ -6,7 +6,9 @@ small but reach the awkward corners of the contract: every kind and match mode, 
 forbidden tools, delegates, fixtures and onMiss, live-shadow, judge calls, cache hits and other
 currencies, bad host scores, trial indices present/absent/repeated/extra, unknown and missing
 tasks, unclosed and missing brackets, v1 type names, payload aliases, duplicate rows, gaps and
-runs without a suite. They feed the engine-versus-reference property test.
+runs without a suite, and delegates that ran as child runs (E-102: dispatched and fanned-out
+children with calls, grandchildren, logs missing, damaged, of another suite or naming an
+ancestor). They feed the engine-versus-reference property test.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ V1_NAMES = {
     "agent.invocation-completed": "agent.invocation.completed",
     "agent.tool-called": "agent.toolCalled",
     "agent.tool-returned": "agent.toolReturned",
+    "dispatch.joined": "core.dispatch.join",
+    "workflow-chain.event": "core.workflowChain.event",
 }
 EPOCH = dt.datetime(2026, 10, 14, 9, 0, 0, tzinfo=dt.UTC)
 
@@ -172,7 +176,13 @@ def suites(draw: st.DrawFn, suite_id: str = SUITE_ID) -> dict[str, Any]:
 class _Writer:
     """Appends the events of one run: increasing sequence and timestamp, JSON text payloads."""
 
-    def __init__(self, draw: st.DrawFn, run_id: str) -> None:
+    def __init__(
+        self,
+        draw: st.DrawFn,
+        run_id: str,
+        children: list[dict[str, Any]] | None = None,
+        depth: int = 0,
+    ) -> None:
         self.draw = draw
         self.run_id = run_id
         self.rows: list[dict[str, Any]] = []
@@ -180,6 +190,9 @@ class _Writer:
         self.clock_ms = draw(st.integers(0, 10_000))
         self.v1 = _chance(draw, 25)  # this exporter sometimes writes v1 names
         self.invocations = 0
+        #: the rows of the child runs this run and its children dispatched, shared (E-102)
+        self.children = children if children is not None else []
+        self.depth = depth  # 0: an eval run; 1, 2: a child, a grandchild
 
     def chance(self, percent: int) -> bool:
         return _chance(self.draw, percent)
@@ -304,7 +317,11 @@ class _Writer:
             planned.insert(
                 draw(st.integers(0, len(planned))), (draw(st.sampled_from(TOOLS)), _args(draw))
             )
+        if self.chance(12):
+            self.dispatch()
         for tool, args in planned:
+            if self.chance(6):
+                self.dispatch()
             if self.chance(8):
                 # a delegate in its own nested invocation
                 self.invocations += 1
@@ -324,6 +341,55 @@ class _Writer:
                 self.tool_call(None, tool, args)  # names no agent
             else:
                 self.tool_call(agent, tool, args)
+
+    # ---- delegates that ran as child runs (E-102) -------------------------------------------
+
+    def dispatch(self, ancestors: tuple[str, ...] = ()) -> None:
+        """Name one child run, or fan out to two and join them in a drawn mergeOrder, and write
+        the children's logs (sometimes not: a missing log). Rarely an event that hides its
+        child, or a child naming this run or an ancestor (a cycle)."""
+        draw = self.draw
+        kind = draw(st.sampled_from(("dispatched", "chain", "fan-out", "hidden", "ancestor")))
+        if kind == "hidden":
+            self.emit("node.dispatched", {"childWorkflowId": "wf"})
+            return
+        if kind == "ancestor":
+            ancestor = draw(st.sampled_from((*ancestors, self.run_id)))
+            self.emit("node.dispatched", {"childRunId": ancestor, "childWorkflowId": "wf"})
+            return
+        count = 2 if kind == "fan-out" else 1
+        names = [f"{self.run_id}/child-{self.sequence}-{n}" for n in range(count)]
+        for name in names:
+            if kind == "chain":
+                phase = {"phase": "dispatch.began", "workerId": "w", "parentRunId": self.run_id}
+                self.emit("workflow-chain.event", {**phase, "childRunId": name})
+            else:
+                self.emit("node.dispatched", {"childRunId": name, "childWorkflowId": "wf"})
+        if kind == "fan-out":
+            merged = {"joinOutcome": "satisfied", "completedCount": 2, "failedCount": 0}
+            self.emit(
+                "dispatch.joined", {**merged, "mergeOrder": list(draw(st.permutations(names)))}
+            )
+        for name in names:
+            if not self.chance(12):  # else the child's log is missing
+                self.child_log(name, (*ancestors, self.run_id))
+
+    def child_log(self, run_id: str, ancestors: tuple[str, ...]) -> None:
+        """A child run's own log, kept in `children`: a few calls of any agent, maybe a child
+        of its own, maybe damaged or an eval run of another suite."""
+        draw = self.draw
+        child = _Writer(draw, run_id, self.children, self.depth + 1)
+        if child.chance(6):
+            started = {"suiteId": OTHER_SUITE_ID, "suiteVersion": VERSION, "taskCount": 1}
+            child.emit("eval.started", {**started, "modes": ["golden"]})
+        for _ in range(draw(st.integers(0, 3))):
+            if child.depth < 3 and child.chance(15):
+                child.dispatch(ancestors)
+            agent = draw(st.sampled_from((DELEGATE, TARGET)))
+            child.tool_call(agent, draw(st.sampled_from(TOOLS)), _args(draw))
+        if child.chance(5):
+            child.emit("agent.tool-called", None, raw='{"toolName": ')  # a damaged log
+        self.children.extend(child.rows)
 
     def scored_payload(self, task_id: str, index: int | None) -> dict[str, Any]:
         draw = self.draw
@@ -414,7 +480,7 @@ def _run(
             writer.emit("eval.scored", late)
     if writer.chance(8):
         writer.usage(inside=False)  # usage after the eval belongs to no task
-    return writer.rows
+    return writer.rows + writer.children  # the child runs it dispatched (E-102)
 
 
 @st.composite

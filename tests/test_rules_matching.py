@@ -429,6 +429,7 @@ def test_s3_2_d18_trajectory_reason_names_the_first_failed_check() -> None:
     assert reasons == {task_id: reason for task_id, _, _, reason in REASON_CASES}
     assert [check.reason for check in TRAJECTORY_CHECKS] == [
         "no-bracket",
+        "delegates-unseen",  # E-102: a child run the path went through cannot be read
         "forbidden",
         "extra",
         "missing",
@@ -436,6 +437,7 @@ def test_s3_2_d18_trajectory_reason_names_the_first_failed_check() -> None:
         "order",
     ]
     assert trajectory_rule("no-bracket") == "D-18"
+    assert trajectory_rule("delegates-unseen") == "E-102"
     assert {trajectory_rule(r) for r in ("forbidden", "extra", "missing", "order", None)} == {
         "§3.2"
     }

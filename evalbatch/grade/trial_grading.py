@@ -77,11 +77,54 @@ def place_trials(segments: pl.DataFrame, plan: pl.DataFrame, tables: SuiteTables
     )
 
 
-def keyed_calls(trials: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+def with_delegate_faults(trials: pl.DataFrame, ext: Extraction) -> pl.DataFrame:
+    """`delegates_unseen`: whether a trial includes delegates and a child run its bracket names
+    cannot be read (E-102: missing, not whole, on its own path, or of another suite)."""
+    faults = ext.delegates.faults
+    if faults.is_empty():
+        return trials.with_columns(delegates_unseen=pl.lit(False))
+    faulted = faults.select("run_id", "segment_no").unique().with_columns(fault=pl.lit(True))
+    return (
+        trials.join(faulted, on=["run_id", "segment_no"], how="left", maintain_order="left")
+        .with_columns(
+            delegates_unseen=pl.col("include_delegates") & pl.col("fault").fill_null(False)
+        )
+        .drop("fault")
+    )
+
+
+def keyed_calls(
+    trials: pl.DataFrame, calls: pl.DataFrame, delegate_calls: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """The calls (`Extraction.trial_calls`) of every counted trial, with its `trial_key`: the one
-    join on run ids; the trajectory and the fixture replay then select trials by integer key."""
+    join on run ids; the trajectory and the fixture replay then select trials by integer key.
+
+    With `delegate_calls` (`DelegateFrames.calls`, E-102), the counted trials whose task
+    includes delegates also get their child runs' calls (`delegated`, each with the run it came
+    from), and every call its `call_order` in the widened trajectory; without any, the frame is
+    exactly the trials' own calls."""
     counted = trials.filter("counted").select("run_id", "segment_no", "trial_key")
-    return calls.join(counted, on=["run_id", "segment_no"], how="inner")
+    own = calls.join(counted, on=["run_id", "segment_no"], how="inner")
+    if delegate_calls is None or delegate_calls.is_empty():
+        return own
+    widened = trials.filter(pl.col("counted") & pl.col("include_delegates")).select(
+        "run_id", "segment_no", "trial_key"
+    )
+    theirs = delegate_calls.join(widened, on=["run_id", "segment_no"], how="inner").with_columns(
+        by_target=pl.lit(False), delegated=pl.lit(True)
+    )
+    own = own.with_columns(
+        call_order=pl.concat_list("sequence"),
+        from_run_id=pl.lit(None, pl.String),
+        delegated=pl.lit(False),
+    )
+    return pl.concat([own, theirs], how="diagonal_relaxed")
+
+
+def _own(calls: pl.DataFrame) -> pl.DataFrame:
+    """The calls of the trials' own brackets: the fixture replay walks only these (§3.3; a
+    child run is not the trial's fixtured invocation, E-102)."""
+    return calls.filter(~pl.col("delegated")) if "delegated" in calls.columns else calls
 
 
 def _place_in_trial() -> pl.Expr:
@@ -100,10 +143,12 @@ def _observed(
     wanted = trials.filter(pl.col("counted") & pl.col("has_trajectory")).select(
         "trial_key", "include_delegates"
     )
+    # a trial's own calls are in call_pos order; with delegates, every call has its call_order
+    order = "call_order" if "call_order" in calls.columns else "call_pos"
     return (
         calls.join(wanted, on="trial_key", how="inner")
         .filter(pl.col("by_target") | pl.col("include_delegates"))
-        .sort("trial_key", "call_pos")
+        .sort("trial_key", order)
         .with_columns(_place_in_trial().alias("o_idx"))
         .select("trial_key", "o_idx", "tool_name", "inputs", "exact_payload", *extra)
     )
@@ -141,7 +186,13 @@ def _trajectory_pairs(
     trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables, extra: tuple[str, ...] = ()
 ) -> _TrajectoryPairs:
     graded = trials.filter(pl.col("counted") & pl.col("has_trajectory")).select(
-        "trial_key", "suite_key", "task_id", "mode", "expected_count", "has_bracket"
+        "trial_key",
+        "suite_key",
+        "task_id",
+        "mode",
+        "expected_count",
+        "has_bracket",
+        "delegates_unseen",
     )
     observed = _observed(trials, calls, extra)
     expected = graded.select("trial_key", "suite_key", "task_id").join(
@@ -233,6 +284,8 @@ _MODE_FAILS = ~pl.col("mode_ok")
 TRAJECTORY_CHECKS: tuple[TrajectoryCheck, ...] = (
     # no bracket, no path: nothing else can be shown (D-18)
     TrajectoryCheck("no-bracket", "D-18", ~pl.col("has_bracket"), last=True),
+    # a child run the path went through cannot be read: no evidence, no pass (E-102)
+    TrajectoryCheck("delegates-unseen", "E-102", pl.col("delegates_unseen"), last=True),
     TrajectoryCheck("forbidden", "§3.2", pl.col("forbidden_count") > 0, last=False),
     # subset fails only on an observed call no expected call allows (§3.2)
     TrajectoryCheck("extra", "§3.2", _MODE_FAILS & (pl.col("mode") == "subset"), last=True),
@@ -274,9 +327,12 @@ def grade_trajectories(
     block = _trajectory_block(_trajectory_pairs(trials, calls, tables))
     return block.select(
         "trial_key",
-        (pl.col("mode_ok") & (pl.col("forbidden_count") == 0) & pl.col("has_bracket")).alias(
-            "matched"
-        ),
+        (
+            pl.col("mode_ok")
+            & (pl.col("forbidden_count") == 0)
+            & pl.col("has_bracket")
+            & ~pl.col("delegates_unseen")
+        ).alias("matched"),
         "observed_count",
         "matched_count",
         "forbidden_count",
@@ -293,13 +349,17 @@ def _fixture_pairs(
     fixtured = trials.filter(
         pl.col("counted") & pl.col("has_fixtures") & ~pl.col("live_shadow")
     ).select("trial_key", "suite_key", "task_id")
-    trial_calls = calls.join(fixtured.select("trial_key"), on="trial_key", how="inner").select(
-        "trial_key",
-        pl.col("call_pos").cast(pl.Int64).alias("o_idx"),
-        "tool_name",
-        "inputs",
-        "exact_payload",
-        "sequence",
+    trial_calls = (
+        _own(calls)
+        .join(fixtured.select("trial_key"), on="trial_key", how="inner")
+        .select(
+            "trial_key",
+            pl.col("call_pos").cast(pl.Int64).alias("o_idx"),
+            "tool_name",
+            "inputs",
+            "exact_payload",
+            "sequence",
+        )
     )
     entries = fixtured.select("trial_key", "suite_key", "task_id").join(
         tables.fixtures, on=["suite_key", "task_id"], how="inner"
@@ -363,8 +423,8 @@ def grade_trials(
     ext: Extraction, plan: pl.DataFrame, tables: SuiteTables, options: GradeOptions
 ) -> pl.DataFrame:
     """Every eval.scored of the graded runs, placed (D-5) and, when counted, graded (§3.4)."""
-    trials = place_trials(ext.trial_segments, plan, tables)
-    calls = keyed_calls(trials, ext.trial_calls)
+    trials = with_delegate_faults(place_trials(ext.trial_segments, plan, tables), ext)
+    calls = keyed_calls(trials, ext.trial_calls, ext.delegates.calls)
     trajectories = grade_trajectories(trials, calls, tables)
     misses = count_fixture_misses(trials, calls, tables)
     trials = (
@@ -422,7 +482,8 @@ class TrajectoryDetail:
     """The §3.2 grading of every counted trial with a trajectory expectation, call by call.
 
     observed: trial_key, o_idx, tool_name, inputs, exact_payload, call_pos, sequence (the
-        observed trajectory, §2.2); expected: trial_key, e_pos, tool, args_mode, args;
+        observed trajectory, §2.2; with child runs' calls also from_run_id and agent_id, and
+        call_pos null for those, E-102); expected: trial_key, e_pos, tool, args_mode, args;
     pairs: trial_key, e_pos, o_idx, ok (every same-tool pair, `ok` when the arguments match);
     matching: trial_key, e_pos, o_idx (the maximum one-to-one matching: `matched_count` rows);
     in_order: trial_key, e_pos, o_idx (the in-order walk; null o_idx: no call after the last);
@@ -464,12 +525,18 @@ def _reported_failures(block: pl.DataFrame) -> pl.DataFrame:
 
 
 def trajectory_detail(
-    trials: pl.DataFrame, calls: pl.DataFrame, tables: SuiteTables
+    trials: pl.DataFrame,
+    calls: pl.DataFrame,
+    tables: SuiteTables,
+    delegate_calls: pl.DataFrame | None = None,
 ) -> TrajectoryDetail:
-    """What `grade_trajectories` counts, kept per call (for `explain`)."""
-    built = _trajectory_pairs(
-        trials, keyed_calls(trials, calls), tables, extra=("call_pos", "sequence")
-    )
+    """What `grade_trajectories` counts, kept per call (for `explain`); a child run's call
+    (E-102) also says which run it came from and its agent."""
+    keyed = keyed_calls(trials, calls, delegate_calls)
+    extra: tuple[str, ...] = ("call_pos", "sequence")
+    if "from_run_id" in keyed.columns:
+        extra += ("from_run_id", "agent_id")
+    built = _trajectory_pairs(trials, keyed, tables, extra=extra)
     graded, observed, expected, pairs = built.graded, built.observed, built.expected, built.pairs
     forbidden = built.forbidden
     return TrajectoryDetail(

@@ -35,6 +35,7 @@ __all__ = [
     "SuiteChoice",
     "SuiteFile",
     "SuiteFileError",
+    "delegate_suites",
     "format_path",
     "load_suite_files",
     "resolve_suites",
@@ -381,6 +382,22 @@ def validate_suite(doc: Any) -> list[Fault]:
     less than they seem to (arguments that are never compared). Sorted by JSON path.
     """
     return _faults([*_schema_check(SUITE_SCHEMA, doc), *_suite_rule_items(doc)])
+
+
+def delegate_suites(choices: Mapping[tuple[str, str], SuiteChoice]) -> frozenset[tuple[str, str]]:
+    """The suites (suiteId, version) with a task whose trajectory includes delegates: only their
+    eval runs read the child runs their trials name (E-102), so a night without one reads no
+    more than before."""
+    found = set()
+    for key, choice in choices.items():
+        tasks = choice.doc.get("tasks") if isinstance(choice.doc, dict) else None
+        for task in tasks if isinstance(tasks, list) else []:
+            expected = task.get("expected") if isinstance(task, dict) else None
+            trajectory = expected.get("trajectory") if isinstance(expected, dict) else None
+            if isinstance(trajectory, dict) and trajectory.get("includeDelegates") is True:
+                found.add(key)
+                break
+    return frozenset(found)
 
 
 def schema_faults(schema: str, doc: Any) -> list[Fault]:

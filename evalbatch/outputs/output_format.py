@@ -167,7 +167,7 @@ TRIALS: Columns = {
     "trajectory_matched": (pl.Boolean(), "the tool path matched (null without a trajectory)"),
     "trajectory_reason": (
         pl.String(),
-        "why it did not: forbidden, missing, extra, order, no-bracket",
+        "why it did not: forbidden, missing, extra, order, no-bracket, delegates-unseen (E-102)",
     ),
     "observed_count": (pl.Int64(), "tool calls observed in the trial's bracket"),
     "matched_count": (pl.Int64(), "expected calls matched"),

@@ -207,6 +207,7 @@ def local_pass(
         con.close()
         raise
     found: dict[tuple[str, str], event_files.FileProblem] = {}
+    delegate_suites = suites.delegate_suites(choices)
 
     def parts() -> Iterator[Batch]:
         # DuckDB extracts the next batch on a worker thread (it releases the GIL) while this
@@ -217,12 +218,14 @@ def local_pass(
             """Batch `number`'s SQL stage on the worker; the watch hears when it starts and
             ends (before its result is handed over)."""
             if watch is None:
-                return pool.submit(extract_shard, con, sources, plan.ranges[number])
+                return pool.submit(
+                    extract_shard, con, sources, plan.ranges[number], delegate_suites
+                )
             events = plan.events[number]
             watch.reading_batch(number, events)
 
             def read() -> Extracted:
-                extracted = extract_shard(con, sources, plan.ranges[number])
+                extracted = extract_shard(con, sources, plan.ranges[number], delegate_suites)
                 watch.read(number, events)
                 return extracted
 
@@ -273,7 +276,8 @@ def stage_pass(
 
     def parts() -> Iterator[Batch]:
         if plan.ranges:
-            part = grade_extracted(extract_shard(con, sources, None), choices, options)
+            extracted = extract_shard(con, sources, None, suites.delegate_suites(choices))
+            part = grade_extracted(extracted, choices, options)
             found.update({(p.path, p.code): p for p in part.file_problems})
             yield part
 

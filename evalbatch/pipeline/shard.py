@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from evalbatch import problems
-from evalbatch.extract import sql_files, trial_tables
+from evalbatch.extract import delegates, sql_files, trial_tables
 from evalbatch.grade.suite_tables import SuiteTables, suite_key
 from evalbatch.grade.trial_grading import grade_trials
 from evalbatch.inputs import event_files, suites
@@ -35,6 +35,9 @@ class Batch:
     #: run -> its runs-table columns that are not in its summary: when its eval ran, its target
     #: agent and baseline, and its provenance (E-54)
     run_columns: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: eval run -> each child run its trials read and that child's fingerprint, None for a log
+    #: that was missing (E-102; an incremental run regrades the parent when one changes, E-50)
+    delegates: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
 
 @dataclass
@@ -49,11 +52,23 @@ class Extracted:
 
 
 def extract_shard(
-    con: Any, sources: event_files.Sources, runs: event_files.RunRange | None
+    con: Any,
+    sources: event_files.Sources,
+    runs: event_files.RunRange | None,
+    delegate_suites: frozenset[tuple[str, str]] = frozenset(),
 ) -> Extracted:
-    """The SQL stage of one batch (a range of run ids): all of it runs in DuckDB."""
-    ext = trial_tables.extract(con, sources, runs)
+    """The SQL stage of one batch (a range of run ids): all of it runs in DuckDB. The eval runs
+    of `delegate_suites` also read the child runs their trials name (E-102), and their events
+    fingerprints cover those children's (E-50)."""
+    ext = trial_tables.extract(con, sources, runs, delegate_suites)
     fingerprints = dict(sql_files.relation(con, "batch_fingerprints").fetchall())
+    read = ext.delegates.runs
+    if read.height:
+        children = read.group_by("run_id", maintain_order=True).agg("child_run_id", "fingerprint")
+        for run_id, child_ids, child_prints in children.iter_rows():
+            fingerprints[run_id] = delegates.with_delegates(
+                fingerprints[run_id], dict(zip(child_ids, child_prints, strict=True))
+            )
     eval_times = sql_files.relation(con, "eval_times").pl()
     return Extracted(ext, fingerprints, list(sources.problems), eval_times)
 
@@ -67,6 +82,12 @@ def grade_extracted(
     ext = extracted.ext
     part = _grade_batch(ext, choices, options)
     part.file_problems = extracted.file_problems
+    reading = suites.delegate_suites(choices)
+    for run in ext.eval_runs.iter_rows(named=True):
+        if (run["suite_id"], run["suite_version"]) in reading:
+            part.delegates[run["run_id"]] = {}  # graded reading child runs, even if none
+    for run_id, child, fingerprint in ext.delegates.runs.iter_rows():
+        part.delegates.setdefault(run_id, {})[child] = fingerprint
     version = package_version()
     times = {row["run_id"]: row for row in extracted.eval_times.iter_rows(named=True)}
     agents = task_reductions.target_agents(part.trials)
@@ -96,7 +117,8 @@ def grade_shard(
     options: GradeOptions,
 ) -> Batch:
     """Extract and grade the runs of one batch (a range of run ids): the unit every engine runs."""
-    return grade_extracted(extract_shard(con, sources, runs), choices, options)
+    extracted = extract_shard(con, sources, runs, suites.delegate_suites(choices))
+    return grade_extracted(extracted, choices, options)
 
 
 def _grade_batch(
@@ -166,6 +188,7 @@ def _grade_batch(
     tables = SuiteTables.build(docs)
     trials = grade_trials(ext, plan_frame, tables, options)
     problem_rows += _trial_problems(trials, target_agents)
+    problem_rows += _delegate_problems(trials, ext)
     counted_segments = trials.filter("counted").select("run_id", "segment_no")
     problem_rows += [
         (r, s, c, "")
@@ -232,3 +255,22 @@ def _trial_problems(trials: pl.DataFrame, target_agents: dict[str, str]) -> list
             )
         )
     return list(pl.concat(found).iter_rows())
+
+
+def _delegate_problems(trials: pl.DataFrame, ext: trial_tables.Extraction) -> list[ProblemRow]:
+    """A problem per child run a counted trial that includes delegates cannot read (E-102), at
+    the event of its bracket that named the path to it, naming the child run (an id)."""
+    faults = ext.delegates.faults
+    if faults.is_empty():
+        return []
+    wide = trials.filter(pl.col("counted") & pl.col("include_delegates")).select(
+        "run_id", "segment_no"
+    )
+    return [
+        (run_id, sequence, code, f"child run {child}" if child is not None else "")
+        for run_id, sequence, code, child in faults.join(
+            wide, on=["run_id", "segment_no"], how="semi"
+        )
+        .select("run_id", "sequence", "code", "child_run_id")
+        .iter_rows()
+    ]
