@@ -96,6 +96,9 @@ class RunEntry:
     suite_key: tuple[str, str] | None = None  # (suiteId, version) its eval.started claims
     suite: str | None = None  # sha256 of the suite file it was graded with (suite_digest)
     baseline: str | None = None  # the baselineRunId its eval.started names
+    #: each child run its trials read and that child's fingerprint then, None for a log that was
+    #: missing (E-102); None when it read none
+    delegates: dict[str, str | None] | None = None
 
 
 @dataclass
@@ -148,6 +151,7 @@ def read_manifest(out_dir: Path) -> Manifest:
                 suite_key=(key[0], key[1]) if key else None,
                 suite=entry.get("suite"),
                 baseline=entry.get("baseline"),
+                delegates=_delegates(entry.get("delegates")),
             )
         files = {
             name: FileRecord(bytes=int(r["bytes"]), sha256=str(r["sha256"]), rows=int(r["rows"]))
@@ -156,6 +160,17 @@ def read_manifest(out_dir: Path) -> Manifest:
         return Manifest(settings=doc["settings"], runs=runs, files=files)
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
         raise Untrusted(f"{MANIFEST_FILE}: not a manifest of this evalbatch") from exc
+
+
+def _delegates(recorded: Any) -> dict[str, str | None] | None:
+    """A run entry's child runs, as written (child -> fingerprint or null)."""
+    if recorded is None:
+        return None
+    if not isinstance(recorded, dict) or not all(
+        isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in recorded.items()
+    ):
+        raise ValueError("delegates")
+    return dict(recorded)
 
 
 def check_outputs(out_dir: Path, manifest: Manifest) -> None:

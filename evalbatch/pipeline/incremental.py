@@ -120,14 +120,22 @@ def select(
     except Untrusted as exc:
         return Selection(None, fingerprints, previous, reason=str(exc))
     old = previous.runs
+    reading_delegates = suites.delegate_suites(choices)
 
     def changed(run_id: str, fingerprint: str) -> bool:
         entry = old.get(run_id)
         if entry is None or entry.events != fingerprint:
             return True  # new, or its events changed
+        if entry.delegates is not None and any(
+            fingerprints.get(child) != recorded for child, recorded in entry.delegates.items()
+        ):
+            return True  # a child run its trials read changed, came or went (E-102)
         if entry.suite_key is None:
             return False
-        return entry.suite != suite_digest(choices.get(entry.suite_key))
+        choice = choices.get(entry.suite_key)
+        if entry.delegates is None and entry.suite_key in reading_delegates:
+            return True  # graded before its suite's trials read child runs (E-102)
+        return entry.suite != suite_digest(choice)
 
     direct = {
         run_id for run_id, fingerprint in fingerprints.items() if changed(run_id, fingerprint)

@@ -43,6 +43,7 @@ class BatchOutput:
     eval_run_ids: list[str]
     declared_baselines: dict[str, str] = field(default_factory=dict)  # every eval run's
     run_range: event_files.RunRange = (None, None)  # the batch's range of run ids
+    delegates: dict[str, dict[str, str | None]] = field(default_factory=dict)  # Batch.delegates
 
 
 def batch_output(part: Batch) -> BatchOutput:
@@ -112,6 +113,7 @@ def batch_output(part: Batch) -> BatchOutput:
             for run_id, row in eval_runs.items()
             if row["baseline_run_id"] is not None
         },
+        delegates=part.delegates,
     )
 
 
@@ -195,6 +197,7 @@ class Merged:
     #: summaries with a baseline, as dicts: the regression block goes in once all batches are in
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)
     declared_baselines: dict[str, str] = field(default_factory=dict)
+    delegates: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
     def add(self, batch: BatchOutput) -> None:
         self.runs.append(batch.runs)
@@ -203,6 +206,7 @@ class Merged:
         self.baselines.update(batch.baselines)
         self.eval_run_ids.update(batch.eval_run_ids)
         self.declared_baselines.update(batch.declared_baselines)
+        self.delegates.update(batch.delegates)
         self.pending.update(
             (run_id, json.loads(line)["summary"])
             for run_id, line in batch.summaries

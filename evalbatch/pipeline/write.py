@@ -245,5 +245,6 @@ def _manifest(
             suite_key=key,
             suite=incremental.suite_digest(choices.get(key)) if key is not None else None,
             baseline=merged.declared_baselines.get(run_id),
+            delegates=merged.delegates.get(run_id),
         )
     return Manifest(incremental.settings(options), entries)
