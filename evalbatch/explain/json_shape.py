@@ -20,7 +20,7 @@
                   matchedCount, forbiddenCount,
                   expected [{pos, tool, argsMatch, args, observedPos}],
                   observed [{pos, callPos, sequence, agentId, tool, inputs, expectedPos,
-                             forbidden}],
+                             forbidden, fromRunId?}],
                   others [same shape: calls in the bracket that are not in the path],
                   findings [finding]},
       fixtures {fixtured, note, onMiss, onMissDeclared, misses, failedClosed,
@@ -38,6 +38,8 @@ their exact value (`4200` for `4200.0` or `42e2`, which D-7 equates), so no digi
 side is null when the key is absent. Positions
 count from 0: `E<pos>` is the suite's expected call, `O<pos>` the observed trajectory's call,
 `F<pos>` the fixture entry, and `callPos` the call's place among every call in the bracket.
+With `includeDelegates`, a call made in a child run (E-102) carries `fromRunId`, the run it was
+made in; its `sequence` is that run's and its `callPos` null.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ def _problem_json(p: Problem) -> dict[str, Any]:
 
 
 def _observed_json(c: ObservedCall) -> dict[str, Any]:
-    return {
+    shown = {
         "pos": c.pos,
         "callPos": c.call_pos,
         "sequence": c.sequence,
@@ -86,6 +88,9 @@ def _observed_json(c: ObservedCall) -> dict[str, Any]:
         "expectedPos": c.expected_pos,
         "forbidden": c.forbidden,
     }
+    if c.from_run_id is not None:  # a call of a child run (E-102): its sequence is that run's
+        shown["fromRunId"] = c.from_run_id
+    return shown
 
 
 #: trials-table column -> JSON key of a trial's `grade`

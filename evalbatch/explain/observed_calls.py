@@ -5,7 +5,9 @@ Every `agent.tool-called` inside a trial's bracket is read once per run: the gra
 `explain_calls`, which says where each call came from (the calling agent, D-2; none when the call
 names none, E-13). A call of the observed trajectory is shown with its place in it and its partner
 in the maximum matching; a call of the bracket that is not in the path (another agent's, when
-delegates are not included) is shown beside it, so nothing the bracket holds is hidden.
+delegates are not included) is shown beside it, so nothing the bracket holds is hidden. With
+delegates included, a call made in a child run (E-102) names that run: its sequence is the child
+run's own.
 """
 
 from __future__ import annotations
@@ -29,13 +31,14 @@ class ObservedCall:
     it is not in it), its partner there, and where it came from (the calling agent)."""
 
     pos: int | None  # in the observed trajectory; None: not in it (another agent's call)
-    call_pos: int  # among every call in the bracket
+    call_pos: int | None  # among every call in the bracket; None for a child run's call
     sequence: int
     agent_id: str | None
     tool: str
     inputs: str | None  # JSON text (the text as written when it is not JSON)
     expected_pos: int | None  # its partner in the maximum matching
     forbidden: bool
+    from_run_id: str | None = None  # the child run a delegated call was made in (E-102)
 
 
 def read_calls(con: Any) -> pl.DataFrame:
@@ -61,16 +64,23 @@ def observed_call(
     forbidden: bool,
 ) -> ObservedCall:
     """One call as shown. `call` is its row (a trajectory detail row or a bracket call), `origin`
-    its bracket call, which says where it came from (None: the bracket has no such call)."""
+    its bracket call, which says where it came from (None: the bracket has no such call). A call
+    of a child run (E-102) names that run and its own agent, and has no place in the bracket."""
+    from_run = call.get("from_run_id")
+    if from_run is not None:
+        agent_id = call.get("agent_id")
+    else:
+        agent_id = origin["agent_id"] if origin is not None else None
     return ObservedCall(
         pos=pos,
         call_pos=call["call_pos"],
         sequence=call["sequence"],
-        agent_id=origin["agent_id"] if origin is not None else None,
+        agent_id=agent_id,
         tool=call["tool_name"],
         inputs=display_text(call["inputs"], call["exact_payload"]),
         expected_pos=expected_pos,
         forbidden=forbidden,
+        from_run_id=from_run,
     )
 
 

@@ -35,6 +35,7 @@ from evalbatch.explain.explanation import (
 from evalbatch.explain.observed_calls import calls_by_segment, read_calls
 from evalbatch.explain.trial_explanation import explain_trial, missing_trial
 from evalbatch.extract import sql_files, trial_tables
+from evalbatch.extract.delegates import DelegateFrames
 from evalbatch.grade import trial_grading
 from evalbatch.grade.suite_tables import SuiteTables
 from evalbatch.inputs import event_files
@@ -124,6 +125,10 @@ def explain_paths(
             raise _unknown_run(con, sources, run_id)
         calls = read_calls(con)
         judges = sql_files.relation(con, "explain_judge_calls").pl()
+        delegates = DelegateFrames(
+            calls=con.table("trial_delegate_calls").pl(),
+            faults=con.table("trial_delegate_faults").pl(),
+        )
     finally:
         con.close()
     notes = [problem_message(None, None, p.code, p.path) for p in batch.file_problems]
@@ -153,6 +158,7 @@ def explain_paths(
         plan,
         trials,
         calls,
+        delegates,
         judges,
         tables,
         batch.outcomes[run_id].summary,
@@ -169,6 +175,7 @@ def _explain_run(
     plan: Any,
     trials: pl.DataFrame,
     calls: pl.DataFrame,
+    delegates: DelegateFrames,
     judges: pl.DataFrame,
     tables: SuiteTables,
     summary: dict[str, Any],
@@ -180,8 +187,11 @@ def _explain_run(
 ) -> Explanation:
     has_suite = plan.doc is not None
     rows = {r["sequence"]: r for r in trial_table(trials).iter_rows(named=True)}
-    trajectories = trial_grading.trajectory_detail(trials, calls, tables)
+    trajectories = trial_grading.trajectory_detail(trials, calls, tables, delegates.calls)
     fixtures = trial_grading.fixture_detail(trials, calls, tables)
+    faults_by_segment: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for fault in delegates.faults.filter(pl.col("run_id") == run_id).iter_rows(named=True):
+        faults_by_segment[fault["segment_no"]].append(fault)
     judge_by_segment = {r["segment_no"]: r for r in judges.iter_rows(named=True)}
     bracket_calls = calls_by_segment(calls, run_id)
     entries = {e["taskId"]: e for e in summary["tasks"]}
@@ -219,6 +229,7 @@ def _explain_run(
                 options,
                 plan.has_cost_source,
                 first_by_index,
+                faults_by_segment.get(t["segment_no"], []),
             )
         )
     for start, end in segments:

@@ -62,6 +62,8 @@ def _observed_flags(call: ObservedCall, extra: set[int]) -> str:
         flags.append("EXTRA")
     if call.pos is None:
         flags.append(f"not in the path (agent {call.agent_id or 'none'})")
+    if call.from_run_id is not None:
+        flags.append(f"in child run {call.from_run_id}")  # E-102: its event is that run's
     return ", ".join(flags)
 
 

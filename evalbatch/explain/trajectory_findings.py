@@ -8,7 +8,7 @@ and observed calls it is about and, when arguments differ, the path where they f
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,7 @@ from evalbatch.grade import trial_grading
 @dataclass
 class _Call:
     o_idx: int
-    call_pos: int
+    call_pos: int | None  # None: a child run's call (E-102)
     sequence: int
     tool: str
     inputs: str
@@ -37,8 +37,10 @@ def explain_trajectory(
     trial: dict[str, Any],
     detail: trial_grading.TrajectoryDetail,
     bracket_calls: list[dict[str, Any]],
+    delegate_faults: Sequence[Mapping[str, Any]] = (),
 ) -> Trajectory:
-    """The trial's expected and observed calls, the grader's pairing and why it failed."""
+    """The trial's expected and observed calls, the grader's pairing and why it failed;
+    `delegate_faults` are its rows of `trial_delegate_faults` (E-102)."""
     key = trial["trial_key"]
     mode = trial["mode"]
     expected_rows = rows_of(detail.expected, key)
@@ -81,7 +83,7 @@ def explain_trajectory(
         )
         for r in observed_rows
     ]
-    others = outside_path(bracket_calls, {c.call_pos for c in calls})
+    others = outside_path(bracket_calls, {c.call_pos for c in calls if c.call_pos is not None})
     path = _Path(
         mode,
         expected,
@@ -90,6 +92,7 @@ def explain_trajectory(
         matching,
         walk,
         forbidden,
+        tuple((f["code"], f["child_run_id"], f["sequence"]) for f in delegate_faults),
     )
     failed = detail.failures.filter(pl.col("trial_key") == key)["reason"].to_list()
     findings = [finding for reason in failed for finding in REASON_FINDINGS[reason](reason, path)]
@@ -120,6 +123,8 @@ class _Path:
     matching: dict[int, int]  # e_pos -> o_idx of the maximum matching
     walk: dict[int, int | None]  # e_pos -> o_idx of the in-order walk
     forbidden: set[int]  # o_idx of the calls to a forbidden tool
+    #: (code, child run or None, bracket event) of each child run the path cannot read (E-102)
+    delegate_faults: tuple[tuple[str, str | None, int], ...] = ()
 
 
 def _missing_call(reason: str, e: ExpectedCall, path: _Path) -> FailedCheck:
@@ -170,6 +175,31 @@ def _no_bracket_findings(reason: str, path: _Path) -> list[FailedCheck]:
             "the trial's segment has no agent.invocation-started: its path cannot be "
             "shown, so the trajectory is unmatched (D-18)",
         )
+    ]
+
+
+#: why a child run cannot be read, as a finding says it (E-102)
+_UNSEEN_WORDS = {
+    "delegate-log-missing": "has no event in the input",
+    "delegate-log-invalid": "has a log that cannot be read whole",
+    "delegate-cycle": "is already on the path from the trial (a cycle), so it is not followed",
+    "delegate-suite-mismatch": "is an eval run of another suite",
+}
+
+
+def _delegates_unseen_findings(reason: str, path: _Path) -> list[FailedCheck]:
+    """Each child run the path went through that cannot be read (E-102)."""
+    return [
+        FailedCheck(
+            reason,
+            code,
+            f"child run {child} (named at event {sequence}) {_UNSEEN_WORDS[code]}: the path "
+            "cannot be shown whole, so the trajectory is unmatched (E-102)"
+            if child is not None
+            else f"event {sequence} names no readable child run: the path cannot be shown "
+            "whole, so the trajectory is unmatched (E-102)",
+        )
+        for code, child, sequence in path.delegate_faults
     ]
 
 
@@ -282,6 +312,7 @@ def _order_findings(reason: str, path: _Path) -> list[FailedCheck]:
 #: the findings of each reason code of `trial_grading.TRAJECTORY_CHECKS`
 REASON_FINDINGS: dict[str, Callable[[str, _Path], list[FailedCheck]]] = {
     "no-bracket": _no_bracket_findings,
+    "delegates-unseen": _delegates_unseen_findings,
     "forbidden": _forbidden_findings,
     "extra": _extra_findings,
     "missing": _missing_findings,

@@ -8,6 +8,7 @@ D-9..D-13, E-59).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -86,8 +87,10 @@ def explain_trial(
     options: GradeOptions,
     has_cost_source: bool,
     first_by_index: dict[tuple[str, int], int],
+    delegate_faults: Sequence[Mapping[str, Any]] = (),
 ) -> TrialExplanation:
-    """One trial of the run: `t` is its row of the graded trials, `row` its trials-table row."""
+    """One trial of the run: `t` is its row of the graded trials, `row` its trials-table row;
+    `delegate_faults` the child runs its path cannot read (E-102)."""
     base = {
         "task_id": t["task_id"],
         "trial_index": t["trial_index"],
@@ -141,7 +144,7 @@ def explain_trial(
     )
     trajectory = None
     if t["has_trajectory"]:
-        trajectory = explain_trajectory(row, t, trajectories, bracket_calls)
+        trajectory = explain_trajectory(row, t, trajectories, bracket_calls, delegate_faults)
     fixture = None
     if t["has_fixtures"]:
         fixture = explain_fixtures(row, t, fixtures, options)

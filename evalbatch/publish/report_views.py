@@ -93,6 +93,7 @@ REASONS: dict[str, str] = {
     "extra": "trajectory: extra",
     "order": "trajectory: order",
     "no-bracket": "trajectory: no-bracket",
+    "delegates-unseen": "trajectory: delegates unseen",
     "trajectory": "trajectory: other",
     "failed-closed": "fixture miss (failed closed)",
     "trial-missing": "trial missing from the log",

@@ -51,6 +51,7 @@ REASON_COLOURS: dict[str, str] = {
     "extra": YELLOW,
     "order": PURPLE,
     "no-bracket": SKY,
+    "delegates-unseen": "#2F4B7C",  # a child run's log could not be read (E-102)
     "trajectory": "#b07aa1",
     "failed-closed": BLUE,
     "trial-missing": GREY,

@@ -91,7 +91,8 @@ def run_section(view: RunView, views_by_id: dict[str, RunView]) -> str:
 #: what each reason code of a failed trial means, for the page
 REASON_LEGEND = (
     "<code>forbidden</code>, <code>missing</code>, <code>extra</code>, <code>order</code>, "
-    "<code>no-bracket</code>: the tool path did not match, for that reason (the trials table's "
+    "<code>no-bracket</code>, <code>delegates-unseen</code>: the tool path did not match, for "
+    "that reason (the trials table's "
     "code, E-58; <code>trajectory</code> when it has none); <code>failed-closed</code>: a "
     "fixture miss failed the trial (D-9); <code>trial-missing</code>: trials the log lacks "
     "(D-12); <code>output</code>: a fail on the output grade"
