@@ -252,7 +252,8 @@ def test_e100_validate_accepts_and_refuses_with_exit_codes(tmp_path: Path) -> No
     everything = _caps(tmp_path)
     accepted = runner.invoke(validate, [str(SAMPLE_SUITES), "--capabilities", str(everything)])
     assert accepted.exit_code == 0, accepted.output
-    assert accepted.output.count("the host would accept it") == 4
+    suite_files = len(list(SAMPLE_SUITES.glob("*.json")))
+    assert accepted.output.count("the host would accept it") == suite_files
 
     no_trials = write_json(
         tmp_path / "no-trials.json",

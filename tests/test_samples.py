@@ -32,7 +32,9 @@ def _close(expected: Any, actual: Any, where: str) -> None:
 
 @pytest.fixture(scope="module")
 def graded() -> dict[str, dict[str, Any]]:
-    result = grade_paths([SAMPLES / "events", SAMPLES / "regress"], [SAMPLES / "suites"])
+    result = grade_paths(
+        [SAMPLES / "events", SAMPLES / "regress", SAMPLES / "delegates"], [SAMPLES / "suites"]
+    )
     assert result.skipped == []
     return result.summaries
 
@@ -82,3 +84,18 @@ def test_fixture_miss_fails_closed(graded: dict[str, dict[str, Any]]) -> None:
     assert tasks["missed-refund"]["score"] == 0
     assert tasks["served-refund"]["fixtureMissCount"] == 0
     assert tasks["served-refund"]["passed"] is True
+
+
+def test_e102_the_delegates_sample_reads_its_fanned_out_children(
+    graded: dict[str, dict[str, Any]],
+) -> None:
+    """data/samples/README.md §5: each trial fans out to a child pair merged policy first; the
+    children's calls are in the path (matched in order), and a forbidden call made in a child
+    fails its trajectory."""
+    tasks = {t["taskId"]: t for t in graded["acme/run-delegates-0001"]["tasks"]}
+    assert tasks["checked-refund"]["trajectory"]["matched"] is True
+    assert tasks["checked-refund"]["trajectory"]["observedCount"] == 4
+    assert tasks["guarded-refund"]["trajectory"]["forbiddenCount"] == 1
+    assert tasks["guarded-refund"]["passed"] is False
+    # the children are runs of their own, never graded as eval runs
+    assert not [run for run in graded if "-policy" in run or "-fraud" in run]

@@ -25,6 +25,7 @@ EVENTS_DIR = HERE / "events"
 SUITES_DIR = HERE / "suites"
 REGRESS_DIR = HERE / "regress"
 CAPABILITIES_DIR = HERE / "capabilities"
+DELEGATES_DIR = HERE / "delegates"
 
 AGENT = "acme.agents.support"
 SUITE_VERSION = "1.0.0"
@@ -978,6 +979,188 @@ def sample_regression() -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Sample 5: delegates that ran as child runs (E-102)
+# ---------------------------------------------------------------------------------------------
+
+DELEGATES_RUN = "acme/run-delegates-0001"
+RESEARCHER = "acme.agents.researcher"
+
+
+def _child_run(run_id: str, start: str, calls: list[Call]) -> EventWriter:
+    """A fanned-out child run: its own log, one invocation of the researcher agent."""
+    w = EventWriter(run_id, start)
+    w.run_started()
+    w.emit(
+        "agent.invocation-started",
+        {"invocationId": "inv-research", "agentId": RESEARCHER, "source": "workflow-node"},
+    )
+    for call in calls:
+        call_id = f"call-{w.slug}-{w.next_sequence:05d}"
+        tool_call = {"agentId": RESEARCHER, "toolName": call.tool, "callId": call_id}
+        w.emit("agent.tool-called", {**tool_call, "inputs": call.inputs})
+        w.emit("agent.tool-returned", {**tool_call, "status": "ok", "durationMs": 15})
+    w.emit(
+        "agent.invocation-completed",
+        {"invocationId": "inv-research", "agentId": RESEARCHER, "outcome": "completed"},
+    )
+    w.run_completed()
+    return w
+
+
+def sample_delegates() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The support agent fans out to two researcher child runs per task (a policy check and a
+    fraud check, dispatched fraud first, merged policy first) and refunds after the join. Both
+    tasks include delegates: the first expects the children's calls in merge order; in the
+    second a child calls a forbidden tool."""
+    suite_id = "acme.support.evals.delegates"
+    checked_refund = {
+        "match": "in-order",
+        "calls": [
+            {"tool": "crm:lookup-order", "args": {"orderId": "A-4001"}, "argsMatch": "subset"},
+            {"tool": "kb:search"},
+            {"tool": "fraud:score-order"},
+            {"tool": "billing:refund", "args": {"orderId": "A-4001"}, "argsMatch": "subset"},
+        ],
+        "includeDelegates": True,
+    }
+    guarded_refund = {
+        "match": "any-order",
+        "calls": [{"tool": "kb:search"}, {"tool": "fraud:score-order"}],
+        "forbidden": ["billing:refund-all"],
+        "includeDelegates": True,
+    }
+    suite = {
+        "suiteId": suite_id,
+        "version": SUITE_VERSION,
+        "targetAgentId": AGENT,
+        "modes": ["golden"],
+        "thresholds": {"passScore": 1.0},
+        "tasks": [
+            {
+                "taskId": "checked-refund",
+                "input": {"message": "Refund order A-4001 once policy and fraud checks pass."},
+                "expected": golden("refund approved", checked_refund),
+            },
+            {
+                "taskId": "guarded-refund",
+                "input": {"message": "Refund order A-4002 after the checks; never in bulk."},
+                "expected": golden("refund approved", guarded_refund),
+            },
+        ],
+    }
+    write_suite(suite, "delegates")
+
+    parent = EventWriter(DELEGATES_RUN, "2026-11-02T13:00:00.000Z")
+    parent.run_started()
+    parent.emit(
+        "eval.started",
+        {"suiteId": suite_id, "suiteVersion": SUITE_VERSION, "taskCount": 2, "modes": ["golden"]},
+    )
+    children: list[EventWriter] = []
+    for task_id, order_id, fraud_calls in (
+        ("checked-refund", "A-4001", [Call("fraud:score-order", {"orderId": "A-4001"})]),
+        (
+            "guarded-refund",
+            "A-4002",
+            [
+                Call("fraud:score-order", {"orderId": "A-4002"}),
+                Call("billing:refund-all", {"customerId": "C-77"}),  # forbidden, in a child
+            ],
+        ),
+    ):
+        policy = f"acme/run-delegates-{order_id.lower()}-policy"
+        fraud = f"acme/run-delegates-{order_id.lower()}-fraud"
+        invocation = f"inv-{task_id}"
+        parent.emit(
+            "agent.invocation-started",
+            {
+                "invocationId": invocation,
+                "agentId": AGENT,
+                "source": "run-api",
+                "modelClass": "general",
+            },
+        )
+        parent.emit(
+            "agent.tool-called",
+            {
+                "agentId": AGENT,
+                "toolName": "crm:lookup-order",
+                "callId": f"call-{task_id}-1",
+                "inputs": {"orderId": order_id},
+            },
+        )
+        parent.emit("dispatch.fanned-out", {"fanOutPolicy": "parallel", "childCount": 2})
+        for child in (fraud, policy):  # dispatched fraud first
+            parent.emit("node.dispatched", {"childRunId": child, "childWorkflowId": "research"})
+        parent.emit(
+            "dispatch.joined",
+            {
+                "joinOutcome": "satisfied",
+                "completedCount": 2,
+                "failedCount": 0,
+                "mergeOrder": [policy, fraud],
+            },  # merged policy first: its calls come first
+        )
+        parent.emit(
+            "agent.tool-called",
+            {
+                "agentId": AGENT,
+                "toolName": "billing:refund",
+                "callId": f"call-{task_id}-2",
+                "inputs": {"orderId": order_id, "amountMinor": 4200},
+            },
+        )
+        parent.emit(
+            "agent.invocation-completed",
+            {"invocationId": invocation, "agentId": AGENT, "outcome": "completed"},
+        )
+        parent.scored(task_id, score=1.0, passed=True, latency_ms=900)
+        start = parent.rows[-1]["timestamp"]
+        children.append(_child_run(policy, start, [Call("kb:search", {"q": "refund policy"})]))
+        children.append(_child_run(fraud, start, fraud_calls))
+    parent.emit(
+        "eval.completed",
+        {"aggregateScore": 1.0, "passed": True, "taskCount": 2, "passedCount": 2},
+    )
+    parent.run_completed()
+    parent.write(DELEGATES_DIR / "parent.parquet")
+    rows = [row for child in children for row in child.rows]
+    DELEGATES_DIR.mkdir(parents=True, exist_ok=True)
+    pq.write_table(
+        pa.Table.from_pylist(rows, schema=EVENT_SCHEMA),
+        DELEGATES_DIR / "children.parquet",
+        compression="zstd",
+    )
+
+    tasks = {
+        "checked-refund": {
+            "score": 1.0,
+            "passed": True,
+            "latencyMs": 900,
+            "trajectory": traj("in-order", True, expected=4, observed=4, matched=4),
+            "efficiency": efficiency(2, 0, 0, 0),
+        },
+        "guarded-refund": {
+            "score": 1.0,
+            "passed": False,
+            "latencyMs": 900,
+            "trajectory": traj("any-order", False, expected=2, observed=5, matched=2, forbidden=1),
+            "efficiency": efficiency(2, 0, 0, 0),
+        },
+    }
+    run = {
+        "suiteId": suite_id,
+        "suiteVersion": SUITE_VERSION,
+        "aggregateScore": 1.0,
+        "passed": False,  # gating mean (1 + 0)/2 = 0.5 < passScore 1.0
+        "taskCount": 2,
+        "passedCount": 1,
+        "evaluatedModelClass": "general",
+    }
+    return {DELEGATES_RUN: tasks}, {DELEGATES_RUN: run}
+
+
+# ---------------------------------------------------------------------------------------------
 # Host capabilities (RFC 0244 §G, E-100): two hosts' agents.evalSuite blocks, as they serve them
 
 
@@ -1008,14 +1191,22 @@ def sample_capabilities() -> None:
 def main() -> None:
     expected_tasks: dict[str, Any] = {}
     expected_runs: dict[str, Any] = {}
-    for sample in (sample_trajectory, sample_trials, sample_fixture_miss, sample_regression):
+    samples = (
+        sample_trajectory,
+        sample_trials,
+        sample_fixture_miss,
+        sample_regression,
+        sample_delegates,
+    )
+    for sample in samples:
         tasks, runs = sample()
         expected_tasks |= tasks
         expected_runs |= runs
     for name, doc in (("expected.json", expected_tasks), ("expected_runs.json", expected_runs)):
         (HERE / name).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
-    for path in sorted([*EVENTS_DIR.glob("*.parquet"), *REGRESS_DIR.glob("*.parquet")]):
+    parquet = [EVENTS_DIR, REGRESS_DIR, DELEGATES_DIR]
+    for path in sorted(path for folder in parquet for path in folder.glob("*.parquet")):
         table = pq.read_table(path)
         runs = sorted(set(table.column("runId").to_pylist()))
         rel = path.relative_to(HERE)
