@@ -20,9 +20,9 @@ from evalbatch.inputs.capabilities import (
     CapabilitiesError,
     EvalSuiteFacets,
     facets_of,
-    log_refusals,
     read_capabilities,
     refusals,
+    run_refusals,
 )
 from tests.conftest import SAMPLE_SUITES, make_suite, write_json
 
@@ -226,17 +226,30 @@ def test_e100_a_file_that_is_not_json_is_an_error(tmp_path: Path) -> None:
 # --- what the log shows (for verify) ------------------------------------------------------------
 
 
-def test_e100_log_refusals_read_trial_count_and_modes() -> None:
-    assert paths(log_refusals(3, ["golden"], host(trials=None))) == [
+def test_e100_run_refusals_read_the_run_and_its_suite() -> None:
+    """For verify: the modes the run asked for (eval.started.modes) and, without a suite, its
+    trialCount; with a suite, the suite's count and features."""
+    started = {"modes": ["golden"], "trialCount": 3}
+    assert paths(run_refusals(None, started, host(trials=None))) == [
         ("400 validation_error", "eval.started.trialCount", "trials")
     ]
-    assert paths(log_refusals(11, ["golden"], host())) == [
+    assert paths(run_refusals(None, {"modes": ["golden"], "trialCount": 11}, host())) == [
         ("400 validation_error", "eval.started.trialCount", "trials.maxTrials")
     ]
-    assert paths(log_refusals(None, ["golden", "rubric"], host(modes=["golden"]))) == [
+    assert paths(run_refusals(None, {"modes": ["golden", "rubric"]}, host(modes=["golden"]))) == [
         ("400 validation_error", "eval.started.modes[1]", "modes")
     ]
-    assert log_refusals(10, ["golden"], host()) == []
+    assert run_refusals(None, {"modes": ["golden"], "trialCount": 10}, host()) == []
+    # the suite's trials.count decides over the log's; its features are read too
+    suite = make_suite(trials={"count": 4})
+    assert paths(run_refusals(suite, started, host(trials={"maxTrials": 3}, trajectory=None))) == [
+        ("400 validation_error", "$.trials.count", "trials.maxTrials"),
+        ("400 validation_error", "$.tasks[0].expected.trajectory", "trajectory"),
+        ("400 validation_error", "$.tasks[1].expected.trajectory", "trajectory"),
+    ]
+    assert paths(run_refusals(suite, started, facets_of({"agents": {}}, "c"))) == [
+        ("501 capability_not_provided", "eval.started", "supported")
+    ]
 
 
 # --- `evalbatch validate --capabilities` --------------------------------------------------------
@@ -349,3 +362,96 @@ def test_e100_the_docs_example_is_what_validate_prints(monkeypatch: pytest.Monke
         ],
     )
     assert (quiet.exit_code, quiet.output) == (0, "")
+
+
+# --- `evalbatch verify --capabilities` (E-103) ----------------------------------------------------
+
+
+def _trials_run() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A clean two-task run of a suite with 3 trials per task and trajectories, host records
+    agreeing with the recomputation."""
+    from tests.logbuilder import LogBuilder, golden, suite, traj
+
+    doc = suite(
+        golden("alpha", traj("in-order", ["crm:lookup"])),
+        golden("beta", traj("in-order", ["crm:lookup"])),
+        trials={"count": 3},
+    )
+    log = LogBuilder()
+    log.eval_started(task_count=2, trialCount=3)
+    for task in ("alpha", "beta"):
+        for index in range(3):
+            log.trial(task, calls=[("crm:lookup", {})], score=1, passed=True, trial_index=index)
+    log.eval_completed(aggregateScore=1, passed=True, taskCount=2, passedCount=2)
+    return log.rows, doc
+
+
+def _capability_findings(report: Any) -> list[tuple[str, str | None]]:
+    return [
+        (f.field, f.task_id)
+        for f in report.findings
+        if f.rule == "RFC 0244 §G" and f.reason == "unadvertised-feature-graded"
+    ]
+
+
+def test_e103_a_run_graded_within_the_facets_agrees() -> None:
+    from evalbatch.api import verify_events
+
+    rows, doc = _trials_run()
+    report = verify_events(rows, [doc], capabilities=host())
+    assert report.verdict == "agrees", report.findings
+    assert report.compared["capabilities.trials"] == 1  # the run was checked against it
+    plain = verify_events(rows, [doc])  # without capabilities nothing of §G is compared
+    assert not [name for name in plain.compared if name.startswith("capabilities.")]
+
+
+def test_e103_a_run_the_host_had_to_refuse_is_a_finding_per_facet_and_task() -> None:
+    from evalbatch.api import verify_events
+
+    rows, doc = _trials_run()
+    report = verify_events(rows, [doc], capabilities=host(trials=None, trajectory=None))
+    assert report.verdict == "disagrees" and report.exit_code == 1
+    assert _capability_findings(report) == [
+        ("capabilities.trials", None),
+        ("capabilities.trajectory", "alpha"),
+        ("capabilities.trajectory", "beta"),
+    ]
+    finding = report.findings[-1]
+    assert (finding.host, finding.recomputed) == ("graded", "refused")
+
+
+def test_e103_trial_count_above_max_trials_is_a_finding_without_a_suite() -> None:
+    """From the log alone (D-4: no suite given), eval.started.trialCount above maxTrials."""
+    from evalbatch.api import verify_events
+
+    rows, _ = _trials_run()
+    report = verify_events(rows, [], capabilities=host(trials={"maxTrials": 2}))
+    assert _capability_findings(report) == [("capabilities.trials.maxTrials", None)]
+
+
+def test_e103_verify_capabilities_on_the_command_line(tmp_path: Path) -> None:
+    from evalbatch.commands.verify import verify_command
+    from tests.logbuilder import write_raw_events
+
+    rows, doc = _trials_run()
+    events = write_raw_events(tmp_path / "events.parquet", rows)
+    suites = write_json(tmp_path / "suite.json", doc)
+    no_trials = write_json(
+        tmp_path / "caps.json",
+        {"agents": {"evalSuite": {k: v for k, v in EVERYTHING.items() if k != "trials"}}},
+    )
+    runner = CliRunner()
+    base = [str(events), "--suites", str(suites)]
+    result = runner.invoke(verify_command, [*base, "--capabilities", str(no_trials), "--json"])
+    document = json.loads(result.output)
+    assert result.exit_code == 1
+    assert [f["reason"] for f in document["findings"]] == ["unadvertised-feature-graded"]
+    assert document["findings"][0]["field"] == "capabilities.trials"
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"evalSuite": {"modes": 1}}')
+    broken = runner.invoke(verify_command, [*base, "--capabilities", str(bad)])
+    assert broken.exit_code == 2 and "bad.json" in broken.output
+    twice = runner.invoke(
+        verify_command, [*base, "--capabilities", str(no_trials), "--capabilities", str(bad)]
+    )
+    assert twice.exit_code == 2 and "one document for the whole input" in twice.output

@@ -21,6 +21,8 @@ if TYPE_CHECKING:  # polars and rich load when a command prints, not for --help
 
     from evalbatch.reduce import regression
     from evalbatch.regress import plan, sides
+    from evalbatch.verify.conformance import ConformanceReport
+    from evalbatch.verify.conformance import Row as ConformanceRow
     from evalbatch.verify.report import RunVerdict, VerifyReport
 
 
@@ -410,3 +412,32 @@ def print_verify(report: VerifyReport, tables: bool = True) -> None:
         f"verdict: {report.verdict} ({len(report.runs)} eval runs: {described or 'none'}; "
         f"{len(report.findings)} findings)"
     )
+
+
+def _evidence(row: ConformanceRow) -> str:
+    """A row's evidence in words (counts only), or why it has none."""
+    if row.verdict in ("unwitnessable", "inapplicable") and not row.runs:
+        return row.note
+    text = plural(len(row.runs), "run")
+    if row.requirement.unit != "run":
+        text += f", {plural(row.units, row.requirement.unit)}"
+    if row.findings:
+        text += f", {plural(row.findings, 'finding')}"
+    return f"{text}; {row.note}" if row.note else text
+
+
+def print_conformance(report: ConformanceReport) -> None:
+    """One row per RFC 0244 requirement: its id, section, verdict and evidence (E-104)."""
+    _table(
+        ["requirement", "rfc", "verdict", "evidence"],
+        [
+            [row.requirement.id, row.requirement.section, row.verdict, _evidence(row)]
+            for row in report.rows
+        ],
+    )
+    click.echo("")
+    for run_id in report.not_recomputed:
+        click.echo(f"  not recomputed: run {printable(run_id)}: evidence of nothing", err=True)
+    counts = Counter(row.verdict for row in report.rows)
+    described = ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items()))
+    click.echo(f"conformance: {report.verdict} ({described})")

@@ -14,8 +14,10 @@ import click
 
 from evalbatch.commands import faults, filters, printing, resources
 from evalbatch.commands.options import (
+    capabilities_option,
     default_pass_score_option,
     on_miss_default_option,
+    one_capabilities,
     quiet_option,
     renamed_option,
     suites_option,
@@ -35,21 +37,31 @@ from evalbatch.options import GradeOptions, OnMissDefault, Resources
     help="A host EvalSummary (GET /runs/{id}/eval-summary), a {runId, summary} wrapper, an "
     "array of them, or JSON lines such as summaries.jsonl (repeatable).",
 )
+@capabilities_option
 @default_pass_score_option
 @on_miss_default_option
 @resources.resource_options(batch_events=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @quiet_option("Print only the verdict line: no findings, runs or host-field tables.")
+@click.option(
+    "--conformance",
+    is_flag=True,
+    help="Print one row per RFC 0244 requirement instead (executed-pass, executed-fail, "
+    "inapplicable, unwitnessable) with its evidence; with --json, one bundle with the evalbatch "
+    "version and the inputs' sha256 (E-104).",
+)
 @filters.run_filter_options
 def verify_command(
     events: tuple[str, ...],
     suite_paths: tuple[str, ...],
     summary_paths: tuple[str, ...],
+    capabilities_paths: tuple[str, ...],
     default_pass_score: float,
     on_miss_default: OnMissDefault,
     resources: Resources,
     as_json: bool,
     quiet: bool,
+    conformance: bool,
     run_ids: tuple[str, ...],
     filter_suites: tuple[str, ...],
     since: datetime | None,
@@ -59,19 +71,26 @@ def verify_command(
 
     Checks each eval.scored (score, passed), eval.started and eval.completed, and any host
     EvalSummary given with --summaries, within RFC 0244 §B's tolerance (1e-9 relative), plus the
-    stream rules of RFC 0244 §B/§E. Every finding is content-free.
+    stream rules of RFC 0244 §B/§E; with --capabilities, whether the host graded a run it had to
+    refuse (RFC 0244 §G: a finding `unadvertised-feature-graded` per field). Every finding is
+    content-free.
 
     \b
     Example:
       evalbatch verify data/samples/events --suites data/samples/suites
 
-    Exit codes: 0 every run agrees; 1 some host value disagrees; 3 some run could not be
-    recomputed or some event file was skipped (and none disagrees); 2 unusable input or no eval
-    run.
+    With --conformance, one row per RFC 0244 requirement instead: executed-pass, executed-fail,
+    inapplicable (no run exercised it: the row says what would) or unwitnessable, with the runs
+    and counts behind it.
+
+    Exit codes: 0 every run agrees; 1 some host value disagrees (with --conformance: some
+    requirement executed-fail); 3 some run could not be recomputed or some event file was
+    skipped (and none disagrees); 2 unusable input or no eval run.
     """
     from evalbatch import api  # the engine loads when the command runs, not for --help
 
     options = GradeOptions(default_pass_score=default_pass_score, on_miss_default=on_miss_default)
+    facets = one_capabilities(capabilities_paths)
     report = api.verify_paths(
         list(events),
         list(suite_paths),
@@ -79,11 +98,18 @@ def verify_command(
         options=options,
         resources=resources,
         run_filter=filters.build(run_ids, filter_suites, since, until),
+        capabilities=facets,
+        conformance=conformance,
     )
-    if as_json:
+    if conformance:
+        if as_json:
+            click.echo(json.dumps(report.conformance.to_json(), indent=2, ensure_ascii=False))
+        else:
+            printing.print_conformance(report.conformance)
+    elif as_json:
         click.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:
         printing.print_verify(report, tables=not quiet)
     if not report.runs:
         click.echo("evalbatch: no eval run (no eval.started) in the events", err=True)
-    sys.exit(report.exit_code)
+    sys.exit(report.conformance.exit_code if conformance else report.exit_code)

@@ -194,11 +194,43 @@ def _reject_constant(name: str) -> Any:
 
 
 # --------------------------------------------------------------------------------------------
-# The refusal rule (RFC 0244 §G, RFC 0081)
+# The refusal rule (RFC 0244 §G, RFC 0081), one feature at a time
 
 
 def _is_count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+_NOT_SUPPORTED = "the host advertises no agents.evalSuite: it runs no eval suite (RFC 0081)"
+
+
+def _mode_refusals(modes: Any, path: str, facets: EvalSuiteFacets) -> list[Refusal]:
+    """Each mode not in the host's `modes` (RFC 0081), at `path[i]`."""
+    return [
+        Refusal(
+            "400 validation_error",
+            f"{path}[{i}]",
+            "modes",
+            f"mode '{mode}' is not in the host's agents.evalSuite.modes (RFC 0081)",
+        )
+        for i, mode in enumerate(modes if isinstance(modes, list) else [])
+        if isinstance(mode, str) and mode not in facets.modes
+    ]
+
+
+def _task_count_refusal(tasks: list[Any], facets: EvalSuiteFacets) -> list[Refusal]:
+    """More tasks than the host's `maxTasksPerSuite` (RFC 0081)."""
+    if facets.max_tasks_per_suite is None or len(tasks) <= facets.max_tasks_per_suite:
+        return []
+    return [
+        Refusal(
+            "400 validation_error",
+            "$.tasks",
+            "maxTasksPerSuite",
+            f"{len(tasks)} tasks, above the host's maxTasksPerSuite "
+            f"{facets.max_tasks_per_suite} (RFC 0081)",
+        )
+    ]
 
 
 def _trial_count_refusal(
@@ -227,59 +259,6 @@ def _trial_count_refusal(
             )
         ]
     return []
-
-
-def refusals(suite: Any, facets: EvalSuiteFacets) -> list[Refusal]:
-    """Every field `facets`' host would refuse `suite` on at run create, in suite order.
-
-    A host that advertises no eval suite refuses every suite with `501 capability_not_provided`
-    (RFC 0081). Otherwise, `400 validation_error` naming each field (RFC 0244 §G): a mode not in
-    `modes` (RFC 0081); more tasks than `maxTasksPerSuite`; `expected.trajectory` or
-    `kind: "trajectory"` without `trajectory`; `trials.count` > 1 without `trials`, or above
-    `trials.maxTrials`; `fixtures.onMiss` or `toolResponses[].args` without `fixtureMatching`.
-    """
-    if not isinstance(suite, dict):
-        return []
-    if not facets.supported:
-        return [
-            Refusal(
-                "501 capability_not_provided",
-                "$",
-                "supported",
-                "the host advertises no agents.evalSuite: it runs no eval suite (RFC 0081)",
-            )
-        ]
-    found: list[Refusal] = []
-    modes = suite.get("modes")
-    for i, mode in enumerate(modes if isinstance(modes, list) else []):
-        if isinstance(mode, str) and mode not in facets.modes:
-            found.append(
-                Refusal(
-                    "400 validation_error",
-                    format_path(("modes", i)),
-                    "modes",
-                    f"mode '{mode}' is not in the host's agents.evalSuite.modes (RFC 0081)",
-                )
-            )
-    tasks = suite.get("tasks")
-    tasks = tasks if isinstance(tasks, list) else []
-    if facets.max_tasks_per_suite is not None and len(tasks) > facets.max_tasks_per_suite:
-        found.append(
-            Refusal(
-                "400 validation_error",
-                "$.tasks",
-                "maxTasksPerSuite",
-                f"{len(tasks)} tasks, above the host's maxTasksPerSuite "
-                f"{facets.max_tasks_per_suite} (RFC 0081)",
-            )
-        )
-    trials = suite.get("trials")
-    count = trials.get("count") if isinstance(trials, dict) else None
-    found += _trial_count_refusal(count, "$.trials.count", "trials.count", facets)
-    for i, task in enumerate(tasks):
-        if isinstance(task, dict):
-            found += _task_refusals(task, ("tasks", i), facets)
-    return found
 
 
 def _task_refusals(
@@ -327,10 +306,51 @@ def _unadvertised(parts: Sequence[str | int], facet: str, feature: str) -> Refus
     )
 
 
-def log_refusals(trial_count: Any, modes: Sequence[Any], facets: EvalSuiteFacets) -> list[Refusal]:
-    """What an eval run's own `eval.started` shows the host had to refuse (RFC 0244 §G, for
-    `verify`): a `trialCount` above 1 without `trials` or above `maxTrials`, a mode outside
-    `modes`, or any eval run on a host that advertises none. Paths name the event's fields."""
+def _suite_features(suite: Mapping[str, Any], facets: EvalSuiteFacets) -> list[Refusal]:
+    """The suite's own features a host would refuse: its number of tasks and each task's."""
+    tasks = suite.get("tasks")
+    tasks = tasks if isinstance(tasks, list) else []
+    found = _task_count_refusal(tasks, facets)
+    for i, task in enumerate(tasks):
+        if isinstance(task, dict):
+            found += _task_refusals(task, ("tasks", i), facets)
+    return found
+
+
+def _suite_trial_count(suite: Mapping[str, Any]) -> Any:
+    trials = suite.get("trials")
+    return trials.get("count") if isinstance(trials, dict) else None
+
+
+def refusals(suite: Any, facets: EvalSuiteFacets) -> list[Refusal]:
+    """Every field `facets`' host would refuse `suite` on at run create.
+
+    A host that advertises no eval suite refuses every suite with `501 capability_not_provided`
+    (RFC 0081). Otherwise, `400 validation_error` naming each field (RFC 0244 §G): a mode not in
+    `modes` (RFC 0081); more tasks than `maxTasksPerSuite`; `trials.count` > 1 without `trials`,
+    or above `trials.maxTrials`; `expected.trajectory` or `kind: "trajectory"` without
+    `trajectory`; `fixtures.onMiss` or `toolResponses[].args` without `fixtureMatching`.
+    """
+    if not isinstance(suite, dict):
+        return []
+    if not facets.supported:
+        return [Refusal("501 capability_not_provided", "$", "supported", _NOT_SUPPORTED)]
+    return [
+        *_mode_refusals(suite.get("modes"), "$.modes", facets),
+        *_trial_count_refusal(_suite_trial_count(suite), "$.trials.count", "trials.count", facets),
+        *_suite_features(suite, facets),
+    ]
+
+
+def run_refusals(
+    suite: Any, started: Mapping[str, Any] | None, facets: EvalSuiteFacets
+) -> list[Refusal]:
+    """What a host had to refuse of an eval run it graded (RFC 0244 §G, for `verify`): the modes
+    the run asked for (its `eval.started.modes`, else its suite's), its count of trials (its
+    suite's `trials.count`, else `eval.started.trialCount`), and, with its suite, the suite's
+    tasks and their features. A path names the event's field, or the suite's (`$...`)."""
+    started = started if isinstance(started, Mapping) else {}
+    suite = suite if isinstance(suite, dict) else {}
     if not facets.supported:
         return [
             Refusal(
@@ -340,15 +360,15 @@ def log_refusals(trial_count: Any, modes: Sequence[Any], facets: EvalSuiteFacets
                 "the host advertises no agents.evalSuite but ran an eval (RFC 0081)",
             )
         ]
-    found = [
-        Refusal(
-            "400 validation_error",
-            f"eval.started.modes[{i}]",
-            "modes",
-            f"mode '{mode}' is not in the host's agents.evalSuite.modes (RFC 0081)",
-        )
-        for i, mode in enumerate(modes)
-        if isinstance(mode, str) and mode not in facets.modes
-    ]
-    found += _trial_count_refusal(trial_count, "eval.started.trialCount", "trialCount", facets)
-    return found
+    modes = started.get("modes")
+    if isinstance(modes, list):
+        found = _mode_refusals(modes, "eval.started.modes", facets)
+    else:
+        found = _mode_refusals(suite.get("modes"), "$.modes", facets)
+    count = _suite_trial_count(suite)
+    if count is not None:
+        found += _trial_count_refusal(count, "$.trials.count", "trials.count", facets)
+    else:
+        count = started.get("trialCount")
+        found += _trial_count_refusal(count, "eval.started.trialCount", "trialCount", facets)
+    return found + _suite_features(suite, facets)

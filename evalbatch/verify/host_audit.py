@@ -17,17 +17,22 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from evalbatch.grade import trial_grading
 from evalbatch.inputs import event_files, in_memory
+from evalbatch.inputs.capabilities import EvalSuiteFacets, read_capabilities
 from evalbatch.inputs.suites import SuiteChoice, load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.pipeline.grading import Paths, as_paths, suites_keyword
 from evalbatch.pipeline.local import MergedBatches, grade_shards_locally
+from evalbatch.verify.capability_checks import check_capabilities
 from evalbatch.verify.compare import Checker
+from evalbatch.verify.conformance import conformance as conformance_report
+from evalbatch.verify.conformance import input_fingerprints
 from evalbatch.verify.event_checks import (
     check_completed,
     check_labels,
@@ -45,7 +50,13 @@ RunCheck = Callable[[Checker, RunContext], None]
 
 #: the checks every recomputed run gets, in the order their findings are listed; a host summary,
 #: when one was given, is checked after them (`check_summary`)
-RUN_CHECKS: tuple[RunCheck, ...] = (check_started, check_trials, check_labels, check_completed)
+RUN_CHECKS: tuple[RunCheck, ...] = (
+    check_started,
+    check_trials,
+    check_labels,
+    check_completed,
+    check_capabilities,
+)
 
 
 def _grade(
@@ -84,11 +95,16 @@ def verify_paths(
     options: GradeOptions | None = None,
     resources: Resources | None = None,
     run_filter: event_files.RunFilter | None = None,
+    capabilities: EvalSuiteFacets | str | Path | None = None,
+    conformance: bool = False,
 ) -> VerifyReport:
     """`evalbatch verify`: recompute every eval run in `events` and compare with the host's
-    record (CONTRACT §8). `events`, `suites` and `summary_paths` are each one path (a `str` or a
-    `Path`) or a list of them; `suite_paths=` is the old spelling of `suites=`, kept for one
-    version with a `DeprecationWarning` (issue 17 item 5).
+    record (CONTRACT §8). With `capabilities` (the host's facets, or a capabilities document's
+    path), each run the host graded is also checked against what it advertises (RFC 0244 §G,
+    E-103). With `conformance`, the report also holds one row per RFC 0244 requirement
+    (`report.conformance`, E-104). `events`, `suites` and `summary_paths` are each one path (a
+    `str` or a `Path`) or a list of them; `suite_paths=` is the old spelling of `suites=`, kept
+    for one version with a `DeprecationWarning` (issue 17 item 5).
 
     Grading uses `options` as `evalbatch run` does; where a task's `fixtures.onMiss` is absent
     and a miss decides a trial, both readings (count only, fail closed) are tried and the one
@@ -97,6 +113,7 @@ def verify_paths(
 
     Raises:
         InputError: no usable event file, or a summary that is not JSON or names no eval run.
+        CapabilitiesError: `capabilities` names a document that is not one (E-100).
         SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
         TypeError: both `suites=` and `suite_paths=` are given.
     """
@@ -104,25 +121,28 @@ def verify_paths(
     suite_files = suites_keyword(suites, suite_paths, "verify_paths")
     summary_files = as_paths(summary_paths)
     options = options or GradeOptions()
+    if isinstance(capabilities, str | Path):
+        capabilities = read_capabilities(capabilities)
     engine = {"resources": resources, "run_filter": run_filter}
     host_summaries = [*load_summaries(summary_files), *summaries]
     choices = load_suites(suite_files, suite_docs)
     graded = _grade(paths, choices, options, engine)
     assigned = assign_summaries(host_summaries, graded.eval_runs)
     host = read_host(paths, graded.trials, engine)
-    contexts = run_contexts(graded, host, options)
+    contexts = run_contexts(graded, host, options, capabilities)
     other: dict[str, RunContext] = {}
     if needs := _needs_other_reading(graded.trials) & set(contexts):
         other_options = trial_grading.other_on_miss_reading(options)
         other_graded = _grade(paths, choices, other_options, engine)
         other = {
             run: ctx
-            for run, ctx in run_contexts(other_graded, host, other_options).items()
+            for run, ctx in run_contexts(other_graded, host, other_options, capabilities).items()
             if run in needs
         }
     runs: list[RunVerdict] = []
     findings: list[Finding] = []
     compared: Counter[str] = Counter()
+    judged: list[RunContext] = []  # the context each recomputed run was judged by
     for row in graded.eval_runs.iter_rows(named=True):
         run_id = row["run_id"]
         report = RunVerdict(run_id, row["suite_id"], row["suite_version"], "not-verified", None)
@@ -138,6 +158,7 @@ def verify_paths(
             if len(alternative.findings) < len(preferred.findings):
                 check, ctx = alternative, other[run_id]
             report.on_miss_reading = ctx.options.on_miss_default
+        judged.append(ctx)
         report.graded_from = "suite" if ctx.doc is not None else "host-record"
         report.summary_checked = run_id in assigned
         report.findings = len(check.findings)
@@ -145,7 +166,11 @@ def verify_paths(
         findings += check.findings
         compared.update(check.compared)
     disagreed = Counter(f.field for f in findings)
-    return VerifyReport(runs, findings, dict(compared), dict(disagreed), graded.skipped_files)
+    verified = VerifyReport(runs, findings, dict(compared), dict(disagreed), graded.skipped_files)
+    if conformance:
+        inputs = input_fingerprints(paths, suite_files, summary_files, capabilities)
+        verified.conformance = conformance_report(verified, judged, inputs)
+    return verified
 
 
 def verify_events(
@@ -153,9 +178,16 @@ def verify_events(
     suite_docs: Sequence[Mapping[str, Any]] = (),
     summaries: Mapping[str, Any] | None = None,
     options: GradeOptions | None = None,
+    capabilities: EvalSuiteFacets | str | Path | None = None,
 ) -> VerifyReport:
     """Verify events held in memory (dicts with runId, sequence, type, payload, timestamp), with
     host summaries given as `{runId: EvalSummary}`: notebooks and tests."""
     given = [HostSummary(run, doc, f"<summary {run}>") for run, doc in (summaries or {}).items()]
     with in_memory.events_file(events) as path:
-        return verify_paths([path], suite_docs=suite_docs, summaries=given, options=options)
+        return verify_paths(
+            [path],
+            suite_docs=suite_docs,
+            summaries=given,
+            options=options,
+            capabilities=capabilities,
+        )

@@ -89,6 +89,8 @@ class VerifyReport:
     disagreed: dict[str, int]
     #: event files left out (unreadable, columns missing): their runs were not verified (E-31)
     skipped_files: list[event_files.FileProblem] = field(default_factory=list)
+    #: the report by RFC 0244 requirement, when asked for (E-104)
+    conformance: Any = None
 
     @property
     def verdict(self) -> str:

@@ -12,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from evalbatch.inputs.capabilities import EvalSuiteFacets
 from evalbatch.options import GradeOptions
 from evalbatch.pipeline.local import MergedBatches
 from evalbatch.reduce.run_summaries import RunOutcome, RunPlan
@@ -29,6 +30,9 @@ class RunContext:
     trials: list[dict[str, Any]]  # every eval.scored of the run, as graded
     host: HostRecord
     options: GradeOptions
+    facets: EvalSuiteFacets | None = None  # the host's capabilities, when given (E-103)
+    #: the baseline its eval.started names, when that run is recomputed too (§5)
+    baseline: RunContext | None = None
 
     @property
     def doc(self) -> dict[str, Any] | None:
@@ -88,11 +92,16 @@ TRIAL_COLUMNS = (
     "has_trajectory",
     "matched",
     "trajectory_reason",
+    "on_miss",
+    "misses",
 )
 
 
 def run_contexts(
-    graded: MergedBatches, host: HostRecord, options: GradeOptions
+    graded: MergedBatches,
+    host: HostRecord,
+    options: GradeOptions,
+    facets: EvalSuiteFacets | None = None,
 ) -> dict[str, RunContext]:
     """A context per run of one grading pass; a run with a fatal problem was not recomputed."""
     by_run: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -100,7 +109,7 @@ def run_contexts(
     for trial in trials.sort("run_id", "scored_seq").iter_rows(named=True):
         by_run[trial["run_id"]].append(trial)
     runs = {r["run_id"]: r for r in graded.eval_runs.iter_rows(named=True)}
-    return {
+    contexts = {
         run_id: RunContext(
             run_id,
             runs[run_id],
@@ -109,7 +118,11 @@ def run_contexts(
             by_run.get(run_id, []),
             host,
             options,
+            facets,
         )
         for run_id, plan in graded.plans.items()
         if run_id not in graded.fatal
     }
+    for ctx in contexts.values():
+        ctx.baseline = contexts.get(ctx.run.get("baseline_run_id") or "")
+    return contexts

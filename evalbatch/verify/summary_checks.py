@@ -31,6 +31,7 @@ from evalbatch.verify.compare import (
 )
 from evalbatch.verify.host_summaries import summary_faults
 from evalbatch.verify.near_ties import task_near_tie_answers
+from evalbatch.verify.regression_checks import check_regression
 from evalbatch.verify.report import Finding
 from evalbatch.verify.run_context import RunContext
 from evalbatch.verify.suite_figure_checks import check_suite_fields
@@ -66,6 +67,7 @@ def check_summary(check: Checker, ctx: RunContext, doc: Any) -> None:
             (rule, None),
             text=name == "evaluatedModelClass",
         )
+    check_regression(check, ctx, doc)
     host_stats, stats_ = field_of(doc, "trialStats"), summary.get("trialStats")
     if ctx.doc is not None:  # without the suite, k and the trial count are unknown (E-29)
         present = check.present(
