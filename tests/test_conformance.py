@@ -347,3 +347,33 @@ def test_e104_each_requirement_names_its_section_and_how_it_is_witnessed(require
         assert requirement.unwitnessable
     else:
         assert requirement.would and requirement.unit
+
+
+def test_e104_the_docs_show_what_conformance_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/verify.md's conformance table is the real output on the samples."""
+    from tests.conftest import ROOT
+
+    monkeypatch.chdir(ROOT)
+    page = (ROOT / "docs" / "verify.md").read_text(encoding="utf-8")
+    block = page.split("--capabilities data/samples/capabilities/full-host.json --conformance\n")[1]
+    shown = block.split("```\n")[2].splitlines()  # the block after the command's
+    dirs = [str(SAMPLES / name) for name in ("events", "regress", "delegates")]
+    api.write_outputs(dirs, tmp_path / "all", str(SAMPLES / "suites"))
+    result = CliRunner().invoke(
+        verify_command,
+        [
+            *(f"data/samples/{name}" for name in ("events", "regress", "delegates")),
+            "--suites",
+            "data/samples/suites",
+            "--summaries",
+            str(tmp_path / "all" / "summaries.jsonl"),
+            "--capabilities",
+            "data/samples/capabilities/full-host.json",
+            "--conformance",
+        ],
+        env={"COLUMNS": "100"},
+    )
+    assert result.exit_code == 1
+    assert result.output.splitlines() == shown
