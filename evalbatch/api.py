@@ -19,7 +19,7 @@ from typing import Any
 
 from evalbatch.explain.explanation import Explanation
 from evalbatch.explain.run_explanation import explain_paths
-from evalbatch.inputs import event_files, ingest, suites
+from evalbatch.inputs import ingest, suites
 from evalbatch.inputs.ingest import DEFAULT_FLUSH_ROWS, IngestReport
 from evalbatch.notebook import connect
 from evalbatch.options import DEFAULT_BATCH_EVENTS, GradeOptions, Resources
@@ -29,13 +29,11 @@ from evalbatch.pipeline.grading import (
     as_paths,
     grade_events,
     grade_paths,
-    suites_keyword,
 )
 from evalbatch.pipeline.local import Progress
 from evalbatch.pipeline.write import RunReport, write_outputs
 from evalbatch.reduce.regression import RegressOptions
-from evalbatch.regress import sides
-from evalbatch.regress.sides import RegressionReport
+from evalbatch.regress.sides import RegressionReport, regress_paths
 from evalbatch.verify import HostSummary as HostSummary  # the type of verify_paths(summaries=)
 from evalbatch.verify import VerifyReport, verify_events, verify_paths
 
@@ -57,36 +55,6 @@ def ingest_paths(
     """`evalbatch ingest`: convert every event in `paths` (one path or a list) to Parquet under
     `out_dir`, one directory per run (see `evalbatch.inputs.ingest.ingest_paths`)."""
     return ingest.ingest_paths(as_paths(paths), out_dir, flush_rows=flush_rows, resources=resources)
-
-
-def regress_paths(
-    base: Paths,
-    cand: Paths,
-    suites: Paths = (),
-    *,
-    suite_paths: Paths | None = None,
-    options: RegressOptions | None = None,
-    grade_options: GradeOptions | None = None,
-    base_run: str | None = None,
-    cand_run: str | None = None,
-    run_filter: event_files.RunFilter | None = None,
-    allow_mixed: bool = False,
-    resources: Resources | None = None,
-) -> RegressionReport:
-    """`evalbatch regress`: a paired verdict of `cand` against `base` per suite (§5); each side
-    is one path or a list (see `evalbatch.regress.sides.regress_paths`)."""
-    return sides.regress_paths(
-        as_paths(base),
-        as_paths(cand),
-        suites_keyword(suites, suite_paths, "regress_paths"),
-        options=options,
-        grade_options=grade_options,
-        base_run=base_run,
-        cand_run=cand_run,
-        run_filter=run_filter,
-        allow_mixed=allow_mixed,
-        resources=resources,
-    )
 
 
 __all__ = [

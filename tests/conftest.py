@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -352,6 +355,43 @@ def suite_dir(tmp_path: Path) -> Path:
     directory = tmp_path / "suites"
     write_json(directory / "basic.json", make_suite())
     return directory
+
+
+def run_python(
+    script: str,
+    *args: str | Path,
+    cwd: Path = ROOT,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """`python -c SCRIPT ARGS...` in a new interpreter with this checkout first on PYTHONPATH
+    (what a fresh process imports), its output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-c", script, *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+    )
+
+
+def run_evalbatch(
+    *args: str | Path,
+    cwd: Path = ROOT,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
+    """The installed `evalbatch` script in a new process (as a user or a cron job runs it), its
+    output captured as text."""
+    return subprocess.run(
+        [str(EVALBATCH_BIN), *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def run_main(

@@ -405,7 +405,7 @@ def test_s1_3_validate_valid_suites_exit_0() -> None:
     result = invoke("validate", SAMPLE_SUITES)
     assert result.exit_code == 0, result.output
     files = sorted(SAMPLE_SUITES.glob("*.json"))
-    assert len(files) == 4
+    assert len(files) == 5  # trajectory, trials, fixture-miss, regression, delegates
     for path in files:
         assert f"{path}: ok" in result.stdout
 

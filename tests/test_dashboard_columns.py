@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -40,6 +38,7 @@ from tests.conftest import (
     RunLog,
     make_suite,
     read_outputs,
+    run_python,
     summaries_of,
     write_events,
     write_json,
@@ -326,7 +325,6 @@ def test_the_readme_example_is_what_the_samples_give(tmp_path: Path) -> None:
     section = page[page.index("What a dashboard trends on") : page.index("## Schema versions")]
     code, shown = re.findall(r"```(?:python)?\n(.*?)```", section, flags=re.S)
     api.write_outputs([SAMPLES / "regress"], tmp_path / "out" / "regress", [SAMPLE_SUITES])
-    printed = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
-    ).stdout
-    assert printed.strip() == shown.strip()
+    printed = run_python(code, cwd=tmp_path)
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout.strip() == shown.strip()

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +27,13 @@ from evalbatch.cli import cli
 from evalbatch.commands import sql as sql_command
 from evalbatch.commands.types import MemoryLimit
 from tests.conftest import (
-    EVALBATCH_BIN,
     ROOT,
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
     make_suite,
+    run_evalbatch,
     run_main,
+    run_python,
     standard_run,
     write_events,
     write_json,
@@ -402,14 +402,7 @@ def test_e85_validate_help_and_docs_agree() -> None:
 
 
 def _console(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(EVALBATCH_BIN), *map(str, args)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **(env or {})},
-    )
+    return run_evalbatch(*args, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -477,14 +470,7 @@ def test_e84_main_routes_library_warnings(emit: str, tmp_path: Path) -> None:
         "sys.argv = ['evalbatch', 'noisy']\n"
         "cli.main()\n"
     )
-    run = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    run = run_python(script)
     assert (run.returncode, run.stdout, run.stderr) == (0, "done\n", "")
 
 

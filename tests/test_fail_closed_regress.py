@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ import pytest
 from evalbatch import api
 from evalbatch.options import GradeOptions
 from evalbatch.reduce import regression
-from tests.conftest import EVALBATCH_BIN, SAMPLE_SUITES, SAMPLES, run_main
+from tests.conftest import SAMPLE_SUITES, SAMPLES, run_evalbatch, run_main
 from tests.test_outputs import BLOCK_FIELDS
 from tests.test_regress import task_rows, write_task_table
 
@@ -110,12 +109,7 @@ def test_no_suite_on_both_sides_exits_2(run: Any, extra: list[str]) -> None:
 
 def test_nothing_compared_exits_2_from_the_installed_script() -> None:
     """Issue 14 / E-65, end to end: the `evalbatch` script exits 2 and prints no `[]`."""
-    proc = subprocess.run(
-        [str(EVALBATCH_BIN), "regress", str(TRIALS_LOG), str(CAND), "--json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = run_evalbatch("regress", TRIALS_LOG, CAND, "--json")
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert "nothing was compared" in proc.stderr

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +16,12 @@ from evalbatch.cli import cli
 from evalbatch.errors import InputError
 from evalbatch.options import METHODS
 from evalbatch.reduce import regression
+from tests.conftest import run_evalbatch
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
 BASE = SAMPLES / "regress" / "baseline.parquet"
 CAND = SAMPLES / "regress" / "candidate.parquet"
 SUITES = SAMPLES / "suites"
-EVALBATCH = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "evalbatch"
 
 
 def task_rows(
@@ -352,20 +351,10 @@ def test_cli_unchanged_exits_0_and_fail_on_inconclusive(tmp_path: Path) -> None:
 
 def test_cli_unusable_input_exits_2() -> None:
     """§5: exit 2 when the input is unusable; no traceback."""
-    proc = subprocess.run(
-        [str(EVALBATCH), "regress", "no/such/file.parquet", str(CAND)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = run_evalbatch("regress", "no/such/file.parquet", CAND)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
-    refused = subprocess.run(
-        [str(EVALBATCH), "regress", str(SAMPLES / "regress"), str(CAND), "--suites", str(SUITES)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    refused = run_evalbatch("regress", SAMPLES / "regress", CAND, "--suites", SUITES)
     assert refused.returncode == 2
     assert "acme/run-regress-baseline-0001" in refused.stderr
     assert "--base-run-id" in refused.stderr

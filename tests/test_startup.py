@@ -10,14 +10,11 @@ imported everything; what is checked is which modules are loaded, never how long
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import OUTPUT_FILES, ROOT, SAMPLE_EVENTS, SAMPLE_SUITES
+from tests.conftest import OUTPUT_FILES, SAMPLE_EVENTS, SAMPLE_SUITES, run_python
 
 #: libraries only some commands need, and the engine's readers, which --help needs none of
 HEAVY_FOR_HELP = (
@@ -58,14 +55,7 @@ def _loaded_after(tmp_path: Path, *args: str | Path) -> tuple[int, list[str], st
     what it printed."""
     report = tmp_path / "loaded.json"
     script = f"HEAVY = {HEAVY!r}\n{_SCRIPT}"
-    finished = subprocess.run(
-        [sys.executable, "-c", script, str(report), *map(str, args)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    finished = run_python(script, report, *args)
     assert finished.stderr == "", finished.stderr
     found = json.loads(report.read_text(encoding="utf-8"))
     return found["code"], found["loaded"], finished.stdout
@@ -145,12 +135,5 @@ def test_the_library_surface_loads_on_first_use() -> None:
         "    missing = True\n"
         "print(before, same, missing)\n"
     )
-    finished = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    finished = run_python(script)
     assert (finished.returncode, finished.stdout, finished.stderr) == (0, "False True True\n", "")

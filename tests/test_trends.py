@@ -10,8 +10,6 @@ from __future__ import annotations
 import itertools
 import math
 import re
-import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,7 +21,7 @@ import pytest
 from evalbatch.errors import InputError
 from evalbatch.history import trends
 from evalbatch.history.trends import change_points, flaky_tasks
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_python
 
 SUITE = "acme.test.evals.basic"
 NIGHT0 = datetime(2026, 11, 2, 2, 0, tzinfo=UTC)
@@ -368,7 +366,6 @@ def test_the_docs_example_prints_what_it_shows() -> None:
     page = (ROOT / "docs" / "history.md").read_text(encoding="utf-8")
     section = page[page.index("\n## Flaky tasks and change points\n") :]
     code, shown = re.findall(r"```python\n(.*?)```\n```\n(.*?)```", section, flags=re.S)[0]
-    printed = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout
-    assert printed == shown
+    printed = run_python(code)
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout == shown

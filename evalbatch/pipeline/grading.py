@@ -16,7 +16,7 @@ from evalbatch.errors import (
     EXIT_SKIPPED,
 )
 from evalbatch.inputs import event_files, in_memory
-from evalbatch.inputs.suites import load_suites
+from evalbatch.inputs.suites import SuiteChoice, load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.output_format import TRIAL_SCHEMA
 from evalbatch.outputs.writer import OutputWriter, summary_line
@@ -98,9 +98,36 @@ def grade_paths(
         SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
     """
     suites = suites_keyword(suites, suite_paths, "grade_paths")
-    grading = grading_pass(
+    return grade_loaded(
         as_paths(events),
         load_suites(suites, suite_docs),
+        options=options,
+        resources=resources,
+        regress_options=regress_options,
+        on_batch=on_batch,
+        engine=engine,
+        ray_address=ray_address,
+        run_filter=run_filter,
+    )
+
+
+def grade_loaded(
+    events: Sequence[str],
+    choices: dict[tuple[str, str], SuiteChoice],
+    *,
+    options: GradeOptions | None = None,
+    resources: Resources | None = None,
+    regress_options: regression.RegressOptions | None = None,
+    on_batch: Callable[[Progress], None] | None = None,
+    engine: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
+    run_filter: event_files.RunFilter | None = None,
+) -> GradeResult:
+    """`grade_paths` with the suites already loaded (`load_suites`): a caller grading several
+    inputs against the same suites (`regress`'s two sides) reads and checks them once."""
+    grading = grading_pass(
+        list(events),
+        choices,
         options or GradeOptions(),
         engine,
         ray_address,

@@ -23,9 +23,10 @@ from evalbatch.errors import (
     InputError,
 )
 from evalbatch.inputs import event_files
+from evalbatch.inputs.suites import SuiteChoice, load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.output_format import RUN_SCHEMA
-from evalbatch.pipeline.grading import grade_paths
+from evalbatch.pipeline.grading import Paths, as_paths, grade_loaded, suites_keyword
 from evalbatch.reduce import regression
 from evalbatch.regress import plan as planning
 from evalbatch.text import printable
@@ -242,10 +243,24 @@ def _trials_beside(path: Path) -> pl.DataFrame | None:
     return _counted_trials(trials)
 
 
+class _Suites:
+    """The suites both sides are graded against, read and checked once, when a side first needs
+    them (a tasks table needs none)."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        self._choices: dict[tuple[str, str], SuiteChoice] | None = None
+
+    def choices(self) -> dict[tuple[str, str], SuiteChoice]:
+        if self._choices is None:
+            self._choices = load_suites(self.paths)
+        return self._choices
+
+
 def _side(
     name: str,
-    paths: Sequence[str | Path],
-    suite_paths: Sequence[str | Path],
+    paths: Sequence[str],
+    suites: _Suites,
     options: GradeOptions | None,
     run_filter: event_files.RunFilter | None = None,
     resources: Resources | None = None,
@@ -256,8 +271,8 @@ def _side(
     one_parquet = len(paths) == 1 and str(paths[0]).endswith(".parquet")
     if one_parquet and Path(paths[0]).is_file() and _is_task_table(paths[0]):
         return _task_table_side(name, Path(paths[0]), run_filter)
-    result = grade_paths(
-        paths, suite_paths, options=options, resources=resources, run_filter=run_filter
+    result = grade_loaded(
+        paths, suites.choices(), options=options, resources=resources, run_filter=run_filter
     )
     errors = result.problems.filter(pl.col("severity") == "error")
     unread = errors.filter(pl.col("run_id").is_null())
@@ -347,10 +362,11 @@ def _mixed(suite_id: str, pairs: Sequence[tuple[_Side, str]]) -> str | None:
 
 
 def regress_paths(
-    base: Sequence[str | Path],
-    cand: Sequence[str | Path],
-    suite_paths: Sequence[str | Path] = (),
+    base: Paths,
+    cand: Paths,
+    suites: Paths = (),
     *,
+    suite_paths: Paths | None = None,
     options: regression.RegressOptions | None = None,
     grade_options: GradeOptions | None = None,
     base_run: str | None = None,
@@ -359,7 +375,11 @@ def regress_paths(
     allow_mixed: bool = False,
     resources: Resources | None = None,
 ) -> RegressionReport:
-    """Pair the runs of each suite found on both sides and give a verdict per suite (§5).
+    """`evalbatch regress`: pair the runs of each suite found on both sides and give a verdict
+    per suite (§5). Each side is one path (a `str` or a `Path`) or a list of them: event logs,
+    graded here against `suites` (read and checked once for both sides), or a `tasks.parquet`
+    that `evalbatch run` wrote; `suite_paths=` is the old spelling of `suites=`, kept for one
+    version with a `DeprecationWarning` (issue 17 item 5).
 
     Fails closed (issue 14, E-65..E-67): nothing compared, a named run that is not on its side
     or was not compared, and (unless `allow_mixed`) runs graded differently are errors.
@@ -369,10 +389,13 @@ def regress_paths(
             eval run; no suite is on both sides; `base_run`/`cand_run` names no run of its side,
             or one that was not compared; a suite named by the filter was not compared; two
             paired runs were graded differently; a tasks table is not usable.
+        SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
+        TypeError: both `suites=` and `suite_paths=` are given.
     """
     options = options or regression.RegressOptions()
-    base_side = _side("base", base, suite_paths, grade_options, run_filter, resources)
-    cand_side = _side("cand", cand, suite_paths, grade_options, run_filter, resources)
+    shared = _Suites(suites_keyword(suites, suite_paths, "regress_paths"))
+    base_side = _side("base", as_paths(base), shared, grade_options, run_filter, resources)
+    cand_side = _side("cand", as_paths(cand), shared, grade_options, run_filter, resources)
     _check_named_run(base_side, base_run)
     _check_named_run(cand_side, cand_run)
     common = sorted(base_side.suites & cand_side.suites)
