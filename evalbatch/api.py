@@ -14,13 +14,12 @@ that surface; the others are the stages' own.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from evalbatch.explain.explanation import Explanation
 from evalbatch.explain.run_explanation import explain_paths
-from evalbatch.inputs import event_files, ingest, suites
-from evalbatch.inputs.ingest import DEFAULT_FLUSH_ROWS, IngestReport
+from evalbatch.inputs import event_files, suites
+from evalbatch.inputs.ingest import IngestReport, ingest_paths
 from evalbatch.notebook import connect
 from evalbatch.options import DEFAULT_BATCH_EVENTS, GradeOptions, Resources
 from evalbatch.pipeline.grading import (
@@ -45,18 +44,6 @@ def load_suites(
 ) -> dict[tuple[str, str], suites.SuiteChoice]:
     """Suites from files and directories (one path or a list), and from documents in memory."""
     return suites.load_suites(as_paths(paths), docs)
-
-
-def ingest_paths(
-    paths: Paths,
-    out_dir: str | Path,
-    *,
-    flush_rows: int = DEFAULT_FLUSH_ROWS,
-    resources: Resources | None = None,
-) -> IngestReport:
-    """`evalbatch ingest`: convert every event in `paths` (one path or a list) to Parquet under
-    `out_dir`, one directory per run (see `evalbatch.inputs.ingest.ingest_paths`)."""
-    return ingest.ingest_paths(as_paths(paths), out_dir, flush_rows=flush_rows, resources=resources)
 
 
 def regress_paths(

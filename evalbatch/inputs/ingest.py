@@ -11,7 +11,6 @@ skipped.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from evalbatch.errors import EXIT_OK, EXIT_SKIPPED, EXIT_UNUSABLE
 from evalbatch.inputs.event_rows import IngestProblem, RowSink
 from evalbatch.inputs.openwop_formats import expand_inputs, read_into
 from evalbatch.inputs.parquet_layout import DEFAULT_FLUSH_ROWS, LayoutWriter
+from evalbatch.inputs.path_forms import Paths, as_paths
 from evalbatch.options import Resources
 
 
@@ -45,13 +45,14 @@ class IngestReport:
 
 
 def ingest_paths(
-    paths: Sequence[str | Path],
+    paths: Paths,
     out_dir: str | Path,
     *,
     flush_rows: int = DEFAULT_FLUSH_ROWS,
     resources: Resources | None = None,
 ) -> IngestReport:
-    """Convert every event in `paths` to Parquet under `out_dir`, one directory per run.
+    """`evalbatch ingest`: convert every event in `paths` (one path or a list: files,
+    directories, globs, `-` for standard input) to Parquet under `out_dir`, one directory per run.
 
     A line, frame or item that cannot be used is reported (file, line or frame, reason) and
     skipped; every other event is written. Nothing is written when no event is usable.
@@ -60,7 +61,7 @@ def ingest_paths(
         InputError: an input path matches no file.
         OutputError: the events could not be written (a full disk); nothing was added.
     """
-    files = expand_inputs(paths)
+    files = expand_inputs(as_paths(paths))
     out = Path(out_dir)
     report = IngestReport(out_dir=out, files=len(files))
     writer = LayoutWriter(out, flush_rows, resources)
