@@ -7,55 +7,25 @@ they offer.
 
 Every function here that reads or writes files takes one path (a `str` or a `Path`) or a list of
 them, and names suite files `suites=` (`suite_paths=` still works for one version, with a
-`DeprecationWarning`) (issue 17 item 5). The functions defined below give the stages' functions
-that surface; the others are the stages' own.
+`DeprecationWarning`) (issue 17 item 5). Each is the stage's own function, taking those forms at
+the source: this module only names them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
-
 from evalbatch.explain.explanation import Explanation
 from evalbatch.explain.run_explanation import explain_paths
-from evalbatch.inputs import ingest, suites
-from evalbatch.inputs.ingest import DEFAULT_FLUSH_ROWS, IngestReport
+from evalbatch.inputs.ingest import IngestReport, ingest_paths
+from evalbatch.inputs.suites import load_suites
 from evalbatch.notebook import connect
 from evalbatch.options import DEFAULT_BATCH_EVENTS, GradeOptions, Resources
-from evalbatch.pipeline.grading import (
-    GradeResult,
-    Paths,
-    as_paths,
-    grade_events,
-    grade_paths,
-)
+from evalbatch.pipeline.grading import GradeResult, Paths, grade_events, grade_paths
 from evalbatch.pipeline.local import Progress
 from evalbatch.pipeline.write import RunReport, write_outputs
 from evalbatch.reduce.regression import RegressOptions
 from evalbatch.regress.sides import RegressionReport, regress_paths
 from evalbatch.verify import HostSummary as HostSummary  # the type of verify_paths(summaries=)
 from evalbatch.verify import VerifyReport, verify_events, verify_paths
-
-
-def load_suites(
-    paths: Paths = (), docs: Sequence[Mapping[str, Any]] = ()
-) -> dict[tuple[str, str], suites.SuiteChoice]:
-    """Suites from files and directories (one path or a list), and from documents in memory."""
-    return suites.load_suites(as_paths(paths), docs)
-
-
-def ingest_paths(
-    paths: Paths,
-    out_dir: str | Path,
-    *,
-    flush_rows: int = DEFAULT_FLUSH_ROWS,
-    resources: Resources | None = None,
-) -> IngestReport:
-    """`evalbatch ingest`: convert every event in `paths` (one path or a list) to Parquet under
-    `out_dir`, one directory per run (see `evalbatch.inputs.ingest.ingest_paths`)."""
-    return ingest.ingest_paths(as_paths(paths), out_dir, flush_rows=flush_rows, resources=resources)
-
 
 __all__ = [
     "DEFAULT_BATCH_EVENTS",

@@ -33,7 +33,7 @@ import pytest
 
 from evalbatch import api
 from evalbatch.errors import OutputError
-from evalbatch.inputs import ingest
+from evalbatch.inputs import ingest, parquet_layout
 from evalbatch.outputs import outdir, writer
 from tests.conftest import (
     SAMPLE_EVENTS,
@@ -533,10 +533,10 @@ def test_issue14_e75_ingest_on_a_full_disk_exits_4_and_adds_nothing(
     before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
     inputs = [_ndjson(tmp_path / f"{n}.ndjson", f"acme/run-{n}") for n in ("a", "b", "c")]
     if point == "part":
-        _fail_nth(monkeypatch, ingest.pq, "write_table", 2)
+        _fail_nth(monkeypatch, parquet_layout.pq, "write_table", 2)
     else:  # the second part cannot be linked, nor renamed (the fallback without hard links)
-        _fail_nth(monkeypatch, ingest.os, "link", 2)
-        monkeypatch.setattr(ingest.os, "replace", _full_disk)
+        _fail_nth(monkeypatch, parquet_layout.os, "link", 2)
+        monkeypatch.setattr(parquet_layout.os, "replace", _full_disk)
     code, _, stderr = run_main(monkeypatch, capsys, "ingest", *inputs, "--out", out)
     assert code == 4, stderr
     assert "No space left on device" in stderr and "internal error" not in stderr
@@ -566,9 +566,9 @@ def test_issue14_e75_a_killed_ingests_directory_is_cleared_by_the_next(tmp_path:
     out = tmp_path / "out"
     proc = subprocess.run([PYTHON, "-c", KILLED_INGEST, str(source), str(out)], timeout=300)
     assert proc.returncode == -signal.SIGKILL
-    left = [p.name for p in out.iterdir() if p.name.startswith(ingest.WORK_PREFIX)]
+    left = [p.name for p in out.iterdir() if p.name.startswith(parquet_layout.WORK_PREFIX)]
     assert len(left) == 1
-    live = out / f"{ingest.WORK_PREFIX}live"
+    live = out / f"{parquet_layout.WORK_PREFIX}live"
     live.mkdir()
     held = os.open(live, os.O_RDONLY | os.O_DIRECTORY)
     try:

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 from evalbatch.cli import cli, main
 from evalbatch.errors import OutputError
-from evalbatch.inputs import event_files, ingest
+from evalbatch.inputs import event_files, ingest, parquet_layout
 from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES
 
 RUN_A = "acme/run-ingest-0001"
@@ -328,11 +328,11 @@ def test_e34_written_atomically_and_appended_never_overwritten(
             raise OSError("disk full")
         real(*args, **kwargs)
 
-    monkeypatch.setattr(ingest.pq, "write_table", failing)
+    monkeypatch.setattr(parquet_layout.pq, "write_table", failing)
     with pytest.raises(OutputError, match="disk full"):
         ingest.ingest_paths([source], out)
     assert list(out.iterdir()) == []  # nothing visible, temporary directory removed
-    monkeypatch.setattr(ingest.pq, "write_table", real)
+    monkeypatch.setattr(parquet_layout.pq, "write_table", real)
 
     ingest.ingest_paths([source], out)
     first = {p: p.read_bytes() for p in out.rglob("*.parquet")}
@@ -353,7 +353,7 @@ def _files(out: Path) -> dict[str, bytes]:
     return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
 
-@pytest.mark.parametrize("flush_rows", [ingest.DEFAULT_FLUSH_ROWS, 2])
+@pytest.mark.parametrize("flush_rows", [parquet_layout.DEFAULT_FLUSH_ROWS, 2])
 def test_issue17_item7_the_same_export_again_adds_nothing(tmp_path: Path, flush_rows: int) -> None:
     """Issue 17 item 7: ingesting an export whose events are already there (the same file again,
     or a copy under another name) is recognised by the sha256 of the rows each part records, and
@@ -371,7 +371,7 @@ def test_issue17_item7_the_same_export_again_adds_nothing(tmp_path: Path, flush_
         assert report.exit_code == 0
         assert _files(out) == before
     metadata = pq.read_metadata(first.written[0]).metadata
-    assert len(metadata[ingest.DIGEST_KEY.encode()]) == 64
+    assert len(metadata[parquet_layout.DIGEST_KEY.encode()]) == 64
 
 
 def test_issue17_item7_a_different_export_still_adds_a_part(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 from evalbatch import jsonvalue
 from evalbatch.errors import SuiteError
+from evalbatch.inputs.path_forms import Paths, as_paths
 from evalbatch.problems import MAX_TRIALS
 
 if TYPE_CHECKING:
@@ -607,10 +608,11 @@ def resolve_suites(files: Sequence[SuiteFile]) -> dict[tuple[str, str], SuiteCho
 
 
 def load_suites(
-    paths: Sequence[str | Path] = (), docs: Sequence[Mapping[str, Any]] = ()
+    paths: Paths = (), docs: Sequence[Mapping[str, Any]] = ()
 ) -> dict[tuple[str, str], SuiteChoice]:
-    """Suites from files and directories, and from documents given in memory (notebooks, tests)."""
-    files = load_suite_files(list(paths))
+    """Suites from files and directories (one path or a list), and from documents given in
+    memory (notebooks, tests)."""
+    files = load_suite_files(as_paths(paths))
     for number, doc in enumerate(docs):
         files.append(
             SuiteFile(

@@ -16,6 +16,7 @@ from evalbatch.errors import (
     EXIT_SKIPPED,
 )
 from evalbatch.inputs import event_files, in_memory
+from evalbatch.inputs.path_forms import Paths, as_paths  # callers import both from here too
 from evalbatch.inputs.suites import SuiteChoice, load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.output_format import TRIAL_SCHEMA
@@ -23,17 +24,6 @@ from evalbatch.outputs.writer import OutputWriter, summary_line
 from evalbatch.pipeline.local import Pass, Progress, chooser, grading_pass
 from evalbatch.pipeline.merge import Merged, batch_outputs
 from evalbatch.reduce import regression
-
-#: one path or several: every function of the library that reads or writes files takes this
-Paths = str | Path | Sequence[str | Path]
-
-
-def as_paths(paths: Paths) -> list[str]:
-    """`paths` as a list: a single string or `Path` is one path, never iterated letter by letter
-    (issue 17 item 5)."""
-    if isinstance(paths, str | Path):
-        return [str(paths)]
-    return [str(path) for path in paths]
 
 
 def suites_keyword(suites: Paths, suite_paths: Paths | None, function: str) -> list[str]:

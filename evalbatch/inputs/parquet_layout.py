@@ -1,0 +1,307 @@
+"""Writing event rows as the canonical Parquet layout (§1.1), never losing or replacing a file.
+
+One directory per run (`runId=<id>/`, the id percent-encoded, or `runKey=<digest>/` for an id a
+file name or DuckDB's hive partitioning would change, E-33), each file written aside in a private
+working directory and linked into place complete (E-34). A write that fails (a full disk) is an
+`OutputError` and leaves nothing behind; a working directory left by a killed ingest is removed by
+the next ingest into the same directory (E-75). Each file records the sha256 of its rows, so the
+same export written again adds nothing (issue 17 item 7).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import urllib.parse
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from evalbatch.errors import OutputError, write_failed
+from evalbatch.inputs.event_rows import SCHEMA
+from evalbatch.options import Resources
+
+#: rows buffered before they are written out (bounds memory on large inputs)
+DEFAULT_FLUSH_ROWS = 1_000_000
+
+#: the longest `runId=<encoded id>` directory name; longer ids use the `runKey=` layout (E-33)
+_MAX_DIR_NAME = 200
+
+
+def _castable_ids(run_ids: Sequence[str], resources: Resources | None) -> set[str]:
+    """Ids DuckDB's hive partitioning would read as another type (`2026-1-2` as a date, `42` as
+    a number) and so could hand back changed: they use the `runKey=` layout (E-33)."""
+    if not run_ids:
+        return set()
+    con = duckdb.connect(":memory:")
+    (resources or Resources()).apply(con)
+    try:
+        con.register("ids", pa.table({"id": pa.array(run_ids, pa.string())}))
+        casts = " OR ".join(
+            f"TRY_CAST(id AS {kind}) IS NOT NULL"
+            for kind in ("BIGINT", "HUGEINT", "DOUBLE", "DATE", "TIME", "TIMESTAMP", "BOOLEAN")
+        )
+        rows = con.execute(f"SELECT id FROM ids WHERE {casts}").fetchall()
+    finally:
+        con.close()
+    return {row[0] for row in rows}
+
+
+def partition_names(
+    run_ids: Sequence[str], existing: Iterable[str] = (), resources: Resources | None = None
+) -> dict[str, str]:
+    """The directory of each run (E-33): `runId=<id>` with every character outside
+    `[A-Za-z0-9._~-]` percent-encoded (DuckDB decodes it back, so the partition value is the id),
+    or `runKey=<sha-256 prefix>` for an id that is empty, too long for a file name, would be read
+    as another type, or differs only in case from another run's directory."""
+    existing_folded = {name.casefold(): name for name in existing}
+    castable = _castable_ids(run_ids, resources)
+    names: dict[str, str] = {}
+    for run_id in sorted(run_ids):
+        name = f"runId={urllib.parse.quote(run_id, safe='')}"
+        folded = name.casefold()
+        clash = existing_folded.get(folded, name) != name
+        if not run_id or run_id in castable or len(name) > _MAX_DIR_NAME or clash:
+            digest = hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()
+            name = f"runKey={digest[:32]}"
+            folded = name.casefold()
+        existing_folded.setdefault(folded, name)
+        names[run_id] = name
+    return names
+
+
+def _file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+#: the private working directories of ingests into an output directory
+WORK_PREFIX = ".ingest-"
+
+#: the Parquet key-value metadata key under which each written file records `rows_digest`
+DIGEST_KEY = "evalbatch.ingest.sha256"
+
+
+def rows_digest(columns: Sequence[Sequence[Any]]) -> str:
+    """The sha256 of a file's rows, taken over each column (in `SCHEMA` order, rows in file
+    order) as one line of ASCII JSON: it depends on the values alone, not on how Parquet or a
+    library version encodes them, so the same events from the same export give the same digest."""
+    digest = hashlib.sha256()
+    for column in columns:
+        digest.update(json.dumps(column, separators=(",", ":")).encode("ascii"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def _recorded_digest(path: Path) -> tuple[str, int] | None:
+    """The digest a part file records and its row count; None for a file from before digests
+    were recorded or one that cannot be read (then nothing is taken as already there)."""
+    try:
+        footer = pq.read_metadata(path)
+    except (OSError, ValueError, pa.ArrowException):
+        return None
+    recorded = (footer.metadata or {}).get(DIGEST_KEY.encode("ascii"))
+    return (recorded.decode("ascii"), footer.num_rows) if recorded else None
+
+
+def _write_error(out_dir: Path, exc: OSError) -> OutputError:
+    return write_failed(out_dir, exc, "nothing was added and the files already there are unchanged")
+
+
+def _lock_dir(path: Path, blocking: bool) -> int | None:
+    """An open descriptor of directory `path` holding an exclusive `flock` on it; None when
+    another process holds it (only when not `blocking`)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def clear_stale_work(out_dir: Path) -> int:
+    """Remove the working directories of ingests that died; returns how many there were.
+
+    A live ingest holds a `flock` on its working directory until it ends (the kernel drops it
+    when the process dies, however it dies), so one whose lock can be taken belongs to no live
+    ingest. Call it holding the lock on `out_dir` itself (`LayoutWriter` does): a directory is made
+    and locked in one step under that lock, so none is seen unlocked while its ingest lives."""
+    cleared = 0
+    for path in out_dir.iterdir():
+        if not path.name.startswith(WORK_PREFIX) or path.is_symlink() or not path.is_dir():
+            continue
+        try:
+            fd = _lock_dir(path, blocking=False)
+        except OSError:
+            continue  # gone meanwhile, or cannot be locked here: left alone
+        if fd is None:
+            continue  # a live ingest's
+        try:
+            shutil.rmtree(path, ignore_errors=True)
+            cleared += 1
+        finally:
+            os.close(fd)
+    return cleared
+
+
+class LayoutWriter:
+    """Buffers rows by run and writes them as Parquet parts into a private temporary directory
+    inside the output directory; `commit` links each finished part into place. Every `OSError`
+    while writing is an `OutputError`, and `discard` leaves nothing behind. The output directory
+    (and its parents) is made when it is not there."""
+
+    def __init__(self, out_dir: Path, flush_rows: int, resources: Resources | None) -> None:
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _write_error(out_dir, exc) from exc
+        self.out_dir = out_dir
+        self.flush_rows = flush_rows
+        self.resources = resources
+        self.tmp, self._held = self._make_work_dir(out_dir)
+        self.buffer: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+        self.buffered = 0
+        self.parts: dict[str, list[Path]] = defaultdict(list)
+        self.digests: dict[Path, tuple[str, int]] = {}  # each part's rows_digest and rows
+        self.files_written = 0
+        self.events = 0
+        self.events_already_there = 0
+        self.runs_already_there = 0
+
+    @staticmethod
+    def _make_work_dir(out_dir: Path) -> tuple[Path, int | None]:
+        """Clear dead ingests' working directories and make and lock this one, under a short
+        lock on `out_dir` (E-75). Where directories cannot be locked nothing is cleared."""
+        try:
+            guard = _lock_dir(out_dir, blocking=True)
+        except OSError:
+            guard = None
+        try:
+            held = None
+            if guard is not None:
+                clear_stale_work(out_dir)
+            tmp = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=out_dir))
+            with contextlib.suppress(OSError):
+                held = _lock_dir(tmp, blocking=False)
+            return tmp, held
+        except OSError as exc:
+            raise _write_error(out_dir, exc) from exc
+        finally:
+            if guard is not None:
+                os.close(guard)
+
+    def add(self, rows: list[tuple[Any, ...]]) -> None:
+        for row in rows:
+            self.buffer[row[0]].append(row)
+        self.buffered += len(rows)
+        self.events += len(rows)
+        if self.buffered >= self.flush_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        try:
+            for run_id, rows in sorted(self.buffer.items()):
+                rows.sort(key=lambda row: row[1])  # stable: rows of one sequence keep input order
+                columns = [[row[i] for row in rows] for i in range(len(SCHEMA))]
+                digest = rows_digest(columns)
+                table = pa.Table.from_arrays(
+                    [pa.array(values, f.type) for values, f in zip(columns, SCHEMA, strict=True)],
+                    schema=SCHEMA.with_metadata({DIGEST_KEY: digest}),
+                )
+                # not named *.parquet until committed: a reader never sees a partial file
+                target = self.tmp / f"{self.files_written}.part"
+                self.files_written += 1
+                pq.write_table(table, target)
+                os.chmod(target, _file_mode())
+                self.parts[run_id].append(target)
+                self.digests[target] = (digest, len(rows))
+        except OSError as exc:  # raised past the input readers, which report their own OSErrors
+            raise _write_error(self.out_dir, exc) from exc
+        self.buffer.clear()
+        self.buffered = 0
+
+    def commit(self) -> list[Path]:
+        """Link every part into place, less the parts whose rows a file of their run's directory
+        already holds (the same digest and row count: the same export ingested again). If one
+        cannot be linked, the ones already linked and the run directories made for them are
+        removed again, so a failed ingest adds nothing. Under the output directory's lock, so two
+        ingests of the same export never both add it."""
+        self.flush()
+        written: list[Path] = []
+        made: list[Path] = []
+        try:
+            guard = _lock_dir(self.out_dir, blocking=True)
+        except OSError:
+            guard = None  # a file system without locks: checked and linked all the same
+        try:
+            existing = [p.name for p in self.out_dir.iterdir() if p.is_dir() and p != self.tmp]
+            names = partition_names(list(self.parts), existing, self.resources)
+            for run_id in sorted(self.parts):
+                directory = self.out_dir / names[run_id]
+                if not directory.is_dir():
+                    directory.mkdir()
+                    made.append(directory)
+                there = {_recorded_digest(p) for p in sorted(directory.glob("part-*.parquet"))}
+                added = 0
+                for part in self.parts[run_id]:
+                    if self.digests[part] in there:
+                        self.events_already_there += self.digests[part][1]
+                        continue
+                    written.append(_link_next(part, directory))
+                    there.add(self.digests[part])
+                    added += 1
+                self.runs_already_there += added == 0
+        except OSError as exc:
+            for path in written:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            for directory in reversed(made):
+                with contextlib.suppress(OSError):
+                    directory.rmdir()
+            raise _write_error(self.out_dir, exc) from exc
+        finally:
+            if guard is not None:
+                os.close(guard)
+        return written
+
+    def discard(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        if self._held is not None:
+            os.close(self._held)
+            self._held = None
+
+
+def _link_next(part: Path, directory: Path) -> Path:
+    """Give a finished file the first free name `part-<n>.parquet` in `directory` without ever
+    replacing one (a hard link fails when the name is taken); earlier ingests are kept."""
+    number = 0
+    while True:
+        target = directory / f"part-{number}.parquet"
+        try:
+            os.link(part, target)
+        except FileExistsError:
+            number += 1
+            continue
+        except OSError:  # a file system without hard links: rename to a name still free
+            if target.exists():
+                number += 1
+                continue
+            os.replace(part, target)
+            return target
+        part.unlink()
+        return target
