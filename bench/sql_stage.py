@@ -7,7 +7,7 @@ seconds); `evalbatch run`, as in bench/run.py, as the whole command.
     python bench/sql_stage.py --stage events 'bench/data/small-200000-seed1/events/*.parquet'
 
 The events pass is the first SQL query (sql/events/events.sql with what it reads,
-`trial_tables.events_pass`): every payload parsed once, plus the strict-JSON checks DuckDB's
+`events_pass.events_pass`): every payload parsed once, plus the strict-JSON checks DuckDB's
 lenient parser needs (NaN, trailing commas, repeated keys: D-3, D-7, E-60..E-61), the
 duplicate-key collapse (D-3) and the 16-digit check (D-7). The whole SQL stage adds the per-type
 tables, eval spans, trial segments and brackets (§2) and the batch fingerprints, all for one
@@ -51,11 +51,11 @@ def _floor(files: list[str]) -> None:
 
 
 def _events_pass(files: list[str]) -> None:
-    from evalbatch.extract import trial_tables
+    from evalbatch.extract import events_pass
     from evalbatch.inputs import event_files
 
-    con = trial_tables.connect()
-    trial_tables.events_pass(con, event_files.scan(con, files), None)
+    con = events_pass.connect()
+    events_pass.events_pass(con, event_files.scan(con, files), None)
 
 
 def _sql_stage(files: list[str]) -> None:

@@ -19,6 +19,7 @@ import polars as pl
 import pytest
 
 from evalbatch import api
+from evalbatch.inputs.event_files import RunFilter
 from evalbatch.options import GradeOptions
 from evalbatch.reference import grade_reference
 from tests.logbuilder import (
@@ -354,7 +355,7 @@ def test_e102_children_are_read_from_any_file_whatever_the_run_filter(tmp_path: 
     result = api.grade_paths(
         events,
         suite_docs=[delegate_suite(FAN_OUT_PATH)],
-        run_filter=api.event_files.RunFilter(run_ids=(RUN,)),
+        run_filter=RunFilter(run_ids=(RUN,)),
     )
     assert task_of(result.summaries[RUN], "task")["trajectory"]["matched"] is True
 

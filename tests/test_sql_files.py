@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evalbatch.extract import segments, sql_files, trial_tables
+from evalbatch.extract import events_pass, segments, sql_files, trial_tables
 from tests.test_sql_golden import CASES
 
 #: the folders of sql/ that hold the queries of the stage's readers, not the stage itself
@@ -45,10 +45,10 @@ def test_queries_sit_in_the_folders_of_the_data_flow() -> None:
 
 
 def test_the_stage_order_names_each_stage_relation_once_after_what_it_reads() -> None:
-    """The stage's dependency order (`trial_tables.EVENTS_PASS`, then `PIPELINE`) is the one
+    """The stage's dependency order (`events_pass.EVENTS_PASS`, then `PIPELINE`) is the one
     list of what the stage stores: each of its relations sits in a folder of the stage, once, and
     reads no relation built after it."""
-    order = [*trial_tables.EVENTS_PASS, *trial_tables.PIPELINE]
+    order = [*events_pass.EVENTS_PASS, *trial_tables.PIPELINE]
     assert len(order) == len(set(order))
     assert {sql_files.load(name).folder for name in order} <= set(sql_files.STAGE_FOLDERS)
     for position, name in enumerate(order):

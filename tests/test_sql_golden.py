@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from evalbatch import problems
-from evalbatch.extract import sql_files, trial_tables
+from evalbatch.extract import events_pass, sql_files, trial_tables
 from tests.logbuilder import LogBuilder, write_raw_events
 
 Rows = list[dict[str, Any]]
@@ -851,7 +851,7 @@ def relation_rows(tmp_path: Path, case: Golden) -> list[tuple[Any, ...]]:
         stored = (
             case.relation in trial_tables.FRAMES
             or case.relation in trial_tables.PIPELINE  # stored, or fetched and registered
-            or case.relation in set(trial_tables.EVENTS_PASS) - trial_tables.VIEWS - {"event_scan"}
+            or case.relation in set(events_pass.EVENTS_PASS) - events_pass.VIEWS - {"event_scan"}
         )
         source = f'"{case.relation}"' if stored else f"({sql_files.load(case.relation).text})"
         return con.sql(f"SELECT {case.columns} FROM {source} ORDER BY ALL").fetchall()

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import duckdb
 import polars as pl
 
-from evalbatch.extract import sql_files
+from evalbatch.extract import events_pass, sql_files
 from evalbatch.inputs import event_files
 
 #: the frames this module builds, registered under these names, with what a row is and its rule
@@ -198,17 +198,15 @@ def _read_children(
     duplicates, strict JSON: D-7, E-26, E-61), on a connection of its own so the batch's
     relations stay as they are. Every file is read, whatever runs a filter or an incremental
     run chose: a child is read because a chosen run names it."""
-    from evalbatch.extract import trial_tables  # the stage that reads eval runs, reused
-
     logs.asked |= set(run_ids)
     child = con.cursor()
     try:
-        trial_tables.prepare(child)
+        events_pass.prepare(child)
         every = dataclasses.replace(sources, only_runs=None)
         event_files.register(child, every, None)
         child.register("__evalbatch_children", pl.DataFrame({"run_id": run_ids}).to_arrow())
         child.execute("CREATE OR REPLACE TEMP TABLE eval_run_ids AS FROM __evalbatch_children")
-        conflicts = trial_tables.events_pass(child, every, None, chosen_runs=True)
+        conflicts = events_pass.events_pass(child, every, None, chosen_runs=True)
         logs.present |= {r for (r,) in child.sql("SELECT DISTINCT run_id FROM events").fetchall()}
         logs.invalid |= {run for run, _ in conflicts}
         logs.invalid |= {r for (r,) in sql_files.relation(child, "delegate_log_faults").fetchall()}
