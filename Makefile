@@ -6,11 +6,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: help setup browser run test lint fmt samples bench clean
+.PHONY: help setup browser run test check check-lint check-tests lint fmt samples bench clean
 
 help:
 	@echo "make run      set up .venv (the default engine only) and grade data/samples into out/samples"
 	@echo "make test     add the dev and Ray extras to .venv and run the whole test suite"
+	@echo "make check    the fast loop: lint, then every test not marked slow, on two workers"
 	@echo "make lint     ruff check + mypy (config in pyproject.toml)"
 	@echo "make fmt      ruff format + fix"
 	@echo "make samples  regenerate data/samples (deterministic)"
@@ -45,6 +46,18 @@ browser:
 
 test: $(DEV_STAMP) browser
 	$(BIN)/python -m pytest
+
+# the fast loop: lint beside the tests that run in seconds (the slow families, marked `slow`, are
+# left to `make test`), those spread over two worker processes
+check: $(DEV_STAMP)
+	@$(MAKE) --no-print-directory -j2 check-lint check-tests
+
+check-lint:
+	$(BIN)/ruff check evalbatch tests data/samples bench
+	$(BIN)/mypy
+
+check-tests:
+	$(BIN)/python -m pytest -m "not slow" -n 2 --dist loadfile
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check evalbatch tests data/samples bench

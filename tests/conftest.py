@@ -26,6 +26,11 @@ import pyarrow.parquet as pq
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# pytest-xdist (`make check`) hands its workers the controller's terminal width as COLUMNS; the
+# commands read their width as a user's do, so a worker starts without it, as a serial run does
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
 SAMPLES = ROOT / "data" / "samples"
 SAMPLE_EVENTS = SAMPLES / "events"
 SAMPLE_SUITES = SAMPLES / "suites"

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 import polars as pl
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +22,10 @@ from evalbatch.grade import match
 from evalbatch.options import GradeOptions
 from tests.logbuilder import AGENT, Call, LogBuilder, expect, golden, grade, suite, traj
 from tests.test_properties import assert_same
+
+#: a slow family (drawn arguments against the reference):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
 
 #: number texts, grouped by value: every text of a group is JSON-equal to the others (D-7)
 NUMBER_GROUPS: tuple[tuple[str, ...], ...] = (

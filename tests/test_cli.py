@@ -40,6 +40,10 @@ from tests.conftest import (
     write_json,
 )
 
+#: a slow family (every command end to end, the installed script in new processes):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 RUN = "acme/run-0001"
 SAMPLE_RUNS = ["acme/run-fixture-miss-0001", "acme/run-trajectory-0001", "acme/run-trials-k2-0001"]
 

@@ -31,6 +31,10 @@ from tests.conftest import make_suite, read_outputs, standard_run, write_events,
 from tests.logbuilder import LogBuilder, grade
 from tests.strategies import logs_and_suites
 
+#: a slow family (random logs through both summary paths):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
 
 #: floats whose text differs between layouts: shortest digits, exponents, signed zero, extremes

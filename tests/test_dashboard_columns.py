@@ -45,6 +45,10 @@ from tests.conftest import (
 )
 from tests.logbuilder import Call, LogBuilder, golden, grade, suite
 
+#: a slow family (dashboard columns over graded nights):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 TASKS = tuple(f"task-{number}" for number in range(6))
 NEW_RUN_COLUMNS = (
     "eval_started_at",

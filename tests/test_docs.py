@@ -293,6 +293,7 @@ def test_shown_output_with_lines_left_out() -> None:
     assert not _shows("a\n...\nd\n...\nc\n", "a\nb\nc\nd\n")
 
 
+@pytest.mark.slow  # every command of the tour, run in new processes
 def test_the_tour_prints_what_the_readme_shows(tmp_path: Path) -> None:
     """Issue 26: the README's examples run. In a directory holding the samples, `make run`'s
     command prints the Quickstart's table; then each command of the tour, in order, exits 0 and

@@ -24,8 +24,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
+
 from evalbatch.api import GradeResult, grade_paths
 from evalbatch.jsonvalue import args_match
+
+#: a slow family (extreme inputs):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 

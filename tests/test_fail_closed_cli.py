@@ -39,6 +39,10 @@ from tests.conftest import (
     write_json,
 )
 
+#: a slow family (every command's exit codes, end to end):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 #: a run id with an escape sequence (a terminal title), a colour, a newline and a NUL
 HOSTILE_RUN = "acme/\x1b]0;owned\x07run-\x1b[31mred\nline\x00nul"
 #: what must never reach a terminal raw

@@ -39,6 +39,10 @@ from tests.conftest import (
 )
 from tests.logbuilder import LogBuilder, golden, grade, suite, traj
 
+#: a slow family (damaged data through every command):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 BAD = "acme/bad-0001"
 GOOD = ("acme/good-0001", "acme/good-0002")
 

@@ -46,6 +46,10 @@ from tests.conftest import (
     write_json,
 )
 
+#: a slow family (full disks and damaged outputs at every write):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 PYTHON = sys.executable
 
 

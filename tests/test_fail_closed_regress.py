@@ -29,6 +29,10 @@ from tests.conftest import SAMPLE_SUITES, SAMPLES, run_evalbatch, run_main
 from tests.test_outputs import BLOCK_FIELDS
 from tests.test_regress import task_rows, write_task_table
 
+#: a slow family (regress's refusals, end to end):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 BASE = SAMPLES / "regress" / "baseline.parquet"
 CAND = SAMPLES / "regress" / "candidate.parquet"
 TRIALS_LOG = SAMPLES / "events" / "trials.parquet"

@@ -81,6 +81,10 @@ from tests.strategies import (
     task_side_faults,
 )
 
+#: a slow family (every fault through every command):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 #: derandomized, no example database, no shrinking (each example runs whole commands)
 FAULTS = settings(
     deadline=None,

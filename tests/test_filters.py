@@ -33,6 +33,10 @@ from tests.conftest import (
     write_json,
 )
 
+#: a slow family (the run filters on every command):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 TRAJECTORY = "acme/run-trajectory-0001"
 TRIALS = "acme/run-trials-k2-0001"
 FIXTURE = "acme/run-fixture-miss-0001"

@@ -64,6 +64,10 @@ from tests.strategies import (
     unicode_texts,
 )
 
+#: a slow family (fuzzing):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 #: Derandomized (CI sees the same examples every run), no deadline (a grading takes ~0.5 s), and
 #: no shrinking: each example grades a whole log, so shrinking a failure would take minutes; the
 #: failing example is printed with its noted choices and is small already.

@@ -38,6 +38,10 @@ from tests.conftest import (
     write_json,
 )
 
+#: a slow family (history across generated nights):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 DAY = timedelta(days=1)
 NIGHTS = 4
 #: the run of each night: ids out of time order, so ordering by id would be wrong

@@ -38,3 +38,43 @@ def test_issue17_item7_make_test_adds_the_dev_and_ray_extras(target: str) -> Non
     installs = _installs(target)
     assert {"dev", "ray"} <= set().union(*map(_extras, installs)), installs
     assert all("-c requirements.lock" in command for command in installs), installs
+
+
+def _dry(target: str) -> str:
+    return subprocess.run(
+        ["make", "-n", target], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+
+
+def test_issue26_make_check_lints_and_runs_the_tests_not_marked_slow() -> None:
+    """Issue 26: the fast loop is lint (ruff, mypy) and every test not marked `slow`; `make test`
+    still runs them all (no marker chosen), as CI does."""
+    lint, tests = _dry("check-lint"), _dry("check-tests")
+    assert "ruff check" in lint and "mypy" in lint
+    assert re.search(r'pytest -m "not slow"', tests), tests
+    assert "check-lint check-tests" in _dry("check")
+    full = [line for line in _dry("test").splitlines() if "pytest" in line]
+    assert full and not [line for line in full if re.search(r"pytest .*-m ", line)], full
+
+
+SLOW_FAMILIES = (
+    "test_fuzz",
+    "test_fault_injection",
+    "test_report_browser",
+    "test_ray",
+    "test_scale",
+    "test_extremes",
+    "test_nightly",
+    "test_properties",
+)
+
+
+@pytest.mark.parametrize("module", SLOW_FAMILIES)
+def test_issue26_the_slow_families_are_marked(module: str) -> None:
+    """The families the issue names (fuzzing, fault injection, the browser, Ray, scale,
+    extremes) and the other sweeps are marked `slow`, so `make check` leaves them to
+    `make test`."""
+    import importlib
+
+    marks = getattr(importlib.import_module(f"tests.{module}"), "pytestmark", None)
+    assert marks is not None and marks.name == "slow", module

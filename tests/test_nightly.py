@@ -38,6 +38,10 @@ from tests.conftest import (
     write_json,
 )
 
+#: a slow family (killed runs at every write point):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 BASELINE = "acme/run-regress-baseline-0001"
 CANDIDATE = "acme/run-regress-candidate-0001"
 PYTHON = sys.executable

@@ -34,6 +34,10 @@ from evalbatch.errors import InputError
 from evalbatch.options import GradeOptions
 from tests.conftest import ROOT, SAMPLE_EVENTS, SAMPLE_SUITES, run_main
 
+#: a slow family (a notebook run headless):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 NOTEBOOK = ROOT / "examples" / "analyst.ipynb"
 SAMPLE_RUNS = ["acme/run-fixture-miss-0001", "acme/run-trajectory-0001", "acme/run-trials-k2-0001"]
 

@@ -10,12 +10,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from evalbatch.api import grade_events
 from evalbatch.options import GradeOptions
 from evalbatch.reference import grade_reference
 from tests.strategies import logs_and_suites
+
+#: a slow family (hundreds of random logs against the reference):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
 
 Case = tuple[list[dict[str, Any]], list[dict[str, Any]]]
 

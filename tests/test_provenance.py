@@ -34,6 +34,10 @@ from tests.conftest import (
     write_json,
 )
 
+#: a slow family (provenance over graded runs):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 SUITE_FILES = {
     "acme.support.evals.fixture-miss": "fixture-miss.json",
     "acme.support.evals.trajectory": "trajectory.json",

@@ -17,6 +17,10 @@ from evalbatch import api
 from evalbatch.cli import cli
 from tests.test_scale import OUTPUTS, SAMPLES, generated  # noqa: F401  (fixture)
 
+#: a slow family (a Ray cluster):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:

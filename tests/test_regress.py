@@ -232,6 +232,7 @@ def _simulate(method: str, worse: bool, sims: int, tasks: int = 40, trials: int 
 
 
 @pytest.mark.parametrize("method", ["paired-bootstrap", "paired-t"])
+@pytest.mark.slow  # a calibration over many resampled suites
 def test_false_alarm_rate_near_alpha_when_nothing_changed(method: str) -> None:
     """Pairs drawn from one agent (same per-task pass rates, 3 trials): the rate of
     improved + regressed at alpha 0.05 stays near 5% (400 simulated pairs, 40 tasks)."""
@@ -349,6 +350,7 @@ def test_cli_unchanged_exits_0_and_fail_on_inconclusive(tmp_path: Path) -> None:
     assert strict.exit_code == 1
 
 
+@pytest.mark.slow  # the installed script, in new processes
 def test_cli_unusable_input_exits_2() -> None:
     """§5: exit 2 when the input is unusable; no traceback."""
     proc = run_evalbatch("regress", "no/such/file.parquet", CAND)

@@ -20,6 +20,10 @@ from evalbatch.reduce import regression
 from evalbatch.regress import plan as planning
 from tests.test_regress import BASE, CAND, SUITES, task_rows, write_task_table
 
+#: a slow family (regress plans over generated suites):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 # --- hand computations the tests check against --------------------------------------------------
 
 

@@ -45,6 +45,10 @@ from tests.conftest import (
     write_json,
 )
 
+#: a slow family (the HTML report of a 500-run night, charts drawn):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 SAMPLE_CHARTS = ["suites", "pass-k", "task-scores", "failures", "efficiency", "cost"]
 
 

@@ -28,6 +28,10 @@ from evalbatch.publish import svg_figures
 from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES, SAMPLES
 from tests.test_report import NIGHT_RUNS, SAMPLE_CHARTS, write_night
 
+#: a slow family (headless Chromium):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 CHROMIUM_INSTALL = "apt-get install -y chromium"
 
 #: the first screen the verdict must fit in (issue 17 item 6)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
+import pytest
 
 from evalbatch.cli import cli
 
@@ -236,6 +237,7 @@ def test_every_rule_heading_says_where_it_lives() -> None:
     assert not missing
 
 
+@pytest.mark.slow  # parses every module the rules name
 def test_every_path_named_under_where_exists() -> None:
     """Layout issue item 9: a restructuring that moves code must update docs/rules.md."""
     text = RULES.read_text()

@@ -12,6 +12,10 @@ from click.testing import CliRunner
 
 from evalbatch.cli import cli
 
+#: a slow family (generated logs at scale):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "data" / "samples"
 OUTPUTS = ("summaries.jsonl", "runs.parquet", "tasks.parquet", "trials.parquet", "problems.parquet")

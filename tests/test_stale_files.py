@@ -20,6 +20,10 @@ from evalbatch.errors import OutputError
 from evalbatch.outputs import output_format, writer
 from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES
 
+#: a slow family (runs that remove stale files):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 
 def _invoke(*args: str | Path) -> str:
     result = CliRunner().invoke(cli, [str(a) for a in args])

@@ -16,6 +16,10 @@ import pytest
 
 from tests.conftest import OUTPUT_FILES, SAMPLE_EVENTS, SAMPLE_SUITES, run_python
 
+#: a slow family (fresh interpreters, to see what each command loads):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 #: libraries only some commands need, and the engine's readers, which --help needs none of
 HEAVY_FOR_HELP = (
     "scipy",

@@ -34,6 +34,10 @@ from tests.conftest import (
     write_json,
 )
 
+#: a slow family (what run prints on a terminal):
+#: `make check` leaves it out, `make test` runs it
+pytestmark = pytest.mark.slow
+
 #: the night: 500 eval runs; every fifth fails (standard_run), four are skipped (a conflicting
 #: duplicate event, D-3), the rest pass; some carry warnings (no eval.completed; a negative cost)
 NIGHT_RUNS = 500
