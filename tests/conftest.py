@@ -413,3 +413,31 @@ def run_main(
         code = exc.code
     captured = capsys.readouterr()
     return (0 if code is None else int(code)), captured.out, captured.err
+
+
+def generated_log(
+    target: Path, runs: int, tasks: int, trials: int, seed: int = 3
+) -> tuple[Path, Path]:
+    """A log from the benchmark's generator (`bench/generate_events.sql`): `runs` runs of
+    `tasks` tasks × `trials` trials, written to target/events.parquet, and the suite the runs
+    claim (the benchmark's) in target/suites. Returns (events file, suites directory)."""
+    import duckdb
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import run as bench  # the benchmark script's suite builder
+    finally:
+        sys.path.pop(0)
+    suites = target / "suites"
+    suites.mkdir(parents=True, exist_ok=True)
+    (suites / "bench.json").write_text(json.dumps(bench.suite(tasks, trials)))
+    query = "\n".join(
+        line
+        for line in (ROOT / "bench" / "generate_events.sql").read_text().splitlines()
+        if not line.startswith("--")
+    )
+    events = target / "events.parquet"
+    params = {"first_run": 0, "runs": runs, "tasks": tasks, "trials": trials, "seed": seed}
+    with duckdb.connect() as con:
+        con.execute(f"COPY ({query}) TO '{events}' (FORMAT parquet)", params)
+    return events, suites

@@ -30,7 +30,13 @@ from evalbatch.commands.report import report
 from evalbatch.explain import run_explanation
 from evalbatch.options import GradeOptions
 from evalbatch.outputs import outdir
-from evalbatch.publish import comparison_charts, report_views, verdict_section, worst_runs
+from evalbatch.publish import (
+    comparison_charts,
+    report_views,
+    runs_table,
+    verdict_section,
+    worst_runs,
+)
 from evalbatch.publish import report as reporting
 from tests.conftest import (
     LEAK_MARKERS,
@@ -115,20 +121,27 @@ def _sample_tool_names() -> set[str]:
 # The page, without a browser
 
 
-def test_report_is_self_contained_and_accessible(all_page: Path) -> None:
+def test_report_is_self_contained_and_accessible(all_page: Path, all_out: Path) -> None:
     """No stylesheet link, image or frame; one inline script (issue 17 item 6: it sorts and
     filters the runs table), the only one a Content-Security-Policy that loads nothing lets
-    run; every link a fragment of the page; every chart an inline SVG with a role and alt text,
-    under a heading with a caption; ids unique; the verdict first, regression charts before
-    the other charts (issue 17 item 6)."""
+    run, beside the runs as JSON data (issue 27); every link a fragment of the page; every
+    chart an inline SVG with a role and alt text, under a heading with a caption; ids unique;
+    the verdict first, regression charts before the other charts (issue 17 item 6)."""
     text = all_page.read_text(encoding="utf-8")
     page = _parse(text)
     tags = Counter(tag for tag, _ in page.elements)
     for tag in ("link", "img", "iframe", "object", "embed"):
         assert tags[tag] == 0, tag
-    assert tags["script"] == 1
-    (script,) = re.findall(r"<script([^>]*)>(.*?)</script>", text, re.S)
-    assert script[0] == ""  # no src, no type: inline
+    scripts = re.findall(r"<script([^>]*)>(.*?)</script>", text, re.S)
+    assert tags["script"] == len(scripts) == 2
+    # issue 27: the runs table's rows are data (never run), the one script draws them
+    (data,) = [body for attrs, body in scripts if attrs]
+    assert re.findall(r"<script([^>]*)>", text)[0] == ' type="application/json" id="runs-data"'
+    summaries = (all_out / "summaries.jsonl").read_text(encoding="utf-8").splitlines()
+    assert sorted(row[1] for row in json.loads(data)["runs"]) == sorted(
+        json.loads(line)["runId"] for line in summaries
+    )
+    (script,) = [("", body) for attrs, body in scripts if not attrs]  # no src, no type: inline
     (policy,) = [
         a["content"] for t, a in page.elements if a.get("http-equiv") == "Content-Security-Policy"
     ]
@@ -544,7 +557,8 @@ def test_issue17_item6_night_charts_draw_the_worst_runs(night_out: Path, night_p
         assert f"Drawn: {described}, worst first" in caption, (anchor, caption)
         links = _links(section)
         assert links[-1] == "runs"
-        assert links[:-1] == [anchors[run_id] for run_id in drawn], anchor
+        # issue 27: a run shown in full links to its section, any other to the command for it
+        assert links[:-1] == [anchors.get(run_id, "more-runs") for run_id in drawn], anchor
         assert set(links) <= ids
 
     charts = re.findall(r'<section id="(regression-\d+)"', page)
@@ -556,29 +570,27 @@ def test_issue17_item6_night_charts_draw_the_worst_runs(night_out: Path, night_p
     )
     for chart, (_, run_id, baseline) in zip(charts, blocks, strict=False):
         section = _element(page, chart)
-        assert _links(section) == [anchors[run_id], anchors[baseline]]
+        assert _links(section) == [anchors.get(r, "more-runs") for r in (run_id, baseline)]
         assert "Drawn for 6 of 50 compared runs" in html.unescape(section)
     assert page.count('href="#regression-') == 1  # one contents entry for all of them
 
 
-def test_issue17_item6_night_runs_table_and_run_sections(night_out: Path, night_page: str) -> None:
-    """Issue 17 item 6: the runs table holds all 500 runs with nothing hidden and no control
-    that needs the script (a plain table without it); every run has a section listing its
-    failing trials (failed and missing, D-12) with the reason code and the `evalbatch explain
-    --run-id` command for it, ids only (RFC 0244 §H)."""
-    page = night_page
-    table = re.search(r'<table id="runs-table">(.*?)</table>', page, re.S)
-    assert table is not None
-    rows = re.findall(r'<tr data-passed="(yes|no)">', table.group(1))
-    runs = pl.read_parquet(night_out / "runs.parquet").sort("run_id")
-    assert rows == ["yes" if p else "no" for p in runs["passed"]]
-    static = re.sub(r"<script>.*?</script>", "", page, flags=re.S)
-    assert " hidden" not in static and "<input" not in static and "<button" not in static
+def _runs_data(page: str) -> list[list[Any]]:
+    """The runs table's rows as the page embeds them (issue 27)."""
+    data = re.search(r'<script type="application/json" id="runs-data">(.*?)</script>', page, re.S)
+    assert data is not None
+    parsed = json.loads(data.group(1))
+    return [[parsed["suites"][row[0]], *row[1:]] for row in parsed["runs"]]
 
+
+def _assert_failing_trials_listed(page: str, night_out: Path, run_ids: set[str]) -> None:
+    """The section of each run in `run_ids` lists its failing trials (failed and missing, D-12)
+    with the reason code and the `evalbatch explain --run-id` command for each, ids only."""
     anchors = _anchors(page)
-    assert list(anchors) == runs["run_id"].to_list()
     failures = _expected_failures(night_out).sort("run_id", "task_id", "trial_index")
     for (run_id,), expected in failures.group_by("run_id"):
+        if run_id not in run_ids:
+            continue
         article = _element(page, anchors[str(run_id)])
         got = sorted((r[0], r[1], r[2], shlex.split(r[5])) for r in _rows(article))
         want = []
@@ -592,10 +604,72 @@ def test_issue17_item6_night_runs_table_and_run_sections(night_out: Path, night_
                 (task, str(index) if index is not None else f"{count} missing", reason, command)
             )
         assert got == sorted(want), run_id
-    passing = runs.filter(pl.col("passed"))["run_id"][0]
-    assert "<table" not in _element(page, anchors[passing])
+
+
+def test_issue27_night_runs_table_and_run_sections(night_out: Path, night_page: str) -> None:
+    """Issue 27: the runs table's data holds all 500 runs, its first PAGE_ROWS rows are in the
+    HTML (a plain table without the script, nothing hidden, no control); the DETAIL_RUNS
+    lowest-scoring runs have a section listing their failing trials with the `explain` command
+    for each (issue 17 item 6); every other run links to `#more-runs`, which gives the command
+    that writes it in full. Ids only (RFC 0244 §H)."""
+    page = night_page
+    runs = pl.read_parquet(night_out / "runs.parquet").sort("run_id")
+    data = _runs_data(page)
+    assert [row[1] for row in data] == runs["run_id"].to_list()
+    table = re.search(r'<table id="runs-table">(.*?)</table>', page, re.S)
+    assert table is not None
+    rows = re.findall(r'<tr data-passed="(yes|no)">', table.group(1))
+    assert rows == ["yes" if p else "no" for p in runs["passed"]][: runs_table.PAGE_ROWS]
+    static = re.sub(r"<script>.*?</script>", "", page, flags=re.S)
+    assert " hidden" not in static and "<input" not in static and "<button" not in static
+    assert f"The first {runs_table.PAGE_ROWS} of 500 runs" in static
+
+    lowest = runs.sort("passed", "aggregate_score", "run_id")["run_id"].to_list()
+    in_full = set(lowest[: worst_runs.DETAIL_RUNS])
+    anchors = _anchors(page)
+    assert set(anchors) == in_full
+    assert {row[1]: row[2] for row in data} == {r: anchors.get(r) for r in runs["run_id"]}
+    linked = {html.unescape(r) for r in re.findall(r'href="#more-runs" data-run="([^"]+)"', page)}
+    assert linked and linked <= set(runs["run_id"]) - in_full
+    more = _element(page, "more-runs")
+    assert "450 runs have no section here" in html.unescape(more)
+    assert "evalbatch report OUT_DIR --run-id RUN --out run.html" in html.unescape(more)
+    _assert_failing_trials_listed(page, night_out, in_full)
     for marker in LEAK_MARKERS:
         assert marker not in page
+
+
+def test_issue27_run_id_shows_the_runs_named(night_out: Path, tmp_path: Path) -> None:
+    """Issue 27: `report --run-id` (repeatable) shows the runs named in full and no other, a
+    passing one with no failing-trial table; `--detail-runs 0` shows none; a run id that is
+    not graded there is exit 2, naming it."""
+    runs = pl.read_parquet(night_out / "runs.parquet").sort("run_id")
+    passing = runs.filter(pl.col("passed"))["run_id"][-1]
+    failing = runs.filter(~pl.col("passed"))["run_id"][-1]
+    target = tmp_path / "two.html"
+    result = CliRunner().invoke(
+        report,
+        [str(night_out), "--run-id", passing, "--run-id", failing, "--out", str(target), "-q"],
+    )
+    assert result.exit_code == 0 and result.output == "", result.output
+    page = target.read_text(encoding="utf-8")
+    anchors = _anchors(page)
+    assert set(anchors) == {passing, failing}
+    assert "<table" not in _element(page, anchors[passing])
+    assert _rows(_element(page, anchors[failing]))
+    _assert_failing_trials_listed(page, night_out, {failing})
+    assert "498 runs have no section here" in html.unescape(_element(page, "more-runs"))
+
+    none = tmp_path / "none.html"
+    result = CliRunner().invoke(report, [str(night_out), "--detail-runs", "0", "-o", str(none)])
+    assert result.exit_code == 0, result.output
+    page = none.read_text(encoding="utf-8")
+    assert _anchors(page) == {} and all(row[2] is None for row in _runs_data(page))
+    assert "500 runs have no section here" in html.unescape(_element(page, "more-runs"))
+
+    result = CliRunner().invoke(report, [str(night_out), "--run-id", "acme/nowhere"])
+    assert result.exit_code == 2
+    assert "acme/nowhere" in result.output and "--run-id" in result.output
 
 
 def _failing_rows(page: str) -> list[tuple[str, list[str], list[str]]]:

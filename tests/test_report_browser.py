@@ -24,8 +24,8 @@ from PIL import Image
 from evalbatch import api
 from evalbatch.outputs import outdir
 from evalbatch.publish import report as reporting
-from evalbatch.publish import svg_figures
-from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES, SAMPLES
+from evalbatch.publish import runs_table, svg_figures, worst_runs
+from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES, SAMPLES, generated_log
 from tests.test_report import NIGHT_RUNS, SAMPLE_CHARTS, write_night
 
 #: a slow family (headless Chromium):
@@ -169,7 +169,7 @@ def test_report_renders_in_headless_chromium(all_page: Path, tmp_path: Path) -> 
     assert laid_out["headings"][:2] == ["Verdict", "Runs"]
     assert laid_out["headings"][2].startswith("Regression: ")
     assert laid_out["headings"][3] == "Suite results"
-    assert laid_out["count"] == "5 of 5 runs"
+    assert laid_out["count"] == "1–5 of 5 runs"
     assert len(laid_out["charts"]) == len(SAMPLE_CHARTS) + 1
     for chart in laid_out["charts"]:
         assert chart["width"] >= 800, chart
@@ -283,7 +283,8 @@ def test_issue17_item6_runs_table_sorts_and_filters_in_chromium(
     runs = pl.read_parquet(out / "runs.parquet")
     assert found["errors"] == []
     ids = sorted(runs["run_id"].to_list())
-    assert found["before"] == {"count": f"{NIGHT_RUNS} of {NIGHT_RUNS} runs", "first": ids[:2]}
+    page = runs_table.PAGE_ROWS
+    assert found["before"] == {"count": f"1–{page} of {NIGHT_RUNS} runs", "first": ids[:2]}
     up = runs.sort("aggregate_score", "run_id")["run_id"].to_list()
     down = runs.sort(pl.col("aggregate_score"), "run_id", descending=[True, False])[
         "run_id"
@@ -297,6 +298,152 @@ def test_issue17_item6_runs_table_sorts_and_filters_in_chromium(
         if s.get("regression", {}).get("verdict") == "regressed"
     )
     assert sorted(found["regressed"]["runs"]) == regressed
-    assert found["regressed"]["count"] == f"{len(regressed)} of {NIGHT_RUNS} runs"
+    assert found["regressed"]["count"] == (
+        f"1–{len(regressed)} of {len(regressed)} runs (filtered from {NIGHT_RUNS})"
+    )
     failed = runs.filter(pl.col("passed").not_()).height
-    assert found["failed"] == {"runs": failed, "count": f"{failed} of {NIGHT_RUNS} runs"}
+    assert found["failed"] == {
+        "runs": min(failed, page),
+        "count": f"1–{min(failed, page)} of {failed} runs (filtered from {NIGHT_RUNS})",
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# A night of 10,000 runs (issue 27)
+
+#: runs in the night; few tasks a run, since the runs table and the links are under test here
+#: (the page at 20 tasks × 3 trials a run is measured by bench/report_scale.py)
+LARGE_NIGHT_RUNS = 10_000
+
+LARGE_NIGHT_PROBE = """
+  const table = doc.getElementById("runs-table");
+  const rows = () => [...table.tBodies[0].rows];
+  const runs = () => rows().map(r => r.cells[1].textContent);
+  const count = () => doc.getElementById("runs-count").textContent;
+  const lead = doc.getElementById("verdict-lead").getBoundingClientRect();
+  const found = {
+    screen: [win.innerWidth, win.innerHeight],
+    lead: {top: lead.top, bottom: lead.bottom},
+    leadText: doc.getElementById("verdict-lead").textContent,
+    before: {count: count(), first: runs().slice(0, 2), rows: rows().length},
+  };
+  // every run's link, page by page: to its section, or to the command that writes it
+  const next = doc.getElementById("runs-next");
+  const links = {detail: 0, command: 0, broken: [], runs: new Set()};
+  for (;;) {
+    for (const tr of rows()) {
+      const a = tr.cells[1].querySelector("a");
+      const run = a.textContent;
+      links.runs.add(run);
+      const target = doc.getElementById(a.getAttribute("href").slice(1));
+      if (a.dataset.run !== undefined) {
+        if (target && target.id === "more-runs" && a.dataset.run === run) links.command += 1;
+        else links.broken.push(run);
+      } else if (target && target.tagName === "ARTICLE" &&
+                 target.querySelector("h3 code").textContent === run) {
+        links.detail += 1;
+      } else {
+        links.broken.push(run);
+      }
+    }
+    if (next.disabled) break;
+    next.click();
+  }
+  found.links = {detail: links.detail, command: links.command, broken: links.broken,
+                 runs: links.runs.size};
+  found.lastPage = count();
+  // every link on the page leads somewhere on it
+  found.dangling = [...doc.querySelectorAll("a[href]")].map(a => a.getAttribute("href"))
+    .filter(h => !h.startsWith("#") || !doc.getElementById(h.slice(1)));
+  // following a run without a section fills its id into the command
+  doc.getElementById("runs-prev").click();
+  const other = doc.querySelector("#runs-table a[data-run]");
+  other.click();
+  found.command = {run: other.dataset.run,
+                   text: doc.getElementById("more-runs-command").textContent};
+  const heads = [...table.tHead.rows[0].cells];
+  heads[2].querySelector("button").click();
+  found.scoreUp = runs().slice(0, 3);
+  heads[2].querySelector("button").click();
+  found.scoreDown = runs().slice(0, 3);
+  const filter = doc.getElementById("runs-filter");
+  filter.value = found.command.run;
+  filter.dispatchEvent(new win.Event("input"));
+  found.oneRun = {runs: runs(), count: count()};
+  filter.value = "";
+  filter.dispatchEvent(new win.Event("input"));
+  doc.getElementById("runs-failed").click();
+  found.failed = {rows: rows().length, count: count(),
+                  allFailed: rows().every(r => r.dataset.passed === "no")};
+  found.errors = errors;
+  return found;
+"""
+
+
+@pytest.fixture(scope="module")
+def large_night(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, Any]]:
+    """10,000 generated runs graded, their report, and what Chromium did with it."""
+    root = tmp_path_factory.mktemp("large-night")
+    events, suites = generated_log(root, runs=LARGE_NIGHT_RUNS, tasks=4, trials=2)
+    # graded on scores alone, so some runs pass and some fail (most fail on their tool path)
+    suite = json.loads((suites / "bench.json").read_text())
+    for task in suite["tasks"]:
+        task["expected"].pop("trajectory")
+        task["expected"]["kind"] = "golden"
+        task.pop("fixtures", None)
+    (suites / "bench.json").write_text(json.dumps(suite))
+    out = root / "out"
+    api.write_outputs([events], out, [suites])
+    page = reporting.write_report(out)[0]
+    return out, page, _probe(page, LARGE_NIGHT_PROBE, root, *SCREEN)
+
+
+def test_issue27_a_night_of_10000_runs_in_chromium(
+    large_night: tuple[Path, Path, dict[str, Any]],
+) -> None:
+    """Issue 27 at 10,000 runs: the verdict is on the first screen; the runs table draws a page
+    of rows from the embedded data, sorts and filters over all 10,000; every run's link leads to
+    its section (the DETAIL_RUNS lowest-scoring) or to the command that writes it in full, which
+    following the link fills in; no link on the page dangles."""
+    out, _, found = large_night
+    assert found["errors"] == []
+    assert found["screen"] == list(SCREEN)
+    assert 0 <= found["lead"]["top"] < found["lead"]["bottom"] <= SCREEN[1]
+    runs = pl.read_parquet(out / "runs.parquet")
+    failed = runs.filter(pl.col("passed").not_()).height
+    assert 0 < failed < LARGE_NIGHT_RUNS - runs_table.PAGE_ROWS
+    assert found["leadText"].startswith(f"No regression · {failed} of 10000 suite runs failed")
+
+    page = runs_table.PAGE_ROWS
+    ids = sorted(runs["run_id"].to_list())
+    assert found["before"] == {
+        "count": f"1–{page} of {LARGE_NIGHT_RUNS} runs",
+        "first": ids[:2],
+        "rows": page,
+    }
+    detail = worst_runs.DETAIL_RUNS
+    assert found["links"] == {
+        "detail": detail,
+        "command": LARGE_NIGHT_RUNS - detail,
+        "broken": [],
+        "runs": LARGE_NIGHT_RUNS,
+    }
+    last = LARGE_NIGHT_RUNS - page + 1
+    assert found["lastPage"] == f"{last}–{LARGE_NIGHT_RUNS} of {LARGE_NIGHT_RUNS} runs"
+    assert found["dangling"] == []
+    run = found["command"]["run"]
+    assert found["command"]["text"] == f"evalbatch report OUT_DIR --run-id {run} --out run.html"
+
+    up = runs.sort("aggregate_score", "run_id")["run_id"].to_list()
+    down = runs.sort("aggregate_score", "run_id", descending=[True, False])["run_id"].to_list()
+    assert found["scoreUp"] == up[:3]
+    assert found["scoreDown"] == down[:3]
+    assert found["oneRun"] == {
+        "runs": [run],
+        "count": f"1–1 of 1 run (filtered from {LARGE_NIGHT_RUNS})",
+    }
+    assert found["failed"] == {
+        "rows": min(failed, page),
+        "count": f"1–{min(failed, page)} of {failed} runs (filtered from {LARGE_NIGHT_RUNS})",
+        "allFailed": True,
+    }

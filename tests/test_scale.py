@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
-import duckdb
 import pytest
 from click.testing import CliRunner
 
 from evalbatch.cli import cli
+from tests.conftest import generated_log
 
 #: a slow family (generated logs at scale):
 #: `make check` leaves it out, `make test` runs it
@@ -24,22 +22,8 @@ OUTPUTS = ("summaries.jsonl", "runs.parquet", "tasks.parquet", "trials.parquet",
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small log from the benchmark's generator (40 runs, about 45k events) and its suite."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import run as bench  # the benchmark script's suite builder
-    finally:
-        sys.path.pop(0)
     target = tmp_path_factory.mktemp("generated")
-    (target / "suites").mkdir()
-    (target / "suites" / "bench.json").write_text(json.dumps(bench.suite()))
-    query = "\n".join(
-        line
-        for line in (ROOT / "bench" / "generate_events.sql").read_text().splitlines()
-        if not line.startswith("--")
-    )
-    con = duckdb.connect()
-    params = {"first_run": 0, "runs": 40, "tasks": bench.TASKS, "trials": bench.TRIALS, "seed": 3}
-    con.execute(f"COPY ({query}) TO '{target / 'events.parquet'}' (FORMAT parquet)", params)
+    generated_log(target, runs=40, tasks=20, trials=3)
     return target
 
 

@@ -13,6 +13,7 @@ import click
 from evalbatch.commands import faults
 from evalbatch.commands.options import out_option, quiet_option
 from evalbatch.commands.types import printable
+from evalbatch.publish.worst_runs import DETAIL_RUNS
 
 
 @click.command(
@@ -35,27 +36,55 @@ from evalbatch.commands.types import printable
     help="An output directory of another night (repeatable): adds a trend chart per suite over "
     "its runs and OUT_DIR's, as `evalbatch history` reads them (default: none, no trend chart).",
 )
+@click.option(
+    "--run-id",
+    "run_ids",
+    multiple=True,
+    metavar="ID",
+    help="A run to show in full, its failing trials and tasks with their `explain` commands "
+    "(repeatable; its runId exactly). Default: the --detail-runs lowest-scoring runs.",
+)
+@click.option(
+    "--detail-runs",
+    type=click.IntRange(min=0),
+    metavar="N",
+    default=DETAIL_RUNS,
+    show_default=True,
+    help="How many runs, the lowest-scoring, the page shows in full when no --run-id is given; "
+    "every other run is one row of the runs table.",
+)
 @quiet_option("Print nothing when the page is written.")
 def report(
-    out_dir: str, output: str | None, title: str | None, history_dirs: tuple[str, ...], quiet: bool
+    out_dir: str,
+    output: str | None,
+    title: str | None,
+    history_dirs: tuple[str, ...],
+    run_ids: tuple[str, ...],
+    detail_runs: int,
+    quiet: bool,
 ) -> None:
     """Write an HTML report of the runs graded into OUT_DIR. It opens with the verdict:
     regressions, failing suites and failing tasks with their reason codes, worst first. Then a
     runs table to sort and filter; charts (paired differences of regressions, suite pass rates,
     pass^k by k, task scores, why trials failed, efficiency, cost) that draw the worst runs when
     there are more than they hold; and each run's failing trials with the `evalbatch explain`
-    command that shows why. With --history, a trend chart per suite across the nights given.
-    The page loads nothing; without its script the runs table is plain.
+    command that shows why, for the lowest-scoring runs (--detail-runs) or the runs named
+    (--run-id); every other run is one row of the table, its detail one command away. With
+    --history, a trend chart per suite across the nights given. The page loads nothing; without
+    its script the runs table shows its first rows.
 
     \b
     Example:
       evalbatch report out/samples
       evalbatch report out/2026-12-03 --history out/2026-12-01 --history out/2026-12-02
+      evalbatch report out/2026-12-03 --run-id acme/run-0042 -o run-0042.html
 
     Exit codes: 0 written; 2 OUT_DIR is unusable; 4 the page could not be written.
     """
     from evalbatch.publish import report as reporting  # matplotlib loads only when a report is made
 
-    path, page = reporting.write_report(out_dir, output, title, history_dirs)
+    path, page = reporting.write_report(
+        out_dir, output, title, history_dirs, detail_runs=detail_runs, run_ids=run_ids
+    )
     if not quiet:
         click.echo(f"wrote a report of {len(page.charts)} charts to {printable(path)}")

@@ -64,6 +64,13 @@ def table(head: Sequence[str], rows: Sequence[str], numeric: Iterable[int] = ())
 
 
 def run_link(view: RunView) -> str:
+    """A link to a run's section; a run without one (not shown in detail) links to the command
+    that writes it in full (`#more-runs`, its id filled in by the page's script)."""
+    if not view.anchor:
+        return (
+            f'<a href="#more-runs" data-run="{esc(view.run_id)}"><code>{esc(view.run_id)}'
+            "</code></a>"
+        )
     return f'<a href="#{view.anchor}"><code>{esc(view.run_id)}</code></a>'
 
 

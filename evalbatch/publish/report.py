@@ -30,7 +30,7 @@ from evalbatch.publish import svg_figures
 from evalbatch.publish.comparison_charts import chart_trends, regression_charts
 from evalbatch.publish.exports import package_version
 from evalbatch.publish.page_markup import esc, quantity
-from evalbatch.publish.report_views import regression_views, run_views
+from evalbatch.publish.report_views import failing_tasks, regression_views, run_views
 from evalbatch.publish.run_charts import (
     chart_cost,
     chart_efficiency,
@@ -43,6 +43,8 @@ from evalbatch.publish.run_detail import by_run_section, tasks_section
 from evalbatch.publish.runs_table import RUNS_SCRIPT, runs_section
 from evalbatch.publish.svg_figures import Chart
 from evalbatch.publish.verdict_section import verdict_section
+from evalbatch.publish.worst_runs import DETAIL_RUNS, MAX_REGRESSIONS, detail_views
+from evalbatch.text import printable
 
 
 @dataclass
@@ -125,14 +127,24 @@ def _figure_html(chart: Chart) -> str:
 
 
 def build_report(
-    out: RunOutputs, title: str | None = None, history: pl.DataFrame | None = None
+    out: RunOutputs,
+    title: str | None = None,
+    history: pl.DataFrame | None = None,
+    *,
+    detail_runs: int = DETAIL_RUNS,
+    run_ids: Sequence[str] = (),
 ) -> Report:
     """The report page for the outputs in `out` (summaries, tasks, trials; runs and problems
     optional): the verdict, the runs table, the charts, then each run's failing trials. With a
     `history` series (`evalbatch.history.series`), a trend chart per suite of several runs.
 
+    Bounded by design (issue 27): the verdict counts every run, the runs table holds every run
+    (drawn a page at a time from embedded data), the charts draw the worst; the runs shown in
+    full (their failing trials and tasks) are the `detail_runs` lowest-scoring, or the runs
+    named in `run_ids`, and every other run links to the command that writes it in full.
+
     Raises:
-        InputError: no graded run.
+        InputError: no graded run, or a run named in `run_ids` that is not graded here.
         EvalbatchError: matplotlib is not installed.
     """
     if not svg_figures.HAVE_MATPLOTLIB:
@@ -140,7 +152,17 @@ def build_report(
     if not out.summaries:
         raise InputError(f"{out.path}: no graded run in summaries.jsonl; nothing to report")
     views = run_views(out)
-    items = regression_views(views, out.table("tasks"))
+    unknown = sorted(set(run_ids) - {v.run_id for v in views})
+    if unknown:
+        listed = ", ".join(printable(run) for run in unknown[:5])
+        raise InputError(f"{out.path}: no graded run {listed} here (--run-id)")
+    shown = detail_views(views, detail_runs, run_ids)
+    in_full = {v.run_id for v in shown.views}
+    for view in views:
+        if view.run_id not in in_full:
+            view.anchor = ""  # no section of its own: its links lead to #more-runs
+    items = regression_views(views, out.table("tasks"), compared=MAX_REGRESSIONS)
+    failing = failing_tasks(out, views)
     with svg_figures.chart_style():
         charts = regression_charts(items, {v.run_id: v for v in views})
         charts += chart_trends(history) if history is not None else []
@@ -156,8 +178,8 @@ def build_report(
             charts.append(cost)
     name = out.path.resolve().name or str(out.path)
     page_title = title or f"Eval report: {name}"
-    tasks = sum(len(v.tasks) for v in views)
-    trials = sum(len(v.trials) for v in views)
+    tasks = out.table("tasks").height
+    trials = out.table("trials").filter(pl.col("counted")).height
     subtitle = (
         f"{quantity(len(views), 'graded eval run')} · {quantity(tasks, 'task')} · "
         f"{quantity(trials, 'trial')} · graded by evalbatch {package_version()} under OpenWOP "
@@ -178,7 +200,7 @@ def build_report(
         "</header>",
         f'<nav aria-label="Contents"><div class="wrap"><ol>{nav}</ol></div></nav>',
         '<main class="wrap">',
-        verdict_section(views, items),
+        verdict_section(views, items, failing),
         runs_section(views, out),
         *(_figure_html(chart) for chart in charts),
         ""
@@ -186,8 +208,8 @@ def build_report(
         else '<section id="cost" aria-labelledby="cost-h"><h2 id="cost-h">Cost</h2><p>No run '
         "here has a cost: its log has neither provider.usage costEstimateUsd nor eval.scored "
         "costUsd (D-14).</p></section>",
-        by_run_section(views),
-        tasks_section(views),
+        by_run_section(views, shown),
+        tasks_section(views, shown),
         "</main>",
         '<footer><div class="wrap">Ids, codes, counts and scores only: no tool names, arguments '
         "or outputs (RFC 0244 §H). Made from <code>summaries.jsonl</code>, "
@@ -210,12 +232,16 @@ def write_report(
     output: str | Path | None = None,
     title: str | None = None,
     history: Sequence[str | Path] = (),
+    *,
+    detail_runs: int = DETAIL_RUNS,
+    run_ids: Sequence[str] = (),
 ) -> tuple[Path, Report]:
     """Read OUT_DIR, build the report and write it (default OUT_DIR/report.html) whole. With
     `history`, output directories of other nights, the page adds a trend chart per suite over
-    their runs and OUT_DIR's (each directory read whole, as `evalbatch history` reads it)."""
+    their runs and OUT_DIR's (each directory read whole, as `evalbatch history` reads it).
+    `detail_runs` and `run_ids` choose the runs shown in full (see `build_report`)."""
     out = load(out_dir, tables=("tasks", "trials"), optional=("runs", "problems"))
     nights = history_series.series([out_dir, *history]) if history else None
-    report = build_report(out, title, nights)
+    report = build_report(out, title, nights, detail_runs=detail_runs, run_ids=run_ids)
     target = Path(output) if output else out.path / output_format.REPORT_FILE
     return write_atomic(target, report.html), report

@@ -34,19 +34,84 @@ class FailingTrial:
     count: int = 1
 
 
+class _Details:
+    """The task and trial rows of every run, split by run once and read only for the runs the
+    page shows in detail or draws: a night of 10,000 runs builds rows for a few dozen."""
+
+    def __init__(self, out: RunOutputs) -> None:
+        self._tasks = out.table("tasks").sort("run_id", "task_pos")
+        self._trials = (
+            out.table("trials").filter(pl.col("counted")).sort("run_id", "task_id", "trial_index")
+        )
+        self._split: tuple[dict[str, pl.DataFrame], dict[str, pl.DataFrame]] | None = None
+
+    def rows(self, run_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        if self._split is None:
+            self._split = (
+                {key[0]: frame for key, frame in self._tasks.group_by("run_id")},
+                {key[0]: frame for key, frame in self._trials.group_by("run_id")},
+            )
+        tasks, trials = self._split
+        empty = pl.DataFrame()
+        return tasks.get(run_id, empty).to_dicts(), trials.get(run_id, empty).to_dicts()
+
+    def with_task_cost(self) -> set[str]:
+        """The runs with a cost on at least one task (D-14): the cost chart's candidates."""
+        if "cost_usd" not in self._tasks.columns:
+            return set()
+        costed = self._tasks.filter(pl.col("cost_usd").is_not_null())
+        return set(costed["run_id"].unique().to_list())
+
+    def failed_trials(self) -> dict[str, int]:
+        """Per run, its failed counted trials and the trials its log lacks (D-12): what
+        `failing_trials` lists, counted for every run at once."""
+        failed = self._trials.group_by("run_id").agg(n=(~pl.col("passed")).sum())
+        lacking = self._tasks.group_by("run_id").agg(
+            n=(pl.col("n").fill_null(0) - pl.col("observed_trials").fill_null(0)).clip(0).sum()
+        )
+        found: dict[str, int] = {}
+        for run_id, n in pl.concat([failed, lacking], how="vertical_relaxed").iter_rows():
+            found[run_id] = found.get(run_id, 0) + int(n or 0)
+        return found
+
+
 @dataclass
 class RunView:
-    """One graded run as the page needs it."""
+    """One graded run as the page needs it: its summary and counts for every run, its task and
+    trial rows (and failing trials) read when a part of the page shows the run in detail."""
 
     run_id: str
     summary: dict[str, Any]
     label: str  # suite id, with the run id when the suite was graded in several runs
     tick: str  # the label on two lines, for an axis
-    tasks: list[dict[str, Any]]
-    trials: list[dict[str, Any]]
     anchor: str = ""  # the id of its section on the page
-    failing: list[FailingTrial] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)  # runs.parquet's grading options
+    #: its failed counted trials and the trials its log lacks (D-12)
+    failed_trials: int = 0
+    #: whether any of its tasks has a cost (D-14)
+    task_cost: bool = False
+    details: _Details | None = None
+    _rows: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
+    _failing: list[FailingTrial] | None = None
+
+    def _read(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        if self._rows is None:
+            self._rows = self.details.rows(self.run_id) if self.details else ([], [])
+        return self._rows
+
+    @property
+    def tasks(self) -> list[dict[str, Any]]:
+        return self._read()[0]
+
+    @property
+    def trials(self) -> list[dict[str, Any]]:
+        return self._read()[1]
+
+    @property
+    def failing(self) -> list[FailingTrial]:
+        if self._failing is None:
+            self._failing = failing_trials(self.tasks, self.trials)
+        return self._failing
 
     @property
     def suite_id(self) -> str:
@@ -55,10 +120,6 @@ class RunView:
     @property
     def suite(self) -> str:
         return f"{self.summary['suiteId']}@{self.summary['suiteVersion']}"
-
-    @property
-    def failed_trials(self) -> int:
-        return sum(f.count for f in self.failing)
 
 
 def _fraction_mean(values: Iterable[Fraction]) -> float:
@@ -136,6 +197,86 @@ def failing_trials(
     return found
 
 
+def reason_expr() -> pl.Expr:
+    """`trial_reason` over a trials frame: the reason code of each failed trial row."""
+    path = pl.col("trajectory_reason")
+    return (
+        pl.when(pl.col("failed_closed").fill_null(False))
+        .then(pl.lit("failed-closed"))
+        .when(pl.col("trajectory_matched").eq(False).fill_null(False))
+        .then(pl.when(path.is_in(list(REASONS))).then(path).otherwise(pl.lit("trajectory")))
+        .otherwise(pl.lit("output"))
+    )
+
+
+@dataclass(frozen=True)
+class FailingTask:
+    """A task that failed in some runs of its suite: those runs, worst first (`by_score`'s
+    order), and its failed trials there counted by reason code (trials the log lacks too)."""
+
+    suite: str
+    task_id: str
+    runs: list[RunView]
+    reasons: Counter[str]
+
+
+def failing_tasks(out: RunOutputs, views: Sequence[RunView]) -> list[FailingTask]:
+    """Every (suite, task) that failed in a run, the most runs first, then the most failed
+    trials: counted over every run with a few joins, whatever the number of runs."""
+    worst_first = sorted(
+        views,
+        key=lambda v: (bool(v.summary["passed"]), float(v.summary["aggregateScore"]), v.run_id),
+    )
+    rank = pl.DataFrame(
+        {
+            "run_id": [v.run_id for v in worst_first],
+            "rank": list(range(len(worst_first))),
+            "suite": [v.suite for v in worst_first],
+        },
+        schema={"run_id": pl.String, "rank": pl.Int64, "suite": pl.String},
+    )
+    tasks = out.table("tasks")
+    failed = (
+        tasks.filter(~pl.col("passed").fill_null(False))
+        .select("run_id", "task_id")
+        .join(rank, on="run_id", how="inner")
+    )
+    trials = out.table("trials").filter(pl.col("counted") & ~pl.col("passed").fill_null(False))
+    counted = (
+        trials.select("run_id", "task_id", reason=reason_expr())
+        .group_by("run_id", "task_id", "reason")
+        .len()
+    )
+    lacking = tasks.select(
+        "run_id",
+        "task_id",
+        reason=pl.lit("trial-missing"),
+        len=(pl.col("n").fill_null(0) - pl.col("observed_trials").fill_null(0))
+        .clip(0)
+        .cast(pl.UInt32),
+    ).filter(pl.col("len") > 0)
+    reasons = (
+        pl.concat([counted, lacking], how="vertical_relaxed")
+        .join(failed.select("run_id", "task_id", "suite"), on=["run_id", "task_id"])
+        .group_by("suite", "task_id", "reason")
+        .agg(pl.col("len").sum())
+    )
+    by_view = {v.run_id: v for v in views}
+    counts: dict[tuple[str, str], Counter[str]] = {}
+    for suite, task_id, reason, n in reasons.iter_rows():
+        counts.setdefault((suite, task_id), Counter())[reason] += int(n)
+    found = [
+        FailingTask(
+            suite, task_id, [by_view[r] for r in run_ids], counts.get((suite, task_id), Counter())
+        )
+        for suite, task_id, run_ids in failed.sort("rank")
+        .group_by("suite", "task_id", maintain_order=True)
+        .agg("run_id")
+        .iter_rows()
+    ]
+    return sorted(found, key=lambda f: (-len(f.runs), -sum(f.reasons.values()), f.suite, f.task_id))
+
+
 def failure_causes(view: RunView) -> Counter[str]:
     """Failed trials by cause (the labels of REASONS): E-47's order decides each one's cause."""
     found: Counter[str] = Counter()
@@ -158,12 +299,12 @@ def _anchor(run_id: str, taken: set[str]) -> str:
 
 
 def run_views(out: RunOutputs) -> list[RunView]:
-    """The graded runs in runId order, each with its tasks, counted trials, failing trials and
-    page anchor; a suite graded in several runs is labelled with the run id too."""
-    tasks = out.table("tasks").sort("run_id", "task_pos")
-    trials = out.table("trials").filter(pl.col("counted")).sort("run_id", "task_id", "trial_index")
-    tasks_of = {key[0]: frame.to_dicts() for key, frame in tasks.group_by("run_id")}
-    trials_of = {key[0]: frame.to_dicts() for key, frame in trials.group_by("run_id")}
+    """The graded runs in runId order, each with its failed-trial count and page anchor; its
+    tasks, counted trials and failing trials are read when shown. A suite graded in several
+    runs is labelled with the run id too."""
+    details = _Details(out)
+    failed = details.failed_trials()
+    costed = details.with_task_cost()
     runs = out.tables.get("runs")
     options_of: dict[str, dict[str, Any]] = {}
     if runs is not None:
@@ -179,19 +320,17 @@ def run_views(out: RunOutputs) -> list[RunView]:
         label = tick = summary["suiteId"]
         if by_suite[label] > 1:
             label, tick = f"{label} · {run_id}", f"{label}\n{run_id}"
-        run_tasks = tasks_of.get(run_id, [])
-        run_trials = trials_of.get(run_id, [])
         views.append(
             RunView(
                 run_id=run_id,
                 summary=summary,
                 label=label,
                 tick=tick,
-                tasks=run_tasks,
-                trials=run_trials,
                 anchor=_anchor(run_id, taken),
-                failing=failing_trials(run_tasks, run_trials),
                 options=options_of.get(run_id, {}),
+                failed_trials=failed.get(run_id, 0),
+                task_cost=run_id in costed,
+                details=details,
             )
         )
     return views
@@ -208,46 +347,61 @@ class RegressionView:
     note: str
 
 
-def regression_views(views: Sequence[RunView], tasks: pl.DataFrame) -> list[RegressionView]:
-    """Recompute each regression block's comparison (the options `run` uses, with the block's
-    method and alpha) for the per-task differences and the interval."""
-    found = []
-    for view in views:
-        block = view.summary.get("regression")
-        if not block:
-            continue
-        base = tasks.filter(pl.col("run_id") == block["baselineRunId"])
-        cand = tasks.filter(pl.col("run_id") == view.run_id)
-        comparison = None
-        note = ""
-        differences: list[tuple[str, float]] = []
-        if base.height and cand.height:
-            options = regression.RegressOptions(method=block["method"], alpha=block["alpha"])
-            comparison = regression.compare(
-                base,
-                cand,
-                options,
-                suite_id=view.suite_id,
-                base_run=block["baselineRunId"],
-                cand_run=view.run_id,
-            )
-            paired = base.join(cand, on="task_id", suffix="_cand").sort("task_id")
-            differences = [
-                (task, float(c) - float(b))
-                for task, b, c in paired.select(
-                    "task_id", "gating_score", "gating_score_cand"
-                ).iter_rows()
-            ]
-            if (
-                comparison.verdict != block["verdict"]
-                or comparison.paired_task_count != block["pairedTaskCount"]
-            ):
-                note = (
-                    " The comparison was made with other options than `run`'s defaults, so "
-                    "its interval is not drawn."
-                )
-                comparison = None
-        else:
-            note = " The baseline's task rows are not in this directory."
-        found.append(RegressionView(view, block, differences, comparison, note))
-    return found
+def regression_views(
+    views: Sequence[RunView], tasks: pl.DataFrame, compared: int | None = None
+) -> list[RegressionView]:
+    """Each run's regression block; for the first `compared` blocks in regression order (all
+    when None: `worst_runs.regressions_first`, the ones the page draws and lists), the block's
+    comparison recomputed (the options `run` uses, with the block's method and alpha) for the
+    per-task differences and the interval. A night of 10,000 candidates runs a few dozen
+    comparisons, not 10,000 (issue 27)."""
+    items = [
+        RegressionView(view, view.summary["regression"], [], None, "")
+        for view in views
+        if view.summary.get("regression")
+    ]
+    order = sorted(
+        items,
+        key=lambda i: (
+            i.block["verdict"] != "regressed",
+            float(i.block["scoreDelta"]),
+            i.candidate.run_id,
+        ),
+    )
+    for item in order if compared is None else order[:compared]:
+        _compare(item, tasks)
+    return items
+
+
+def _compare(item: RegressionView, tasks: pl.DataFrame) -> None:
+    """Recompute one block's comparison from the task rows of both runs, in place."""
+    view, block = item.candidate, item.block
+    base = tasks.filter(pl.col("run_id") == block["baselineRunId"])
+    cand = tasks.filter(pl.col("run_id") == view.run_id)
+    if not (base.height and cand.height):
+        item.note = " The baseline's task rows are not in this directory."
+        return
+    options = regression.RegressOptions(method=block["method"], alpha=block["alpha"])
+    comparison = regression.compare(
+        base,
+        cand,
+        options,
+        suite_id=view.suite_id,
+        base_run=block["baselineRunId"],
+        cand_run=view.run_id,
+    )
+    paired = base.join(cand, on="task_id", suffix="_cand").sort("task_id")
+    item.differences = [
+        (task, float(c) - float(b))
+        for task, b, c in paired.select("task_id", "gating_score", "gating_score_cand").iter_rows()
+    ]
+    if (
+        comparison.verdict != block["verdict"]
+        or comparison.paired_task_count != block["pairedTaskCount"]
+    ):
+        item.note = (
+            " The comparison was made with other options than `run`'s defaults, so "
+            "its interval is not drawn."
+        )
+        return
+    item.comparison = comparison

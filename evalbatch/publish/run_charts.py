@@ -37,11 +37,16 @@ from evalbatch.publish.svg_figures import (
 from evalbatch.publish.worst_runs import (
     MAX_RUNS,
     MAX_TASK_RUNS,
+    MAX_TASKS_DRAWN,
     Picked,
+    PickedTasks,
     by_cost,
     by_failed_trials,
     by_score,
     pick,
+    pick_tasks,
+    task_by_cost,
+    task_by_score,
 )
 
 #: the colour each reason code of a failed trial is stacked in (REASONS gives the order)
@@ -193,22 +198,34 @@ def chart_pass_k(views: Sequence[RunView]) -> Chart:
     )
 
 
-def task_grid(views: Sequence[RunView], columns: int = 1) -> tuple[Any, list[list[Any]]]:
-    counts = [max(1, len(v.tasks)) for v in views]
-    fig = figure(0.3 * sum(counts) + 0.62 * len(views) + 0.9)
+#: what a per-task chart's caption adds: a run of many tasks draws only its worst
+TASKS_NOTE = (
+    f" A run of more than {MAX_TASKS_DRAWN} tasks draws its {MAX_TASKS_DRAWN} worst here, as "
+    "its heading says; tasks.parquet holds every task."
+)
+
+
+def task_grid(
+    drawn: Sequence[tuple[RunView, PickedTasks]], columns: int = 1, total: str = ""
+) -> tuple[Any, list[list[Any]]]:
+    """One row of axes per run, one bar row per task drawn, titled with the run's label and,
+    when it draws only some of its tasks, which."""
+    counts = [max(1, len(picked.tasks)) for _, picked in drawn]
+    fig = figure(0.3 * sum(counts) + 0.62 * len(drawn) + 0.9)
     axes = fig.subplots(
-        len(views),
+        len(drawn),
         columns,
         squeeze=False,
         sharex="col",
         gridspec_kw={"height_ratios": counts},
     )
-    for row, view in enumerate(views):
+    for row, (view, picked) in enumerate(drawn):
+        tasks = picked.tasks
         for ax in axes[row]:
-            ax.set_yticks(range(len(view.tasks)), [task_label(t["task_id"]) for t in view.tasks])
-            ax.set_ylim(len(view.tasks) - 0.5, -0.5)
+            ax.set_yticks(range(len(tasks)), [task_label(t["task_id"]) for t in tasks])
+            ax.set_ylim(len(tasks) - 0.5, -0.5)
             ax.grid(axis="y", visible=False)
-        axes[row][0].set_title(view.label)
+        axes[row][0].set_title(view.label + (f" ({picked.described})" if picked.described else ""))
     return fig, [list(r) for r in axes]
 
 
@@ -216,14 +233,17 @@ def chart_task_scores(views: Sequence[RunView]) -> Chart:
     """Per task: its score (the mean of its trials) as a bar, each trial's score as a dot."""
     picked = pick(views, MAX_TASK_RUNS, by_score, "lowest-scoring")
     shown, (note, more) = picked.views, _drawn(picked)
-    fig, axes = task_grid(shown)
+    drawn = [
+        (v, pick_tasks(v.tasks, MAX_TASKS_DRAWN, task_by_score, "lowest-scoring")) for v in shown
+    ]
+    fig, axes = task_grid(drawn)
     alt_parts = []
-    for row, view in enumerate(shown):
+    for row, (view, tasks) in enumerate(drawn):
         ax = axes[row][0]
         trials_by_task: dict[str, list[dict[str, Any]]] = {}
         for trial in view.trials:
             trials_by_task.setdefault(trial["task_id"], []).append(trial)
-        for y, task in enumerate(view.tasks):
+        for y, task in enumerate(tasks.tasks):
             score = float(task["score"] or 0.0)
             ax.barh(y, score, height=0.62, color="#d9e6f2", edgecolor="#9fbad6", lw=0.6)
             trials = trials_by_task.get(task["task_id"], [])
@@ -274,7 +294,7 @@ def chart_task_scores(views: Sequence[RunView]) -> Chart:
         "Each bar is a task's score, the mean of its trial scores; each dot is one trial, green "
         "when it passed and a red cross when it failed. A diamond marks the gating score where "
         "it differs from the score: a trial whose tool path did not match, or that failed "
-        "closed, counts 0 there (D-10)." + note,
+        "closed, counts 0 there (D-10)." + note + _tasks_note(drawn),
         alt,
         svg(fig, alt, "scores"),
         more=more,
@@ -329,23 +349,40 @@ def chart_failures(views: Sequence[RunView]) -> Chart:
     )
 
 
-def _efficiency(view: RunView, task_id: str) -> dict[str, Any]:
-    for entry in view.summary["tasks"]:
-        if entry["taskId"] == task_id:
-            return dict(entry.get("efficiency") or {})
-    return {}
+def _efficiency(view: RunView) -> dict[str, dict[str, Any]]:
+    """Each task's efficiency block in the run's summary, by taskId."""
+    return {entry["taskId"]: dict(entry.get("efficiency") or {}) for entry in view.summary["tasks"]}
+
+
+def _tokens(efficiency: dict[str, Any]) -> float:
+    return float(efficiency.get("inputTokens") or 0.0) + float(
+        efficiency.get("outputTokens") or 0.0
+    )
+
+
+def _tasks_note(drawn: Sequence[tuple[RunView, PickedTasks]]) -> str:
+    return TASKS_NOTE if any(picked.described for _, picked in drawn) else ""
 
 
 def chart_efficiency(views: Sequence[RunView]) -> Chart:
     """Tool calls and tokens per trial, by task (RFC 0244 §C: reported, never gated)."""
     picked = pick(views, MAX_TASK_RUNS, by_score, "lowest-scoring")
     shown, (note, more) = picked.views, _drawn(picked)
-    fig, axes = task_grid(shown, columns=2)
+    drawn = []
+    for view in shown:
+        of_task = _efficiency(view)
+
+        def heaviest(task: dict[str, Any], of_task: dict[str, Any] = of_task) -> tuple[Any, ...]:
+            return (-_tokens(of_task.get(task["task_id"], {})), task["task_pos"])
+
+        drawn.append((view, pick_tasks(view.tasks, MAX_TASKS_DRAWN, heaviest, "most tokens")))
+    fig, axes = task_grid(drawn, columns=2)
     alt_parts = []
-    for row, view in enumerate(shown):
+    for row, (view, tasks) in enumerate(drawn):
         calls_ax, tokens_ax = axes[row]
-        for y, task in enumerate(view.tasks):
-            eff = _efficiency(view, task["task_id"])
+        of_task = _efficiency(view)
+        for y, task in enumerate(tasks.tasks):
+            eff = of_task.get(task["task_id"], {})
             calls = float(eff.get("toolCallCount") or 0.0)
             tokens_in = float(eff.get("inputTokens") or 0.0)
             tokens_out = float(eff.get("outputTokens") or 0.0)
@@ -380,7 +417,7 @@ def chart_efficiency(views: Sequence[RunView]) -> Chart:
         "Efficiency by task",
         "Means over each task's trials of the agent's tool calls and of its input and output "
         "tokens, counted inside the invocation brackets with judge calls left out (RFC 0244 §C). "
-        "They are reported, never gated." + note,
+        "They are reported, never gated." + note + _tasks_note(drawn),
         alt,
         svg(fig, alt, "efficiency"),
         more=more,
@@ -389,26 +426,28 @@ def chart_efficiency(views: Sequence[RunView]) -> Chart:
 
 def chart_cost(views: Sequence[RunView]) -> Chart | None:
     """Cost per task, with each run's total; None when no run has a cost."""
-    with_cost = [v for v in views if any(t.get("cost_usd") is not None for t in v.tasks)]
+    with_cost = [v for v in views if v.task_cost]
     if not with_cost:
         return None
     picked = pick(with_cost, MAX_TASK_RUNS, by_cost, "costliest", "runs with a cost")
     shown, (note, more) = picked.views, _drawn(picked)
-    fig, axes = task_grid(shown)
+    drawn = [(v, pick_tasks(v.tasks, MAX_TASKS_DRAWN, task_by_cost, "costliest")) for v in shown]
+    fig, axes = task_grid(drawn)
     alt_parts = []
-    for row, view in enumerate(shown):
+    for row, (view, tasks) in enumerate(drawn):
         ax = axes[row][0]
-        for y, task in enumerate(view.tasks):
+        for y, task in enumerate(tasks.tasks):
             cost = task.get("cost_usd")
             if cost is None:
                 continue
             ax.barh(y, cost, height=0.62, color=PURPLE)
             ax.text(cost, y, f" {usd(cost)}", va="center", fontsize=7.5)
         total = view.summary.get("totalCostUsd")
-        ax.set_title(f"{view.label} (total {usd(total)})")
+        which = f"; {tasks.described}" if tasks.described else ""
+        ax.set_title(f"{view.label} (total {usd(total)}{which})")
         alt_parts.append(
             f"{view.label}: total {usd(total)}; "
-            + ", ".join(f"{t['task_id']} {usd(t.get('cost_usd'))}" for t in view.tasks)
+            + ", ".join(f"{t['task_id']} {usd(t.get('cost_usd'))}" for t in tasks.tasks)
         )
     axes[-1][0].set_xlabel("cost per task (USD, all trials)")
     top = axes[-1][0].get_xlim()[1]
@@ -419,7 +458,7 @@ def chart_cost(views: Sequence[RunView]) -> Chart | None:
         "Cost",
         "Each task's cost over all its trials, judge calls included: provider.usage "
         "costEstimateUsd, or the host's eval.scored costUsd when the log has no usage cost "
-        "(D-14, D-6). The heading gives the run's totalCostUsd." + note,
+        "(D-14, D-6). The heading gives the run's totalCostUsd." + note + _tasks_note(drawn),
         alt,
         svg(fig, alt, "cost"),
         more=more,

@@ -24,9 +24,18 @@ from evalbatch.publish.page_markup import (
     verdict_cell,
 )
 from evalbatch.publish.report_views import RunView
+from evalbatch.publish.worst_runs import (
+    MAX_TASKS_LISTED,
+    Picked,
+    pick_tasks,
+    task_by_score,
+)
+
+#: failing trials listed in a run's section; the rest are one `evalbatch explain` away
+MAX_FAILING_ROWS = 100
 
 
-def explain_command(view: RunView, task_id: str, trial_index: int | None) -> str:
+def explain_command(view: RunView, task_id: str | None, trial_index: int | None) -> str:
     """The `evalbatch explain` command that shows why a trial of `view` graded as it did: the
     run's grading options when they are not the defaults, ids shell-quoted. EVENTS and SUITES
     stand for what `evalbatch run` was given (the output directory does not record paths)."""
@@ -38,7 +47,8 @@ def explain_command(view: RunView, task_id: str, trial_index: int | None) -> str
     on_miss = view.options.get("on_miss_default")
     if on_miss is not None and on_miss != defaults.on_miss_default:
         words += ["--on-miss-default", str(on_miss)]
-    words += ["--task-id", task_id]
+    if task_id is not None:
+        words += ["--task-id", task_id]
     if trial_index is not None:
         words += ["--trial", str(trial_index)]
     return shlex.join(words)
@@ -75,13 +85,21 @@ def run_section(view: RunView, views_by_id: dict[str, RunView]) -> str:
         + num_cell(f.gating_score, fmt(f.gating_score))
         + f'<td><code class="cmd">{esc(explain_command(view, f.task_id, f.trial_index))}</code>'
         "</td></tr>"
-        for f in view.failing
+        for f in view.failing[:MAX_FAILING_ROWS]
     ]
     failing_table = (
         table(("task", "trial", "reason", "score", "gating", "explain it"), rows, (1, 3, 4))
         if rows
         else ""
     )
+    if len(view.failing) > MAX_FAILING_ROWS:
+        rest = len(view.failing) - MAX_FAILING_ROWS
+        every = explain_command(view, None, None)
+        failing_table += (
+            f'<p class="drawn">The first {MAX_FAILING_ROWS} failing trials; '
+            f'{esc(quantity(rest, "more"))}: <code class="cmd">{esc(every)}</code> explains '
+            "every trial of the run.</p>"
+        )
     return (
         f'<article class="run" id="{view.anchor}"><h3><code>{esc(view.run_id)}</code> '
         f"{result}</h3><p>{' · '.join(facts)}</p>{failing_table}</article>"
@@ -99,8 +117,29 @@ REASON_LEGEND = (
 )
 
 
-def by_run_section(views: Sequence[RunView]) -> str:
-    """The Run by run section: the reason codes explained, then each run's section."""
+def more_runs(views: Sequence[RunView], shown: Picked) -> str:
+    """Where the runs without a section of their own are, and the commands that show one: the
+    target of their links (`#more-runs`, the run's id filled in by the page's script)."""
+    rest = len(views) - len(shown.views)
+    template = "evalbatch report OUT_DIR --run-id RUN --out run.html"
+    return (
+        '<div id="more-runs" class="more"><h3>The other runs</h3>'
+        f"<p>{esc(quantity(rest, 'run'))} {'has' if rest == 1 else 'have'} no section here "
+        f"(this page shows {esc(shown.described or 'the runs named')} in full, so it opens in "
+        "seconds however many runs a night holds): each is a row of the runs table, and every "
+        "run is in <code>runs.parquet</code>, <code>tasks.parquet</code> and "
+        "<code>trials.parquet</code>. One run in full: "
+        f'<code class="cmd" id="more-runs-command" data-template="{esc(template)}">'
+        f'{esc(template)}</code> (the page of that run), or <code class="cmd">evalbatch '
+        "explain EVENTS --suites SUITES --run-id RUN</code> (its trials call by call); any "
+        'question of every run: <code class="cmd">evalbatch sql OUT_DIR</code>.</p></div>'
+    )
+
+
+def by_run_section(views: Sequence[RunView], shown: Picked) -> str:
+    """The Run by run section: the reason codes explained, then the section of each run shown
+    in full (`shown`: every run when they fit, else the worst or the runs named), then where
+    the others are."""
     views_by_id = {v.run_id: v for v in views}
     return (
         '<section id="by-run" aria-labelledby="by-run-h"><h2 id="by-run-h">Run by run</h2>'
@@ -108,22 +147,31 @@ def by_run_section(views: Sequence[RunView]) -> str:
         "shows the detail: expected and observed calls and the check that failed. EVENTS and "
         "SUITES stand for the event logs and suite files given to <code>evalbatch run</code>. "
         "Its output names tools and arguments, so it is for the team's own eyes and is not in "
-        "this page.</p>" + "".join(run_section(v, views_by_id) for v in views) + "</section>"
+        "this page.</p>"
+        + "".join(run_section(v, views_by_id) for v in shown.views)
+        + (more_runs(views, shown) if len(shown.views) < len(views) else "")
+        + "</section>"
     )
 
 
-def tasks_section(views: Sequence[RunView]) -> str:
-    """The Tasks section: every task of every run, folded under a <details>."""
+def tasks_section(views: Sequence[RunView], shown: Picked) -> str:
+    """The Tasks section: every task of each run shown in full, folded under a <details>."""
+    which = (
+        "Every task of every run"
+        if len(shown.views) == len(views)
+        else f"Every task of {shown.described} (every run's: tasks.parquet)"
+    )
     return (
         '<section id="tasks" aria-labelledby="tasks-h"><h2 id="tasks-h">Tasks</h2>'
-        "<details><summary>Every task of every run</summary>"
-        + tasks_table(views)
+        f"<details><summary>{esc(which)}</summary>"
+        + tasks_table(shown.views)
         + "</details></section>"
     )
 
 
 def tasks_table(views: Sequence[RunView]) -> str:
-    """One row per task of each run, in the views' order: scores, counts, cost, latency."""
+    """One row per task of each run, in the views' order: scores, counts, cost, latency; a
+    run of more than MAX_TASKS_LISTED tasks lists its lowest-scoring, and says so."""
     head = (
         "<tr><th>suite</th><th>task</th><th class=num>score</th><th class=num>gating</th>"
         "<th>result</th><th class=num>passed/n</th><th class=num>pass@k</th>"
@@ -132,7 +180,13 @@ def tasks_table(views: Sequence[RunView]) -> str:
     )
     rows = []
     for view in views:
-        for t in view.tasks:
+        picked = pick_tasks(view.tasks, MAX_TASKS_LISTED, task_by_score, "lowest-scoring")
+        if picked.described:
+            rows.append(
+                f'<tr><td colspan="12" class="drawn">{esc(view.label)}: {esc(picked.described)}'
+                " (every task: <code>tasks.parquet</code>)</td></tr>"
+            )
+        for t in picked.tasks:
             matched = t.get("trajectory_matched")
             rows.append(
                 "<tr>"

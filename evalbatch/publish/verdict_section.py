@@ -12,11 +12,13 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from evalbatch.publish.page_markup import esc, fmt, num_cell, quantity, run_link, run_ref, table
-from evalbatch.publish.report_views import REASONS, RegressionView, RunView
-from evalbatch.publish.worst_runs import by_score, regressions_first
+from evalbatch.publish.report_views import REASONS, FailingTask, RegressionView, RunView
+from evalbatch.publish.worst_runs import MAX_REGRESSIONS, by_score, regressions_first
 
-#: rows of a verdict table shown open; the rest fold under a <details>
+#: rows of a verdict table shown open; the rest fold under a <details>, at most FOLDED_ROWS of
+#: them (a suite of 1,000 failing tasks lists its worst 200; the rest is `evalbatch sql` away)
 VERDICT_ROWS = 10
+FOLDED_ROWS = 200
 
 
 def _folded(
@@ -29,10 +31,19 @@ def _folded(
     if len(rows) <= VERDICT_ROWS:
         return shown
     rest = quantity(len(rows) - VERDICT_ROWS, f"more {more}")
+    folded = rows[VERDICT_ROWS : VERDICT_ROWS + FOLDED_ROWS]
+    cut = len(rows) - VERDICT_ROWS - len(folded)
+    told = (
+        f'<p class="drawn">The next {len(folded)} are listed; {esc(quantity(cut, "more"))} '
+        "are in the output's tables (<code>evalbatch sql OUT_DIR</code>).</p>"
+        if cut
+        else ""
+    )
     return (
         shown
         + f"<details><summary>{esc(rest)}</summary>"
-        + table(head, rows[VERDICT_ROWS:], numeric)
+        + table(head, folded, numeric)
+        + told
         + "</details>"
     )
 
@@ -82,10 +93,16 @@ def _regressions_part(items: Sequence[RegressionView], views_by_id: dict[str, Ru
         + num_cell(i.block["scoreDelta"], f"{float(i.block['scoreDelta']):+.3f}")
         + f"<td class=num>{_interval(i)}</td><td>{esc(i.block['method'])}</td>"
         f"<td class=num>{esc(i.block['pairedTaskCount'])}</td></tr>"
-        for i in regressed
+        for i in regressed[:MAX_REGRESSIONS]
     ]
     head = ("candidate run", "suite", "baseline run", "score delta", "interval", "method", "tasks")
     folded = _folded(head, rows, "regression", (3, 4, 6)) if rows else ""
+    if len(regressed) > MAX_REGRESSIONS:
+        rest = quantity(len(regressed) - MAX_REGRESSIONS, "more regressed run")
+        folded += (
+            f'<p class="drawn">{esc(rest)}: the <a href="#runs">runs table</a> (filter '
+            "<code>regressed</code>) and <code>runs.parquet</code> hold them.</p>"
+        )
     return '<h3 id="regressions">Regressions</h3>' + told + folded
 
 
@@ -122,34 +139,15 @@ def _failing_suites_part(views: Sequence[RunView]) -> str:
     )
 
 
-def _failing_tasks_part(views: Sequence[RunView]) -> str:
+def _failing_tasks_part(views: Sequence[RunView], failing: Sequence[FailingTask]) -> str:
     runs_of: Counter[str] = Counter(v.suite for v in views)
-    failed_in: dict[tuple[str, str], list[RunView]] = {}
-    reasons: dict[tuple[str, str], Counter[str]] = {}
-    for view in sorted(views, key=by_score):
-        for task in view.tasks:
-            if task["passed"]:
-                continue
-            key = (view.suite, task["task_id"])
-            failed_in.setdefault(key, []).append(view)
-            counted = reasons.setdefault(key, Counter())
-            for failing in view.failing:
-                if failing.task_id == task["task_id"]:
-                    counted[failing.reason] += failing.count
-    order = sorted(
-        failed_in,
-        key=lambda key: (-len(failed_in[key]), -sum(reasons[key].values()), key),
-    )
-    rows = []
-    for key in order:
-        suite, task_id = key
-        runs = failed_in[key]
-        rows.append(
-            f"<tr><td>{esc(task_id)}</td><td>{esc(suite)}</td>"
-            + num_cell(len(runs), f"{len(runs)} of {quantity(runs_of[suite], 'run')}")
-            + f"<td>{_reason_counts(reasons[key]) or 'no failed trial'}</td>"
-            f"<td>{_links(runs)}</td></tr>"
-        )
+    rows = [
+        f"<tr><td>{esc(task.task_id)}</td><td>{esc(task.suite)}</td>"
+        + num_cell(len(task.runs), f"{len(task.runs)} of {quantity(runs_of[task.suite], 'run')}")
+        + f"<td>{_reason_counts(task.reasons) or 'no failed trial'}</td>"
+        f"<td>{_links(task.runs)}</td></tr>"
+        for task in failing
+    ]
     if not rows:
         return '<h3 id="failing-tasks">Failing tasks</h3><p>None: every task passed.</p>'
     return (
@@ -165,15 +163,15 @@ def _failing_tasks_part(views: Sequence[RunView]) -> str:
     )
 
 
-def verdict_section(views: Sequence[RunView], items: Sequence[RegressionView]) -> str:
+def verdict_section(
+    views: Sequence[RunView], items: Sequence[RegressionView], failing: Sequence[FailingTask]
+) -> str:
     """The section the page opens with: one line of verdict, then regressions, failing suites
-    and failing tasks, each worst first."""
+    and failing tasks (`report_views.failing_tasks`), each worst first."""
     views_by_id = {v.run_id: v for v in views}
     regressed = sum(i.block["verdict"] == "regressed" for i in items)
     failed = sum(not v.summary["passed"] for v in views)
-    failing_tasks = len(
-        {(v.suite, t["task_id"]) for v in views for t in v.tasks if not t["passed"]}
-    )
+    failing_tasks = len(failing)
     parts = [
         quantity(regressed, "regression") if regressed else "no regression",
         f"{failed} of {quantity(len(views), 'suite run')} failed"
@@ -188,6 +186,6 @@ def verdict_section(views: Sequence[RunView], items: Sequence[RegressionView]) -
         f'<p id="verdict-lead" class="lead {state}">{esc(lead[:1].upper() + lead[1:])}</p>'
         + _regressions_part(items, views_by_id)
         + _failing_suites_part(views)
-        + _failing_tasks_part(views)
+        + _failing_tasks_part(views, failing)
         + "</section>"
     )

@@ -11,15 +11,28 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evalbatch.publish.report_views import RegressionView, RunView
+if TYPE_CHECKING:  # the limits load with the command line, which loads no data library
+    from evalbatch.publish.report_views import RegressionView, RunView
 
 #: runs drawn in a per-task chart, and in a per-run chart; the tables hold every run
 MAX_TASK_RUNS = 12
 MAX_RUNS = 30
 #: regression charts drawn, the largest drops first; the verdict lists every regression
 MAX_REGRESSION_CHARTS = 6
+#: regressions listed in the verdict, each with its recomputed interval (issue 27: a night of
+#: 10,000 candidates recomputes these, not 10,000 comparisons); the rest are in the runs table
+MAX_REGRESSIONS = 50
+#: runs shown in full (their failing trials and tasks) when none is named: the lowest-scoring;
+#: every other run is one row of the runs table (issue 27)
+DETAIL_RUNS = 50
+
+
+#: tasks drawn for a run in a per-task chart, and listed for a run in the Tasks table: a suite
+#: of 1,000 tasks draws its worst, not 1,000 bars a run (issue 27)
+MAX_TASKS_DRAWN = 20
+MAX_TASKS_LISTED = 100
 
 
 def by_score(view: RunView) -> tuple[Any, ...]:
@@ -67,4 +80,50 @@ def regressions_first(items: Sequence[RegressionView]) -> list[RegressionView]:
             float(i.block["scoreDelta"]),
             i.candidate.run_id,
         ),
+    )
+
+
+def detail_views(
+    views: Sequence[RunView], limit: int = DETAIL_RUNS, named: Sequence[str] = ()
+) -> Picked:
+    """The runs the page shows in full: the runs `named` (`report --run-id`), in runId order,
+    else the `limit` lowest-scoring (`by_score`), all of them when they fit."""
+    if named:
+        wanted = set(named)
+        return Picked([v for v in views if v.run_id in wanted], "the runs named")
+    return pick(views, limit, by_score, "lowest-scoring")
+
+
+def task_by_score(task: dict[str, Any]) -> tuple[Any, ...]:
+    """Worst first: failed tasks, then the lowest score, then the suite's order."""
+    return (bool(task["passed"]), float(task["score"] or 0.0), task["task_pos"])
+
+
+def task_by_cost(task: dict[str, Any]) -> tuple[Any, ...]:
+    return (-float(task.get("cost_usd") or 0.0), task["task_pos"])
+
+
+@dataclass(frozen=True)
+class PickedTasks:
+    """A run's tasks to show, in the suite's order, and, when they are only some, which
+    ("the 20 lowest-scoring of 1,000 tasks"; empty when they are all)."""
+
+    tasks: list[dict[str, Any]]
+    described: str = ""
+
+
+def pick_tasks(
+    tasks: Sequence[dict[str, Any]],
+    limit: int,
+    rank: Callable[[dict[str, Any]], tuple[Any, ...]],
+    which: str,
+) -> PickedTasks:
+    """All of a run's `tasks` when they fit, else its `limit` worst by `rank`, in the suite's
+    order (`task_pos`) so a chart's rows read as the suite does."""
+    if len(tasks) <= limit:
+        return PickedTasks(list(tasks))
+    worst = sorted(tasks, key=rank)[:limit]
+    return PickedTasks(
+        sorted(worst, key=lambda t: t["task_pos"]),
+        f"the {limit} {which} of {len(tasks):,} tasks",
     )
