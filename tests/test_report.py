@@ -45,6 +45,7 @@ from tests.conftest import (
     SAMPLES,
     T0,
     RunLog,
+    generated_log,
     make_suite,
     standard_run,
     write_events,
@@ -742,3 +743,38 @@ def test_issue17_item6_explain_command_carries_the_runs_options(tmp_path: Path) 
     assert {run_id for run_id, _, _ in found} == set(anchors)
     for run_id, _, words in found:
         assert words[5:9] == ["--run-id", run_id, "--default-pass-score", "0.5"]
+
+
+def test_issue27_runs_of_many_tasks_draw_and_list_their_worst(tmp_path: Path) -> None:
+    """Issue 27 / E-106: a run of 250 tasks draws its 20 lowest-scoring (task scores) and 20
+    costliest (cost) in the per-task charts, in the suite's order, and its heading says which;
+    the Tasks table lists its 100 lowest-scoring and says so; the verdict's failing tasks list
+    10 rows open and 200 folded, and count the rest."""
+    events, suites = generated_log(tmp_path, runs=2, tasks=250, trials=2)
+    out = tmp_path / "out"
+    api.write_outputs([events], out, [suites])
+    page = reporting.write_report(out)[0].read_text(encoding="utf-8")
+    tasks = pl.read_parquet(out / "tasks.parquet")
+    ranks = {
+        "task-scores": ("lowest-scoring", ["passed", "score", "task_pos"], [False, False, False]),
+        "cost": ("costliest", ["cost_usd", "task_pos"], [True, False]),
+    }
+    for anchor, (which, keys, descending) in ranks.items():
+        svg = _element(page, anchor)
+        drawn: set[str] = set()
+        for (run_id,), of_run in tasks.group_by("run_id"):
+            picked = of_run.sort(keys, descending=descending).head(worst_runs.MAX_TASKS_DRAWN)
+            drawn |= set(picked["task_id"])
+            title = f"{run_id} ("
+            assert title in svg and f"the 20 {which} of 250 tasks" in svg, anchor
+        assert set(re.findall(r">(task-\d{3})</text>", svg)) == drawn, anchor
+    listed = html.unescape(_element(page, "tasks"))
+    assert listed.count(f"the {worst_runs.MAX_TASKS_LISTED} lowest-scoring of 250 tasks") == 2
+    assert "at most 100 a run" in listed
+    assert len(re.findall(r"<tr><td>", _element(page, "tasks"))) == 2 * worst_runs.MAX_TASKS_LISTED
+    failing = tasks.filter(~pl.col("passed"))["task_id"].n_unique()
+    assert failing > verdict_section.VERDICT_ROWS + verdict_section.FOLDED_ROWS
+    part = _element(page, "failing-tasks")
+    rest = failing - verdict_section.VERDICT_ROWS - verdict_section.FOLDED_ROWS
+    assert f"The next {verdict_section.FOLDED_ROWS} are listed; {rest} more are in" in part
+    assert part.count("<tr><td>") == verdict_section.VERDICT_ROWS + verdict_section.FOLDED_ROWS

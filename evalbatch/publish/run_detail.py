@@ -159,8 +159,10 @@ def tasks_section(views: Sequence[RunView], shown: Picked) -> str:
     which = (
         "Every task of every run"
         if len(shown.views) == len(views)
-        else f"Every task of {shown.described} (every run's: tasks.parquet)"
+        else f"Every task of {shown.described or 'the runs named'} (every run's: tasks.parquet)"
     )
+    if any(len(view.tasks) > MAX_TASKS_LISTED for view in shown.views):
+        which += f", at most {MAX_TASKS_LISTED} a run"
     return (
         '<section id="tasks" aria-labelledby="tasks-h"><h2 id="tasks-h">Tasks</h2>'
         f"<details><summary>{esc(which)}</summary>"

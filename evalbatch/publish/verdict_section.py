@@ -34,8 +34,9 @@ def _folded(
     folded = rows[VERDICT_ROWS : VERDICT_ROWS + FOLDED_ROWS]
     cut = len(rows) - VERDICT_ROWS - len(folded)
     told = (
-        f'<p class="drawn">The next {len(folded)} are listed; {esc(quantity(cut, "more"))} '
-        "are in the output's tables (<code>evalbatch sql OUT_DIR</code>).</p>"
+        f'<p class="drawn">The next {len(folded)} are listed; {cut} more '
+        f"{'is' if cut == 1 else 'are'} in the output's tables "
+        "(<code>evalbatch sql OUT_DIR</code>).</p>"
         if cut
         else ""
     )
