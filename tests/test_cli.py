@@ -145,16 +145,15 @@ def test_s4_console_script_run_samples(console: dict[str, Any]) -> None:
         assert (out / f"{name}.parquet").is_file()
 
 
-def test_s4_run_quiet_prints_only_where_outputs_went(
+def test_s4_run_quiet_prints_nothing_on_a_clean_run(
     tmp_path: Path, suite_dir: Path, events_file: Path
 ) -> None:
-    """`--quiet`: print only where the outputs went."""
+    """`--quiet` (issue 27): nothing on stdout or stderr on a clean run; the outputs are there."""
     out = tmp_path / "out"
     result = invoke("run", events_file, "--suites", suite_dir, "--out", out, "--quiet")
     assert result.exit_code == 0
-    assert result.stdout.splitlines() == [
-        f"wrote 1 summary to {out / 'summaries.jsonl'} and tables to {out}/"
-    ]
+    assert result.stdout == "" and result.stderr == ""
+    assert len((out / "summaries.jsonl").read_text(encoding="utf-8").splitlines()) == 1
 
 
 # --------------------------------------------------------------------------------------------

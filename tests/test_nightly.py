@@ -243,11 +243,13 @@ def test_cli_incremental_says_what_it_graded(night: dict[str, Path]) -> None:
     """E-50 (incremental runs)."""
     out = night["root"] / "out"
     args = [str(night["events"]), "--suites", str(night["suites"]), "--out", str(out)]
-    code, stdout, _ = _main("run", *args, "--incremental", "--quiet")
+    code, stdout, _ = _main("run", *args, "--incremental")
     assert code == 0
     assert "full regrade: graded 8 new or changed eval runs, kept 0 unchanged" in stdout
-    code, stdout, _ = _main("run", *args, "--incremental", "--quiet")
+    code, stdout, _ = _main("run", *args, "--incremental")
     assert "incremental: graded 0 new or changed eval runs, kept 8 unchanged" in stdout
+    code, stdout, stderr = _main("run", *args, "--incremental", "--quiet")
+    assert code == 0 and stdout == "" and stderr == ""  # issue 27: a clean night mails nothing
 
 
 # --------------------------------------------------------------------------------------------

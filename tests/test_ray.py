@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from evalbatch import api
 from evalbatch.cli import cli
+from tests.conftest import run_evalbatch
 from tests.test_scale import OUTPUTS, SAMPLES, generated  # noqa: F401  (fixture)
 
 #: a slow family (a Ray cluster):
@@ -72,3 +73,17 @@ def test_ray_engine_shards_by_run(tmp_path: Path) -> None:
     graded = sorted(run for part in parts for run in part.outcomes)
     assert graded == sorted(api.grade_paths(paths, [SAMPLES / "suites"]).summaries)
     assert len(graded) == len(set(graded))  # no run split across shards
+
+
+def test_issue27_ray_engine_quiet_prints_nothing(tmp_path: Path) -> None:
+    """Issue 27: `run --engine ray -q`, as a cron job runs it (its own process, a local Ray it
+    starts itself, no terminal), prints nothing on a clean run: no Ray INFO line, no token
+    warning, no progress; the outputs are the local engine's."""
+    inputs = [SAMPLES / "events", "--suites", SAMPLES / "suites"]
+    ran = run_evalbatch("run", *inputs, "--out", tmp_path / "ray", "--engine", "ray", "-q")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.stdout == "" and ran.stderr == ""
+    local = run_evalbatch("run", *inputs, "--out", tmp_path / "local", "-q")
+    assert local.returncode == 0 and local.stdout == "" and local.stderr == ""
+    for name in OUTPUTS:
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()

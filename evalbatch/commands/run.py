@@ -65,7 +65,10 @@ if TYPE_CHECKING:
     "instead of stopping with exit code 2 and leaving OUT as it was.",
 )
 @filters.run_filter_options
-@quiet_option("Print only where the outputs went: no progress bar, runs table or problem lines.")
+@quiet_option(
+    "Print nothing on a clean run: no progress bar, runs table, problem lines or where the "
+    "outputs went; errors still reach stderr and the exit code tells the outcome."
+)
 @click.option(
     "--json",
     "as_json",
@@ -122,7 +125,7 @@ def run(
         )
     finally:
         bar.close()
-    if report.stale_lock is not None:
+    if report.stale_lock is not None:  # a crashed night is told even with -q
         click.echo(
             f"  note: took over the lock of a run that is gone ({report.stale_lock})", err=True
         )
@@ -132,6 +135,8 @@ def run(
             printing.print_skipped(report.problems)
         click.echo(json.dumps(_document(report, out_dir, incremental, graded), indent=2))
         sys.exit(report.exit_code)
+    if quiet:  # quiet is quiet: a nightly job's cron mails nothing on a clean night
+        sys.exit(report.exit_code)
     if incremental:
         how = "full regrade" if report.full_regrade else "incremental"
         why = f" ({report.regrade_reason})" if report.regrade_reason else ""
@@ -139,9 +144,8 @@ def run(
             f"{how}: graded {printing.plural(graded, 'new or changed eval run')}, "
             f"kept {report.carried_runs} unchanged{why}"
         )
-    if not quiet:
-        printing.print_runs(report.runs)
-        printing.print_problems(report.problems)
+    printing.print_runs(report.runs)
+    printing.print_problems(report.problems)
     click.echo(
         f"wrote {printing.plural(report.summary_count, 'summary')} to "
         f"{printable(report.written['summaries'])} and tables to {printable(Path(out_dir))}/"

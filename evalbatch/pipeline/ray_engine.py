@@ -8,6 +8,7 @@ Needs the optional extra: `pip install 'evalbatch[ray]'`.
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 from typing import Any
@@ -28,6 +29,18 @@ def _ray() -> Any:
     return ray
 
 
+def _quiet(ray: Any) -> None:
+    """Ray's own lines stay off the terminal: its INFO and WARNING log lines (a local instance
+    started, a token set up, a dataset's plan), Ray Data's progress bars and the progress it
+    logs when stdout is not a terminal. evalbatch says what it did itself; Ray's errors still
+    reach stderr, and its logs are still in its session directory (issue 27)."""
+    for name in ("ray", "ray.data"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    context.print_on_execution_start = False
+
+
 def grade_shards(
     paths: list[str],
     choices: dict[tuple[str, str], suites.SuiteChoice],
@@ -38,8 +51,14 @@ def grade_shards(
 ) -> tuple[event_files.BatchPlan, list[Any]]:
     """Grade every shard on Ray (a running cluster at `address`, else a local one)."""
     ray = _ray()
+    _quiet(ray)
     if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.ERROR,
+        )
     paths = [os.path.abspath(p) for p in paths]
     con = trial_tables.connect()
     try:
