@@ -260,7 +260,9 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def child(name: str, command: list[str]) -> tuple[float, float, str]:
+def child(
+    name: str, command: list[str], env: dict[str, str] | None = None
+) -> tuple[float, float, str]:
     """Run one stage as a child process: (wall seconds, peak RSS in MB from wait4, its stdout).
 
     Its output goes to temporary files, so a chatty child never blocks on a full pipe; a child
@@ -268,7 +270,7 @@ def child(name: str, command: list[str]) -> tuple[float, float, str]:
     """
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
-        proc = subprocess.Popen(command, cwd=ROOT, env=child_env(), stdout=out, stderr=err)
+        proc = subprocess.Popen(command, cwd=ROOT, env=env or child_env(), stdout=out, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - started
         proc.returncode = code = os.waitstatus_to_exitcode(status)
