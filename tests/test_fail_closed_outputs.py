@@ -152,7 +152,6 @@ def test_issue14_e70_allow_empty_writes_empty_outputs_and_exits_0(
         "--since",
         "2030-01-01",
         "--allow-empty",
-        "--quiet",
     )
     assert code == 0, stderr
     assert "wrote 0 summaries" in stdout
@@ -239,12 +238,14 @@ def test_issue14_e71_damaged_previous_outputs_mean_a_full_regrade_saying_why(
     args = ["run", nights["tonight"], "--suites", nights["suites"], "--out", out, "--quiet"]
     code, stdout, stderr = run_main(monkeypatch, capsys, *args, "--incremental")
     assert code == 0, stderr
-    assert "full regrade: graded 5 new or changed eval runs, kept 0 unchanged (" in stdout
-    assert reason in stdout
+    # with --quiet the reason is still told, on stderr (E-107); stdout stays empty
+    assert stdout == ""
+    assert "note: full regrade: graded 5 new or changed eval runs, kept 0 unchanged (" in stderr
+    assert reason in stderr
     fresh = tmp_path / "fresh"
     api.write_outputs([nights["tonight"]], fresh, [nights["suites"]])
     assert read_outputs(out) == read_outputs(fresh)
-    code, stdout, _ = run_main(monkeypatch, capsys, *args, "--incremental")
+    code, stdout, _ = run_main(monkeypatch, capsys, *args[:-1], "--incremental")
     assert "incremental: graded 0 new or changed eval runs, kept 5 unchanged" in stdout
 
 

@@ -135,15 +135,19 @@ def run(
             printing.print_skipped(report.problems)
         click.echo(json.dumps(_document(report, out_dir, incremental, graded), indent=2))
         sys.exit(report.exit_code)
-    if quiet:  # quiet is quiet: a nightly job's cron mails nothing on a clean night
-        sys.exit(report.exit_code)
     if incremental:
         how = "full regrade" if report.full_regrade else "incremental"
         why = f" ({report.regrade_reason})" if report.regrade_reason else ""
-        click.echo(
+        line = (
             f"{how}: graded {printing.plural(graded, 'new or changed eval run')}, "
             f"kept {report.carried_runs} unchanged{why}"
         )
+        if not quiet:
+            click.echo(line)
+        elif report.regrade_reason:  # previous outputs failed a check (E-71): told even with -q
+            click.echo(f"note: {line}", err=True)
+    if quiet:  # quiet is quiet: a nightly job's cron mails nothing on a clean night (E-107)
+        sys.exit(report.exit_code)
     printing.print_runs(report.runs)
     printing.print_problems(report.problems)
     click.echo(
