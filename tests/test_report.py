@@ -34,6 +34,7 @@ from evalbatch.publish import (
     comparison_charts,
     report_views,
     runs_table,
+    svg_figures,
     verdict_section,
     worst_runs,
 )
@@ -772,9 +773,85 @@ def test_issue27_runs_of_many_tasks_draw_and_list_their_worst(tmp_path: Path) ->
     assert listed.count(f"the {worst_runs.MAX_TASKS_LISTED} lowest-scoring of 250 tasks") == 2
     assert "at most 100 a run" in listed
     assert len(re.findall(r"<tr><td>", _element(page, "tasks"))) == 2 * worst_runs.MAX_TASKS_LISTED
+    # a run named by --run-id is shown whole: every one of its 250 tasks
+    named = str(tasks["run_id"][0])
+    whole = reporting.write_report(out, tmp_path / "named.html", run_ids=[named])[1].html
+    assert len(re.findall(r"<tr><td>", _element(whole, "tasks"))) == 250
+    assert "at most" not in _element(whole, "tasks")
     failing = tasks.filter(~pl.col("passed"))["task_id"].n_unique()
     assert failing > verdict_section.VERDICT_ROWS + verdict_section.FOLDED_ROWS
     part = _element(page, "failing-tasks")
     rest = failing - verdict_section.VERDICT_ROWS - verdict_section.FOLDED_ROWS
     assert f"The next {verdict_section.FOLDED_ROWS} are listed; {rest} more are in" in part
     assert part.count("<tr><td>") == verdict_section.VERDICT_ROWS + verdict_section.FOLDED_ROWS
+
+
+def test_issue27_a_regression_of_many_tasks_draws_those_that_changed_most(
+    samples_out: Path,
+) -> None:
+    """Issue 27 / E-106: a regression block over 400 paired tasks draws the MAX_PAIRED_DRAWN that
+    changed most (its mean over all of them), and says so; not 400 rows."""
+    out = outdir.load(samples_out, ("tasks", "trials"))
+    (view, *_) = report_views.run_views(out)
+    differences = [(f"task-{n:03d}", (n % 21 - 10) / 10) for n in range(400)]
+    block = {
+        "verdict": "regressed",
+        "method": "paired-bootstrap",
+        "alpha": 0.05,
+        "pairedTaskCount": 400,
+        "scoreDelta": -0.05,
+        "baselineRunId": "acme/base",
+    }
+    item = report_views.RegressionView(view, block, differences, None, "")
+    with svg_figures.chart_style():
+        chart = comparison_charts.chart_regression(item, 1)
+    limit = comparison_charts.MAX_PAIRED_DRAWN
+    assert f"Drawn: the {limit} tasks that changed most of 400 paired tasks" in chart.caption
+    labels = set(re.findall(r">(task-\d{3})</text>", chart.svg))
+    assert len(labels) == limit
+    assert all(abs((int(t[5:]) % 21 - 10) / 10) == 1.0 for t in labels)  # the largest |change|
+    mean = sum(d for _, d in differences) / len(differences)
+    assert f"mean difference {mean:+.3f}" in chart.svg
+
+
+def test_issue27_a_trend_of_many_runs_draws_the_latest(tmp_path: Path) -> None:
+    """Issue 27 / E-106: a suite graded 250 times draws its last MAX_TREND_RUNS runs in its
+    trend chart, and says so."""
+    runs = 250
+    series = pl.DataFrame(
+        {
+            "suite_id": ["acme.suite"] * runs,
+            "run_id": [f"acme/run-{n:04d}" for n in range(runs)],
+            "started_at": [T0 + timedelta(hours=n) for n in range(runs)],
+            "score": [0.5] * runs,
+            "passed_trials": [1] * runs,
+            "trials": [2] * runs,
+        }
+    )
+    with svg_figures.chart_style():
+        (chart,) = comparison_charts.chart_trends(series)
+    latest = comparison_charts.MAX_TREND_RUNS
+    assert f"Drawn: its last {latest} of 250 runs" in chart.caption
+    assert f"over {latest} runs from {T0 + timedelta(hours=runs - latest):%Y-%m-%d}" in chart.alt
+
+
+def test_issue27_runs_data_holds_no_nan(tmp_path: Path) -> None:
+    """Issue 27 / E-84: a hand-edited summary's NaN cost is null in the runs table's data, which
+    stays strict JSON the page's script can parse."""
+    out = tmp_path / "out"
+    api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES])
+    lines = (out / "summaries.jsonl").read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    first["summary"]["totalCostUsd"] = float("nan")
+    lines[0] = json.dumps(first)
+    (out / "summaries.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    page = reporting.write_report(out)[0].read_text(encoding="utf-8")
+    data = re.search(r'id="runs-data">(.*?)</script>', page, re.S)
+    assert data is not None
+
+    def reject(name: str) -> None:
+        raise AssertionError(f"{name} in the runs data")
+
+    parsed = json.loads(data.group(1), parse_constant=reject)
+    costs = {row[1]: row[12] for row in parsed["runs"]}
+    assert costs[first["runId"]] is None

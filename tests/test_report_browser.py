@@ -146,6 +146,7 @@ SAMPLE_LAYOUT = """
     height: doc.documentElement.scrollHeight,
     headings: [...doc.querySelectorAll("h2")].map(h => h.textContent),
     count: doc.getElementById("runs-count").textContent,
+    filterBar: !!doc.getElementById("runs-filter"),
     errors: errors,
   };
 """
@@ -169,7 +170,7 @@ def test_report_renders_in_headless_chromium(all_page: Path, tmp_path: Path) -> 
     assert laid_out["headings"][:2] == ["Verdict", "Runs"]
     assert laid_out["headings"][2].startswith("Regression: ")
     assert laid_out["headings"][3] == "Suite results"
-    assert laid_out["count"] == "1–5 of 5 runs"
+    assert laid_out["count"] == "1–5 of 5 runs" and laid_out["filterBar"]
     assert len(laid_out["charts"]) == len(SAMPLE_CHARTS) + 1
     for chart in laid_out["charts"]:
         assert chart["width"] >= 800, chart
@@ -311,9 +312,11 @@ def test_issue17_item6_runs_table_sorts_and_filters_in_chromium(
 # --------------------------------------------------------------------------------------------
 # A night of 10,000 runs (issue 27)
 
-#: runs in the night; few tasks a run, since the runs table and the links are under test here
-#: (the page at 20 tasks × 3 trials a run is measured by bench/report_scale.py)
+#: runs in the night, of the benchmark's shape A (20 tasks × 3 trials a run, graded here on
+#: scores alone); the times are measured by bench/report_scale.py, never by a test
 LARGE_NIGHT_RUNS = 10_000
+#: the page's size at that night (issue 27)
+LARGE_NIGHT_PAGE_BYTES = 5_000_000
 
 LARGE_NIGHT_PROBE = """
   const table = doc.getElementById("runs-table");
@@ -384,13 +387,15 @@ LARGE_NIGHT_PROBE = """
 def large_night(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, Any]]:
     """10,000 generated runs graded, their report, and what Chromium did with it."""
     root = tmp_path_factory.mktemp("large-night")
-    events, suites = generated_log(root, runs=LARGE_NIGHT_RUNS, tasks=4, trials=2)
+    events, suites = generated_log(root, runs=LARGE_NIGHT_RUNS, tasks=20, trials=3)
     # graded on scores alone, so some runs pass and some fail (most fail on their tool path)
     suite = json.loads((suites / "bench.json").read_text())
     for task in suite["tasks"]:
-        task["expected"].pop("trajectory")
+        task["expected"].pop("trajectory", None)
         task["expected"]["kind"] = "golden"
+        task["expected"].setdefault("match", {"strategy": "contains", "value": "resolved"})
         task.pop("fixtures", None)
+    suite["thresholds"]["passScore"] = 0.8  # aggregates of about 0.86 ± 0.03: a few fail
     (suites / "bench.json").write_text(json.dumps(suite))
     out = root / "out"
     api.write_outputs([events], out, [suites])
@@ -401,11 +406,13 @@ def large_night(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, d
 def test_issue27_a_night_of_10000_runs_in_chromium(
     large_night: tuple[Path, Path, dict[str, Any]],
 ) -> None:
-    """Issue 27 at 10,000 runs: the verdict is on the first screen; the runs table draws a page
+    """Issue 27 at 10,000 runs × 20 tasks × 3 trials: the page is at most 5 MB; the verdict is on
+    the first screen; the runs table draws a page
     of rows from the embedded data, sorts and filters over all 10,000; every run's link leads to
     its section (the DETAIL_RUNS lowest-scoring) or to the command that writes it in full, which
     following the link fills in; no link on the page dangles."""
-    out, _, found = large_night
+    out, page_file, found = large_night
+    assert page_file.stat().st_size <= LARGE_NIGHT_PAGE_BYTES
     assert found["errors"] == []
     assert found["screen"] == list(SCREEN)
     assert 0 <= found["lead"]["top"] < found["lead"]["bottom"] <= SCREEN[1]

@@ -66,8 +66,8 @@ if TYPE_CHECKING:
 )
 @filters.run_filter_options
 @quiet_option(
-    "Print nothing on a clean run: no progress bar, runs table, problem lines or where the "
-    "outputs went; errors still reach stderr and the exit code tells the outcome."
+    "Print nothing on a clean run: no progress bar, runs table, totals or where the outputs "
+    "went; errors (the runs or files skipped) still reach stderr, and the exit code tells."
 )
 @click.option(
     "--json",
@@ -131,8 +131,7 @@ def run(
         )
     graded = report.runs.height - report.carried_runs
     if as_json:
-        if not quiet:
-            printing.print_skipped(report.problems)
+        printing.print_skipped(report.problems)  # errors, told even with -q (E-107)
         click.echo(json.dumps(_document(report, out_dir, incremental, graded), indent=2))
         sys.exit(report.exit_code)
     if incremental:
@@ -147,6 +146,7 @@ def run(
         elif report.regrade_reason:  # previous outputs failed a check (E-71): told even with -q
             click.echo(f"note: {line}", err=True)
     if quiet:  # quiet is quiet: a nightly job's cron mails nothing on a clean night (E-107)
+        printing.print_skipped(report.problems)  # but the runs it skipped are errors: told
         sys.exit(report.exit_code)
     printing.print_runs(report.runs)
     printing.print_problems(report.problems)

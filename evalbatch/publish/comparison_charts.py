@@ -2,9 +2,11 @@
 suite across nights (`--history`, issue 18 item 1).
 
 A regression chart draws each task's paired difference in gating score with the recomputed
-interval (E-48); at most MAX_REGRESSION_CHARTS are drawn, the largest drops first, and the
-verdict lists every regression. A trend chart draws a suite's mean task score and share of
-trials passed run by run, for the first MAX_TREND_CHARTS suites with two runs or more (E-96).
+interval (E-48), the MAX_PAIRED_DRAWN that changed most when there are more; at most
+MAX_REGRESSION_CHARTS are drawn, the largest drops first, and the verdict lists the
+MAX_REGRESSIONS largest. A trend chart draws a suite's mean task score and share of trials
+passed run by run (its last MAX_TREND_RUNS runs), for the first MAX_TREND_CHARTS suites with
+two runs or more (E-96, E-106).
 """
 
 from __future__ import annotations
@@ -28,10 +30,20 @@ from evalbatch.publish.svg_figures import (
     svg,
     task_label,
 )
-from evalbatch.publish.worst_runs import MAX_REGRESSION_CHARTS, regressions_first
+from evalbatch.publish.worst_runs import (
+    MAX_REGRESSION_CHARTS,
+    MAX_REGRESSIONS,
+    regressions_first,
+)
 
 #: suites given a trend chart (issue 18 item 1), in suiteId order; `evalbatch history` lists all
 MAX_TREND_CHARTS = 12
+#: runs of a suite a trend chart draws: its latest (a suite graded 10,000 times is not 10,000
+#: points); `evalbatch history` lists every run
+MAX_TREND_RUNS = 200
+#: paired tasks a regression chart draws: those that changed most; the mean and the interval
+#: are over every paired task
+MAX_PAIRED_DRAWN = 30
 
 
 def chart_trends(series: pl.DataFrame) -> list[Chart]:
@@ -58,7 +70,14 @@ def chart_trends(series: pl.DataFrame) -> list[Chart]:
             "`evalbatch history` lists every one."
         )
     charts = []
-    for number, (suite_id, runs) in enumerate(suites[:MAX_TREND_CHARTS], start=1):
+    for number, (suite_id, every_run) in enumerate(suites[:MAX_TREND_CHARTS], start=1):
+        runs = every_run.tail(MAX_TREND_RUNS)
+        latest = (
+            f" Drawn: its last {MAX_TREND_RUNS} of {every_run.height:,} runs; `evalbatch "
+            "history` lists every one."
+            if every_run.height > runs.height
+            else ""
+        )
         fig = figure(2.6)
         ax = fig.add_subplot()
         nights = list(range(runs.height))
@@ -87,6 +106,7 @@ def chart_trends(series: pl.DataFrame) -> list[Chart]:
                 f"Trend: {suite_id}",
                 f"The suite's {runs.height} runs{span}, in the order of the eval's start: the "
                 "mean task score (its aggregate score) and the share of its trials that passed."
+                + latest
                 + note,
                 alt,
                 svg(fig, alt, f"trend-{number}"),
@@ -99,7 +119,14 @@ def chart_regression(item: RegressionView, number: int, note: str = "") -> Chart
     """Paired per-task differences (candidate − baseline gating score) with the interval;
     `note` ends the caption (which blocks are drawn, when not all are)."""
     block = item.block
-    rows = sorted(item.differences, key=lambda d: (d[1], d[0]))
+    every = item.differences
+    changed = sorted(every, key=lambda d: (-abs(d[1]), d[0]))[:MAX_PAIRED_DRAWN]
+    rows = sorted(changed, key=lambda d: (d[1], d[0]))
+    if len(rows) < len(every):
+        note = (
+            f" Drawn: the {len(rows)} tasks that changed most of {len(every):,} paired tasks; "
+            "the mean and the interval are over all of them." + note
+        )
     fig = figure(0.3 * max(1, len(rows)) + 1.6)
     ax = fig.add_subplot()
     level = round(100 * (1 - float(block["alpha"])), 2)
@@ -109,8 +136,8 @@ def chart_regression(item: RegressionView, number: int, note: str = "") -> Chart
         ax.axvspan(low, high, color=BLUE, alpha=0.14, lw=0, label=f"{level:g}% interval")
     ax.axvline(0, color="#333333", lw=1)
     mean = comparison.mean_difference if comparison is not None else None
-    if mean is None and rows:
-        mean = sum(d for _, d in rows) / len(rows)
+    if mean is None and every:
+        mean = sum(d for _, d in every) / len(every)
     if mean is not None:
         ax.axvline(mean, color=BLUE, lw=2, label=f"mean difference {mean:+.3f}")
     for y, (_, diff) in enumerate(rows):
@@ -163,7 +190,8 @@ def regression_charts(
     if len(ordered) > len(drawn):
         note = (
             f" Drawn for {len(drawn)} of {quantity(len(ordered), 'compared run')}, regressions "
-            "and the largest drops first; the verdict lists every regression."
+            f"and the largest drops first; the verdict lists the {MAX_REGRESSIONS} largest "
+            "drops and the runs table (filter `regressed`) every regression."
         )
     charts = []
     for number, item in enumerate(drawn, start=1):

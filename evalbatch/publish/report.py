@@ -1,12 +1,12 @@
 """One self-contained HTML report of an `evalbatch run` output directory: the page shell.
 
 The page opens with the verdict (regressions, failing suites, failing tasks and why), so a night
-of 500 runs reads from the top; then the runs table, the charts, each run's failing trials and
-every task. This module puts the page together: the head with its Content-Security-Policy (the
-page loads nothing and runs only the runs table's script, by its hash), the stylesheet, the
-contents, the sections in order and the footer; and it writes the page whole. The same outputs
-give the same bytes (fixed SVG id salt, no dates). Everything shown is an id, a code, a count or
-a score (RFC 0244 §H).
+of 10,000 runs reads from the top; then the runs table, the charts, and the failing trials and
+tasks of the runs shown in full (E-106). This module puts the page together: the head with
+its Content-Security-Policy (the page loads nothing and runs only the runs table's script, by
+its hash), the stylesheet, the contents, the sections in order and the footer; and it writes
+the page whole. The same outputs give the same bytes (fixed SVG id salt, no dates). Everything
+shown is an id, a code, a count or a score (RFC 0244 §H).
 
 What is shown is computed in `report_views`; the sections are `verdict_section`, `runs_table`
 and `run_detail`; the charts `run_charts` and `comparison_charts`, drawn by `svg_figures`.
@@ -208,8 +208,8 @@ def build_report(
         else '<section id="cost" aria-labelledby="cost-h"><h2 id="cost-h">Cost</h2><p>No run '
         "here has a cost: its log has neither provider.usage costEstimateUsd nor eval.scored "
         "costUsd (D-14).</p></section>",
-        by_run_section(views, shown),
-        tasks_section(views, shown),
+        by_run_section(views, shown, whole=bool(run_ids)),
+        tasks_section(views, shown, whole=bool(run_ids)),
         "</main>",
         '<footer><div class="wrap">Ids, codes, counts and scores only: no tool names, arguments '
         "or outputs (RFC 0244 §H). Made from <code>summaries.jsonl</code>, "

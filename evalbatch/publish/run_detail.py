@@ -54,8 +54,11 @@ def explain_command(view: RunView, task_id: str | None, trial_index: int | None)
     return shlex.join(words)
 
 
-def run_section(view: RunView, views_by_id: dict[str, RunView]) -> str:
-    """A run's verdict line and its failing trials, each with the command that explains it."""
+def run_section(
+    view: RunView, views_by_id: dict[str, RunView], limit: int | None = MAX_FAILING_ROWS
+) -> str:
+    """A run's verdict line and its failing trials, each with the command that explains it: the
+    first `limit` of them (every one when None: a run named by `report --run-id`)."""
     s = view.summary
     result = (
         '<span class="pass">passed</span>' if s["passed"] else '<span class="fail">failed</span>'
@@ -85,18 +88,18 @@ def run_section(view: RunView, views_by_id: dict[str, RunView]) -> str:
         + num_cell(f.gating_score, fmt(f.gating_score))
         + f'<td><code class="cmd">{esc(explain_command(view, f.task_id, f.trial_index))}</code>'
         "</td></tr>"
-        for f in view.failing[:MAX_FAILING_ROWS]
+        for f in view.failing[:limit]
     ]
     failing_table = (
         table(("task", "trial", "reason", "score", "gating", "explain it"), rows, (1, 3, 4))
         if rows
         else ""
     )
-    if len(view.failing) > MAX_FAILING_ROWS:
-        rest = len(view.failing) - MAX_FAILING_ROWS
+    if limit is not None and len(view.failing) > limit:
+        rest = len(view.failing) - limit
         every = explain_command(view, None, None)
         failing_table += (
-            f'<p class="drawn">The first {MAX_FAILING_ROWS} failing trials; '
+            f'<p class="drawn">The first {limit} failing trials; '
             f'{esc(quantity(rest, "more"))}: <code class="cmd">{esc(every)}</code> explains '
             "every trial of the run.</p>"
         )
@@ -136,11 +139,13 @@ def more_runs(views: Sequence[RunView], shown: Picked) -> str:
     )
 
 
-def by_run_section(views: Sequence[RunView], shown: Picked) -> str:
+def by_run_section(views: Sequence[RunView], shown: Picked, whole: bool = False) -> str:
     """The Run by run section: the reason codes explained, then the section of each run shown
-    in full (`shown`: every run when they fit, else the worst or the runs named), then where
-    the others are."""
+    in full (`shown`: every run when they fit, else the worst or the runs named; `whole`: every
+    failing trial of each, for the runs named by `report --run-id`), then where the others
+    are."""
     views_by_id = {v.run_id: v for v in views}
+    limit = None if whole else MAX_FAILING_ROWS
     return (
         '<section id="by-run" aria-labelledby="by-run-h"><h2 id="by-run-h">Run by run</h2>'
         f"<p>Each run's failed trials with their reason code ({REASON_LEGEND}). The command "
@@ -148,32 +153,34 @@ def by_run_section(views: Sequence[RunView], shown: Picked) -> str:
         "SUITES stand for the event logs and suite files given to <code>evalbatch run</code>. "
         "Its output names tools and arguments, so it is for the team's own eyes and is not in "
         "this page.</p>"
-        + "".join(run_section(v, views_by_id) for v in shown.views)
+        + "".join(run_section(v, views_by_id, limit) for v in shown.views)
         + (more_runs(views, shown) if len(shown.views) < len(views) else "")
         + "</section>"
     )
 
 
-def tasks_section(views: Sequence[RunView], shown: Picked) -> str:
-    """The Tasks section: every task of each run shown in full, folded under a <details>."""
+def tasks_section(views: Sequence[RunView], shown: Picked, whole: bool = False) -> str:
+    """The Tasks section: the tasks of each run shown in full (at most MAX_TASKS_LISTED a run,
+    every one when `whole`), folded under a <details>."""
+    limit = None if whole else MAX_TASKS_LISTED
     which = (
         "Every task of every run"
         if len(shown.views) == len(views)
         else f"Every task of {shown.described or 'the runs named'} (every run's: tasks.parquet)"
     )
-    if any(len(view.tasks) > MAX_TASKS_LISTED for view in shown.views):
-        which += f", at most {MAX_TASKS_LISTED} a run"
+    if limit is not None and any(len(view.tasks) > limit for view in shown.views):
+        which += f", at most {limit} a run"
     return (
         '<section id="tasks" aria-labelledby="tasks-h"><h2 id="tasks-h">Tasks</h2>'
         f"<details><summary>{esc(which)}</summary>"
-        + tasks_table(shown.views)
+        + tasks_table(shown.views, limit)
         + "</details></section>"
     )
 
 
-def tasks_table(views: Sequence[RunView]) -> str:
+def tasks_table(views: Sequence[RunView], limit: int | None = MAX_TASKS_LISTED) -> str:
     """One row per task of each run, in the views' order: scores, counts, cost, latency; a
-    run of more than MAX_TASKS_LISTED tasks lists its lowest-scoring, and says so."""
+    run of more than `limit` tasks lists its lowest-scoring, and says so."""
     head = (
         "<tr><th>suite</th><th>task</th><th class=num>score</th><th class=num>gating</th>"
         "<th>result</th><th class=num>passed/n</th><th class=num>pass@k</th>"
@@ -182,7 +189,7 @@ def tasks_table(views: Sequence[RunView]) -> str:
     )
     rows = []
     for view in views:
-        picked = pick_tasks(view.tasks, MAX_TASKS_LISTED, task_by_score, "lowest-scoring")
+        picked = pick_tasks(view.tasks, limit or len(view.tasks), task_by_score, "lowest-scoring")
         if picked.described:
             rows.append(
                 f'<tr><td colspan="12" class="drawn">{esc(view.label)}: {esc(picked.described)}'

@@ -13,6 +13,7 @@ page's Content-Security-Policy lets run only this script, by its hash (E-95).
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -52,9 +53,10 @@ COLUMNS: tuple[tuple[str, bool], ...] = (
 
 def _short(value: Any) -> Any:
     """A number to six significant digits (the table shows three decimals; sorting on six keeps
-    the data about 75 bytes a run), anything else as it is."""
+    the data about 100 bytes a run), null for one that is not finite (a hand-edited summary's
+    NaN: JSON has none, and the script must still parse the data), anything else as it is."""
     if isinstance(value, float):
-        return float(f"{value:.6g}")
+        return float(f"{value:.6g}") if math.isfinite(value) else None
     return value
 
 
@@ -71,10 +73,10 @@ def _record(view: RunView, suite_number: int) -> list[Any]:
         view.anchor or None,
         _short(s["aggregateScore"]),
         bool(s["passed"]),
-        s["passedCount"],
-        s["taskCount"],
+        _short(s["passedCount"]),
+        _short(s["taskCount"]),
         view.failed_trials,
-        st.get("k"),
+        _short(st.get("k")),
         _short(st.get("passAtK")),
         _short(st.get("passHatK")),
         _short(st.get("scoreStderr")),
@@ -89,7 +91,8 @@ def runs_data(views: Sequence[RunView]) -> str:
     suites: dict[str, int] = {}
     records = [_record(view, suites.setdefault(view.suite, len(suites))) for view in views]
     data = {"suites": list(suites), "runs": records}
-    return json.dumps(data, ensure_ascii=True, separators=(",", ":")).replace("<", "\\u003c")
+    text = json.dumps(data, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c")
 
 
 def runs_section(views: Sequence[RunView], out: RunOutputs) -> str:

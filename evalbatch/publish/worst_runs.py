@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the limits load with the command line, which loads no data 
 #: runs drawn in a per-task chart, and in a per-run chart; the tables hold every run
 MAX_TASK_RUNS = 12
 MAX_RUNS = 30
-#: regression charts drawn, the largest drops first; the verdict lists every regression
+#: regression charts drawn, the largest drops first; the verdict lists MAX_REGRESSIONS
 MAX_REGRESSION_CHARTS = 6
 #: regressions listed in the verdict, each with its recomputed interval (issue 27: a night of
 #: 10,000 candidates recomputes these, not 10,000 comparisons); the rest are in the runs table
@@ -68,7 +68,7 @@ def pick(
     `which` says how they were chosen ("lowest-scoring": "the 30 lowest-scoring of 500 runs")."""
     if len(views) <= limit:
         return Picked(list(views))
-    return Picked(sorted(views, key=rank)[:limit], f"the {limit} {which} of {len(views)} {of}")
+    return Picked(sorted(views, key=rank)[:limit], f"the {limit} {which} of {len(views):,} {of}")
 
 
 def regressions_first(items: Sequence[RegressionView]) -> list[RegressionView]:
