@@ -455,3 +455,39 @@ def test_e103_verify_capabilities_on_the_command_line(tmp_path: Path) -> None:
         verify_command, [*base, "--capabilities", str(no_trials), "--capabilities", str(bad)]
     )
     assert twice.exit_code == 2 and "one document for the whole input" in twice.output
+
+
+def test_e103_trial_count_above_max_trials_is_a_finding_with_the_suite_too() -> None:
+    """The run's own eval.started.trialCount is checked beside its suite's trials.count: a run
+    that says 12 trials against maxTrials 5 was graded on what the host had to refuse, even
+    when its suite asks for 3."""
+    from evalbatch.api import verify_events
+
+    rows, doc = _trials_run()
+    for row in rows:
+        if row["type"] == "eval.started":
+            payload = json.loads(row["payload"])
+            row["payload"] = json.dumps({**payload, "trialCount": 12})
+    report = verify_events(rows, [doc], capabilities=host(trials={"maxTrials": 5}))
+    assert ("capabilities.trials.maxTrials", None) in _capability_findings(report)
+
+
+@pytest.mark.parametrize(
+    "document",
+    [{"protocolVersion": "2", "limits": {}}, {"supported": False}, {"agents": {}}],
+    ids=["served-without-agents", "not-supported", "agents-without-eval-suite"],
+)
+def test_e100_a_host_that_runs_no_eval_suite_is_read_as_one(document: Any) -> None:
+    """RFC 0081: a host without agents.evalSuite.supported answers mode "eval" with 501; a served
+    document without agents, or a block saying supported false, is such a host, not an error."""
+    facets = facets_of(document, "caps.json")
+    assert facets.supported is False
+    found = refusals(plain_suite(), facets)
+    assert [(r.status, r.facet) for r in found] == [("501 capability_not_provided", "supported")]
+
+
+def test_e100_a_capabilities_file_with_a_bom_is_read(tmp_path: Path) -> None:
+    """A byte-order mark is read as suite files read it, not called 'not JSON'."""
+    path = tmp_path / "caps.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"agents": {"evalSuite": EVERYTHING}}).encode())
+    assert read_capabilities(path).trajectory is True

@@ -377,3 +377,19 @@ def test_e104_the_docs_show_what_conformance_prints(
     )
     assert result.exit_code == 1
     assert result.output.splitlines() == shown
+
+
+def test_e104_a_skipped_event_file_makes_the_report_incomplete(tmp_path: Path) -> None:
+    """An event file that cannot be read hides its runs: the conformance verdict is incomplete
+    (exit 3), never executed-pass, and the bundle names the file (E-104)."""
+    events = tmp_path / "events"
+    events.mkdir()
+    with in_memory.events_file(clean_run().rows) as path:
+        (events / "good.parquet").write_bytes(Path(path).read_bytes())
+    (events / "damaged.parquet").write_bytes(b"PAR1 not a parquet file")
+    suites = tmp_path / "suite.json"
+    suites.write_text(json.dumps(clean_suite()))
+    report = api.verify_paths(events, suites=suites, conformance=True)
+    assert report.conformance.verdict == "incomplete" and report.conformance.exit_code == 3
+    bundle = report.conformance.to_json()
+    assert [f["path"] for f in bundle["skippedFiles"]] == [str(events / "damaged.parquet")]

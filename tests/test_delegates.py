@@ -372,14 +372,14 @@ def test_e102_a_changed_child_log_regrades_the_parent(tmp_path: Path) -> None:
     first = api.write_outputs(events, out, suite_docs=[doc], incremental_run=True)
     assert first.full_regrade
     fingerprint = pl.read_parquet(out / "runs.parquet")["events_fingerprint"][0]
-    # carried_runs counts every run of the input: the parent and its two children
+    # carried_runs counts the eval runs kept: the parent (its children are not eval runs)
     again = api.write_outputs(events, out, suite_docs=[doc], incremental_run=True)
-    assert (again.full_regrade, again.carried_runs) == (False, 3)  # nothing changed
+    assert (again.full_regrade, again.carried_runs) == (False, 1)  # nothing changed
     # the child's log changes: its parent is graded again (only child A is kept), and now
     # fails its path
     write_raw_events(events / "child-b.parquet", child_log(CHILD_B, "t:other").rows)
     changed = api.write_outputs(events, out, suite_docs=[doc], incremental_run=True)
-    assert (changed.full_regrade, changed.carried_runs) == (False, 1)
+    assert (changed.full_regrade, changed.carried_runs) == (False, 0)
     runs = pl.read_parquet(out / "runs.parquet")
     assert runs["events_fingerprint"][0] != fingerprint
     summary = json.loads((out / "summaries.jsonl").read_text())["summary"]
@@ -392,7 +392,7 @@ def test_e102_a_changed_child_log_regrades_the_parent(tmp_path: Path) -> None:
     # a child log that goes away regrades it too
     (events / "child-a.parquet").unlink()
     gone = api.write_outputs(events, out, suite_docs=[doc], incremental_run=True)
-    assert gone.carried_runs == 1  # child B only: the parent is graded again
+    assert gone.carried_runs == 0  # the parent is graded again
     assert "delegate-log-missing" in gone.problems["code"].to_list()
 
 
@@ -429,12 +429,32 @@ def test_e102_explain_names_the_child_run_of_each_call(tmp_path: Path) -> None:
 
 
 def test_e102_verify_recomputes_with_the_children() -> None:
-    """The host recorded a pass; with the children there the recomputation agrees, without
-    them it does not (the host passed a trial whose path the log cannot show)."""
+    """The host recorded a pass; with the children there the recomputation agrees. Without them
+    the run cannot be recomputed from this input: not verified (exit 3, the missing child named
+    by its code), never a finding against the host, whose evidence the auditor lacks (E-105)."""
     doc = delegate_suite(FAN_OUT_PATH)
     logs = [fan_out_parent(), child_log(CHILD_A, "t:a1", "t:a2"), child_log(CHILD_B, "t:b1")]
     rows = [row for log in logs for row in log.rows]
     agrees = api.verify_events(rows, [doc])
     assert agrees.verdict == "agrees", agrees.findings
     without = api.verify_events(logs[0].rows, [doc])
-    assert without.verdict == "disagrees"
+    assert without.verdict == "not-verified" and without.exit_code == 3
+    assert without.findings == []
+    (run,) = without.runs
+    assert run.graded_from is None and run.problems == ["delegate-log-missing"]
+
+
+def test_e102_incremental_nights_count_eval_runs_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The manifest also keeps the child runs (E-102), which are not eval runs: the second night
+    keeps 1 eval run and grades 0 (it said "graded -4, kept 5"). The first incremental night
+    under -q prints nothing: a missing manifest is no damage to report (E-107)."""
+    from tests.conftest import SAMPLES, run_main
+
+    args = ["run", SAMPLES / "delegates", "--suites", SAMPLES / "suites", "--out", tmp_path]
+    code, stdout, stderr = run_main(monkeypatch, capsys, *args, "--incremental", "-q")
+    assert (code, stdout, stderr) == (0, "", "")
+    code, stdout, _ = run_main(monkeypatch, capsys, *args, "--incremental")
+    assert code == 0
+    assert "incremental: graded 0 new or changed eval runs, kept 1 unchanged" in stdout

@@ -438,6 +438,12 @@ def print_conformance(report: ConformanceReport) -> None:
     click.echo("")
     for run_id in report.not_recomputed:
         click.echo(f"  not recomputed: run {printable(run_id)}: evidence of nothing", err=True)
+    for skipped in report.skipped_files:
+        click.echo(
+            f"  skipped file: {printable(skipped['path'])} [{skipped['code']}]: its runs are "
+            "evidence of nothing",
+            err=True,
+        )
     counts = Counter(row.verdict for row in report.rows)
     described = ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items()))
     click.echo(f"conformance: {report.verdict} ({described})")

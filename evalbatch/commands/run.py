@@ -143,7 +143,8 @@ def run(
         )
         if not quiet:
             click.echo(line)
-        elif report.regrade_reason:  # previous outputs failed a check (E-71): told even with -q
+        elif report.regrade_reason and not report.first_incremental:
+            # previous outputs that failed a check (E-71) are told even with -q
             click.echo(f"note: {line}", err=True)
     if quiet:  # quiet is quiet: a nightly job's cron mails nothing on a clean night (E-107)
         printing.print_skipped(report.problems)  # but the runs it skipped are errors: told

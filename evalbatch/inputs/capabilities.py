@@ -130,6 +130,8 @@ def _evalsuite_block(doc: Any, source: str) -> Mapping[str, Any] | None:
         return _evalsuite_block(doc["capabilities"], f"{source}: capabilities")
     elif _BLOCK_MEMBERS & set(doc):  # the evalSuite block itself
         block = doc
+    elif "protocolVersion" in doc:  # a served document without agents: no evalSuite (501)
+        return None
     else:
         raise CapabilitiesError(
             f"{source}: not a capabilities document: it holds no agents.evalSuite, no agents "
@@ -148,7 +150,7 @@ def facets_of(doc: Any, source: str) -> EvalSuiteFacets:
             block fails the schema (each fault named by its JSON path).
     """
     block = _evalsuite_block(doc, source)
-    if block is None:
+    if block is None or block.get("supported") is False:  # RFC 0081: no eval suite (501)
         return EvalSuiteFacets(source=source, supported=False)
     faults = [f for f in schema_faults(CAPABILITY_SCHEMA, block) if f.severity == "error"]
     if faults:
@@ -178,7 +180,7 @@ def read_capabilities(path: str | Path) -> EvalSuiteFacets:
     """
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # a BOM, as suites allow
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
         raise CapabilitiesError(f"{source}: cannot be read ({reason})") from None
@@ -347,7 +349,7 @@ def run_refusals(
 ) -> list[Refusal]:
     """What a host had to refuse of an eval run it graded (RFC 0244 §G, for `verify`): the modes
     the run asked for (its `eval.started.modes`, else its suite's), its count of trials (its
-    suite's `trials.count`, else `eval.started.trialCount`), and, with its suite, the suite's
+    suite's `trials.count` and its `eval.started.trialCount`), and, with its suite, the suite's
     tasks and their features. A path names the event's field, or the suite's (`$...`)."""
     started = started if isinstance(started, Mapping) else {}
     suite = suite if isinstance(suite, dict) else {}
@@ -368,7 +370,7 @@ def run_refusals(
     count = _suite_trial_count(suite)
     if count is not None:
         found += _trial_count_refusal(count, "$.trials.count", "trials.count", facets)
-    else:
-        count = started.get("trialCount")
-        found += _trial_count_refusal(count, "eval.started.trialCount", "trialCount", facets)
+    logged = started.get("trialCount")
+    if logged != count:  # the run's own count, when it says another: both are checked
+        found += _trial_count_refusal(logged, "eval.started.trialCount", "trialCount", facets)
     return found + _suite_features(suite, facets)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -340,6 +340,8 @@ class MergedBatches:
     trials: pl.DataFrame
     fatal: dict[str, list[str]]  # each run not graded -> its error problem codes, as found
     skipped_files: list[event_files.FileProblem]
+    #: each run with a child run it could not read (E-102) -> those problem codes, as found
+    delegate_problems: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, parts: Sequence[Batch]) -> MergedBatches:
@@ -354,6 +356,13 @@ class MergedBatches:
         for run_id, code in errors:
             if code not in fatal[run_id]:
                 fatal[run_id].append(code)
+        delegate_problems: dict[str, list[str]] = {}
+        for part in parts:
+            for owner, _, code, _ in part.problem_rows:
+                if owner is not None and code.startswith("delegate-"):
+                    codes = delegate_problems.setdefault(owner, [])
+                    if code not in codes:
+                        codes.append(code)
         return cls(
             eval_runs=pl.concat([part.eval_runs for part in parts]).sort("run_id"),
             plans={run: plan for part in parts for run, plan in part.plans.items()},
@@ -361,4 +370,5 @@ class MergedBatches:
             trials=pl.concat([part.trials for part in parts], how="diagonal_relaxed"),
             fatal=fatal,
             skipped_files=list(parts[0].file_problems) if parts else [],
+            delegate_problems=delegate_problems,
         )

@@ -22,7 +22,7 @@ from evalbatch.errors import (
 from evalbatch.inputs import event_files, suites
 from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
-from evalbatch.outputs.manifest import Manifest, RunEntry
+from evalbatch.outputs.manifest import MANIFEST_FILE, Manifest, RunEntry
 from evalbatch.outputs.output_format import TRIAL_SCHEMA
 from evalbatch.pipeline import incremental
 from evalbatch.pipeline.grading import Paths, as_paths, suites_keyword
@@ -42,6 +42,8 @@ class RunReport:
     full_regrade: bool = True  # False when an incremental run graded only new or changed runs
     stale_lock: str | None = None  # the holder of a lock left by a dead run, taken over
     regrade_reason: str | None = None  # why an incremental run graded everything (content-free)
+    #: the output directory held no manifest before (a first incremental run: nothing to carry)
+    first_incremental: bool = False
 
     @property
     def summary_count(self) -> int:
@@ -141,6 +143,7 @@ def write_outputs(
     event_paths = _without_outputs(as_paths(events), out)
     with OutputLock(out) as lock:
         writer.clear_stale_work(out)
+        first_incremental = incremental_run and not (out / MANIFEST_FILE).exists()
         choices = load_suites(suite_list, suite_docs)
         selection: incremental.Selection | None = None
         regrade_reason: str | None = None
@@ -211,10 +214,12 @@ def write_outputs(
         runs=runs,
         problems=problem_frame,
         written=written,
-        carried_runs=len(carried.runs) if carried is not None else 0,
+        # the eval runs kept (the manifest also keeps runs that are not eval runs: child runs)
+        carried_runs=int(runs["run_id"].is_in(sorted(carried.runs)).sum()) if carried else 0,
         full_regrade=carried is None,
         stale_lock=lock.stale.describe() if lock.stale is not None else None,
         regrade_reason=regrade_reason if carried is None else None,
+        first_incremental=first_incremental,
     )
 
 

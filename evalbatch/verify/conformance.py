@@ -31,10 +31,9 @@ from evalbatch.version import package_version
 
 Verdict = Literal["executed-pass", "executed-fail", "inapplicable", "unwitnessable"]
 
-#: the trials table's reasons a trajectory failed (`trial_grading.TRAJECTORY_CHECKS`)
-_PATH_REASONS = frozenset(
-    {"no-bracket", "delegates-unseen", "forbidden", "extra", "missing", "order"}
-)
+#: the trials table's reasons a trajectory failed (`trial_grading.TRAJECTORY_CHECKS`), but
+#: `delegates-unseen`: a run whose child runs are not in the input is not recomputed at all
+_PATH_REASONS = frozenset({"no-bracket", "forbidden", "extra", "missing", "order"})
 
 
 @dataclass(frozen=True)
@@ -401,12 +400,14 @@ class ConformanceReport:
     not_recomputed: list[str]
     runs: int  # eval runs in the input, recomputed or not
     inputs: dict[str, Any] = field(default_factory=dict)
+    #: event files left out (unreadable, columns missing): their runs are evidence of nothing
+    skipped_files: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
         if any(row.verdict == "executed-fail" for row in self.rows):
             return "executed-fail"
-        if self.not_recomputed:
+        if self.not_recomputed or self.skipped_files:
             return "incomplete"
         return "executed-pass"
 
@@ -426,6 +427,7 @@ class ConformanceReport:
             **self.inputs,
             "evalRuns": self.runs,
             "notRecomputed": self.not_recomputed,
+            "skippedFiles": self.skipped_files,
             "requirements": [row.to_json() for row in self.rows],
         }
 
@@ -463,7 +465,8 @@ def conformance(
     checked = frozenset(run.run_id for run in report.runs if run.summary_checked)
     rows = [_row(r, contexts, checked, report.findings) for r in REQUIREMENTS]
     not_recomputed = sorted(run.run_id for run in report.runs if run.graded_from is None)
-    return ConformanceReport(rows, not_recomputed, len(report.runs), inputs)
+    skipped = [{"path": f.path, "code": f.code} for f in report.skipped_files]
+    return ConformanceReport(rows, not_recomputed, len(report.runs), inputs, skipped)
 
 
 def _digest(path: Path) -> str:

@@ -84,6 +84,16 @@ def _needs_other_reading(trials: pl.DataFrame) -> set[str]:
     return set(trials.filter(trial_grading.absent_on_miss_decides())["run_id"].to_list())
 
 
+def _delegates_unseen(trials: pl.DataFrame) -> set[str]:
+    """Runs with a trial whose delegated calls could not be read (E-102: a child run missing,
+    damaged, on its own path or of another suite). The run cannot be recomputed from this
+    input, so it is not verified (exit 3) rather than found to disagree: the evidence the host
+    graded on is not in front of the auditor (E-105)."""
+    if trials.is_empty() or "delegates_unseen" not in trials.columns:
+        return set()
+    return set(trials.filter(pl.col("delegates_unseen"))["run_id"].to_list())
+
+
 def verify_paths(
     events: Paths,
     suites: Paths = (),
@@ -143,12 +153,16 @@ def verify_paths(
     findings: list[Finding] = []
     compared: Counter[str] = Counter()
     judged: list[RunContext] = []  # the context each recomputed run was judged by
+    unseen = _delegates_unseen(graded.trials)
     for row in graded.eval_runs.iter_rows(named=True):
         run_id = row["run_id"]
         report = RunVerdict(run_id, row["suite_id"], row["suite_version"], "not-verified", None)
         runs.append(report)
         if run_id not in contexts:
             report.problems = sorted(graded.fatal.get(run_id, []))
+            continue
+        if run_id in unseen:  # the input lacks evidence the host had: not the host's fault
+            report.problems = sorted(graded.delegate_problems.get(run_id, ["delegates-unseen"]))
             continue
         ctx = contexts[run_id]
         check = _check_run(ctx, assigned.get(run_id))
