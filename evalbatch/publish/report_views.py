@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 
 from evalbatch.outputs.outdir import RunOutputs
+from evalbatch.publish.worst_runs import by_score, regressions_first
 from evalbatch.reduce import regression, stats
 
 
@@ -39,9 +40,14 @@ class _Details:
     page shows in detail or draws: a night of 10,000 runs builds rows for a few dozen."""
 
     def __init__(self, out: RunOutputs) -> None:
-        self._tasks = out.table("tasks").sort("run_id", "task_pos")
+        self._tasks = (
+            out.table("tasks").sort("run_id", "task_pos").with_columns(lacking=lacking_trials())
+        )
         self._trials = (
-            out.table("trials").filter(pl.col("counted")).sort("run_id", "task_id", "trial_index")
+            out.table("trials")
+            .filter(pl.col("counted"))
+            .sort("run_id", "task_id", "trial_index")
+            .with_columns(reason=reason_expr())
         )
         self._split: tuple[dict[str, pl.DataFrame], dict[str, pl.DataFrame]] | None = None
 
@@ -66,9 +72,7 @@ class _Details:
         """Per run, its failed counted trials and the trials its log lacks (D-12): what
         `failing_trials` lists, counted for every run at once."""
         failed = self._trials.group_by("run_id").agg(n=(~pl.col("passed")).sum())
-        lacking = self._tasks.group_by("run_id").agg(
-            n=(pl.col("n").fill_null(0) - pl.col("observed_trials").fill_null(0)).clip(0).sum()
-        )
+        lacking = self._tasks.group_by("run_id").agg(n=lacking_trials().sum())
         found: dict[str, int] = {}
         for run_id, n in pl.concat([failed, lacking], how="vertical_relaxed").iter_rows():
             found[run_id] = found.get(run_id, 0) + int(n or 0)
@@ -163,19 +167,29 @@ REASONS: dict[str, str] = {
 
 
 def trial_reason(trial: dict[str, Any]) -> str:
-    """The reason code of a failed trial row of `trials.parquet`."""
-    if trial.get("failed_closed"):
-        return "failed-closed"
-    if trial.get("trajectory_matched") is False:
-        reason = trial.get("trajectory_reason")
-        return reason if reason in REASONS else "trajectory"
-    return "output"
+    """The reason code of a failed trial row of `trials.parquet` (`reason_expr`, over one row)."""
+    columns = ("failed_closed", "trajectory_matched", "trajectory_reason")
+    row = pl.DataFrame(
+        {name: [trial.get(name)] for name in columns},
+        schema={
+            "failed_closed": pl.Boolean,
+            "trajectory_matched": pl.Boolean,
+            "trajectory_reason": pl.String,
+        },
+    )
+    return str(row.select(reason_expr()).item())
+
+
+def lacking_trials() -> pl.Expr:
+    """Over the tasks table: the trials each task's log lacks (D-12: n minus those observed)."""
+    return (pl.col("n").fill_null(0) - pl.col("observed_trials").fill_null(0)).clip(0)
 
 
 def failing_trials(
     tasks: Sequence[dict[str, Any]], trials: Sequence[dict[str, Any]]
 ) -> list[FailingTrial]:
-    """A run's failed counted trials in task order, each task's missing trials after them."""
+    """A run's failed counted trials in task order, each task's missing trials after them (the
+    rows `_Details` reads: trials with their `reason`, tasks with the trials they lack)."""
     by_task: dict[str, list[FailingTrial]] = {}
     for trial in trials:
         if not trial["passed"]:
@@ -183,7 +197,7 @@ def failing_trials(
                 FailingTrial(
                     trial["task_id"],
                     int(trial["trial_index"]),
-                    trial_reason(trial),
+                    trial["reason"],
                     trial["score"],
                     trial["gating_score"],
                 )
@@ -191,7 +205,7 @@ def failing_trials(
     found: list[FailingTrial] = []
     for task in tasks:
         found += by_task.get(task["task_id"], [])
-        lacking = int(task["n"] or 0) - int(task.get("observed_trials") or 0)
+        lacking = task["lacking"]
         if lacking > 0:
             found.append(FailingTrial(task["task_id"], None, "trial-missing", count=lacking))
     return found
@@ -223,10 +237,7 @@ class FailingTask:
 def failing_tasks(out: RunOutputs, views: Sequence[RunView]) -> list[FailingTask]:
     """Every (suite, task) that failed in a run, the most runs first, then the most failed
     trials: counted over every run with a few joins, whatever the number of runs."""
-    worst_first = sorted(
-        views,
-        key=lambda v: (bool(v.summary["passed"]), float(v.summary["aggregateScore"]), v.run_id),
-    )
+    worst_first = sorted(views, key=by_score)
     rank = pl.DataFrame(
         {
             "run_id": [v.run_id for v in worst_first],
@@ -251,9 +262,7 @@ def failing_tasks(out: RunOutputs, views: Sequence[RunView]) -> list[FailingTask
         "run_id",
         "task_id",
         reason=pl.lit("trial-missing"),
-        len=(pl.col("n").fill_null(0) - pl.col("observed_trials").fill_null(0))
-        .clip(0)
-        .cast(pl.UInt32),
+        len=lacking_trials().cast(pl.UInt32),
     ).filter(pl.col("len") > 0)
     reasons = (
         pl.concat([counted, lacking], how="vertical_relaxed")
@@ -360,14 +369,7 @@ def regression_views(
         for view in views
         if view.summary.get("regression")
     ]
-    order = sorted(
-        items,
-        key=lambda i: (
-            i.block["verdict"] != "regressed",
-            float(i.block["scoreDelta"]),
-            i.candidate.run_id,
-        ),
-    )
+    order = regressions_first(items)
     for item in order if compared is None else order[:compared]:
         _compare(item, tasks)
     return items
