@@ -583,3 +583,18 @@ def test_issue14_e75_a_killed_ingests_directory_is_cleared_by_the_next(tmp_path:
     finally:
         os.close(held)
     assert names == [live.name, "runId=acme%2Frun-a"]
+
+
+def test_e72_write_atomic_never_replaces_what_is_not_a_regular_file(tmp_path: Path) -> None:
+    """E-72: `report -o /dev/null` (or a pipe, or a link to one) wrote a temporary file and
+    renamed it over the device, which as root replaced /dev/null with the page. A target that
+    exists and is not a regular file is an OutputError (exit 4), left as it is."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    link = tmp_path / "link"
+    link.symlink_to(fifo)
+    for target in (fifo, link):
+        with pytest.raises(OutputError, match="not a regular file"):
+            outdir.write_atomic(target, "<html>")
+    assert fifo.is_fifo() and link.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "pipe"]

@@ -128,9 +128,15 @@ def write_atomic(path: str | Path, text: str | Iterable[str]) -> Path:
     an error raised by the pieces included, leaves the old one and no temporary file.
 
     Raises:
-        OutputError: the file could not be written (a full disk, an unwritable directory).
+        OutputError: the file could not be written (a full disk, an unwritable directory), or
+            `path` names something that is not a regular file (`/dev/null`, a pipe): the
+            rename would replace it, so it is left as it is.
     """
     target = Path(path)
+    if target.exists() and not target.is_file():
+        raise OutputError(
+            f"{target}: not a regular file; it is left as it is and nothing is written"
+        )
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
