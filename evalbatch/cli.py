@@ -30,8 +30,28 @@ from evalbatch.commands.verify import verify_command
 from evalbatch.errors import EXIT_UNUSABLE
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """`--version`: the package's version and which extractor parses payloads (E-108)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from evalbatch.extract import extractor
+    from evalbatch.options import default_extractor
+    from evalbatch.version import package_version
+
+    click.echo(f"evalbatch, version {package_version()}")
+    click.echo(f"extractor: {extractor.describe(default_extractor())}")
+    ctx.exit()
+
+
 @click.group(cls=faults.Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="evalbatch")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and which extractor parses payloads, and exit.",
+)
 def cli() -> None:
     """Grade exported OpenWOP eval-run event logs as RFC 0244 defines."""
 

@@ -3,7 +3,8 @@ engine, the reference, the library surface and the CLI, and passed explicitly.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -29,6 +30,23 @@ class GradeOptions:
     on_miss_default: OnMissDefault = "count"
 
 
+#: how the events pass parses payloads (E-108): "auto" takes the native extractor where it is
+#: built, "native" requires it, "duckdb" is the reference query alone; one answer either way
+Extractor = Literal["auto", "native", "duckdb"]
+EXTRACTORS: tuple[Extractor, ...] = ("auto", "native", "duckdb")
+#: the DuckDB variable that holds a connection's extractor
+EXTRACTOR_VARIABLE = "evalbatch_extractor"
+
+
+def default_extractor() -> Extractor:
+    """The extractor when none is named: EVALBATCH_EXTRACTOR if it names one, else "auto" (so
+    a notebook or a test run can take the reference path without an option)."""
+    value = os.environ.get("EVALBATCH_EXTRACTOR", "auto")
+    for name in EXTRACTORS:
+        if value == name:
+            return name
+    return "auto"
+
 #: events per batch of whole runs: below this everything is graded in one pass
 DEFAULT_BATCH_EVENTS = 1_000_000
 
@@ -45,12 +63,14 @@ class Resources:
         spill_dir: where DuckDB spills past the memory limit.
         batch_events: events per batch of whole runs for the local engine: memory grows with
             a batch, not with the input.
+        extractor: which extractor parses payloads in the events pass (E-108).
     """
 
     threads: int | None = None
     memory_limit: str | None = None
     spill_dir: str | None = None
     batch_events: int = DEFAULT_BATCH_EVENTS
+    extractor: Extractor = field(default_factory=default_extractor)
 
     def apply(self, con: duckdb.DuckDBPyConnection) -> None:
         """Set a connection's threads, memory limit and spill directory; DuckDB's defaults for
@@ -61,3 +81,4 @@ class Resources:
             con.execute("SET memory_limit = $limit", {"limit": self.memory_limit})
         if self.spill_dir:
             con.execute("SET temp_directory = $dir", {"dir": str(self.spill_dir)})
+        con.execute(f"SET VARIABLE {EXTRACTOR_VARIABLE} = $name", {"name": self.extractor})

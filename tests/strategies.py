@@ -774,3 +774,138 @@ def task_side_faults(draw: st.DrawFn) -> tuple[str, Any, int]:
 BAD_FLOATS = ("nan", "NaN", "inf", "-inf", "1e400", "x")
 BAD_COUNTS = ("0", "-1", "nan", "1.5", "x")
 BAD_SIZES = ("lots", "-1GB", "nan", "4XB", "1e400GB", "GB")
+
+
+# --------------------------------------------------------------------------------------------------
+# Payload texts for the two extractors (tests/test_native_scan.py, E-108): JSON values written in
+# many ways, then broken in the ways a strict and a lenient parser read differently
+# --------------------------------------------------------------------------------------------------
+
+#: the payload fields event_scan reads, and a few it does not: keys the drawn objects use
+PAYLOAD_KEYS: tuple[str, ...] = (
+    "agentId", "agent", "toolName", "toolId", "inputs", "arguments", "inputTokens",
+    "outputTokens", "costEstimateUsd", "currency", "cacheHit", "invocationId", "modelClass",
+    "taskId", "trialIndex", "score", "passed", "latencyMs", "costUsd", "suiteId", "suiteVersion",
+    "modes", "trialCount", "baselineRunId", "childRunId", "mergeOrder", "x", "",
+)  # fmt: skip
+
+#: the event types the events pass reads fields of, one it only checks and one it ignores
+PAYLOAD_TYPES: tuple[str, ...] = (
+    "agent.tool-called", "provider.usage", "agent.invocation-started",
+    "agent.invocation-completed", "eval.scored", "eval.started", "node.dispatched",
+    "workflow-chain.event", "dispatch.joined", "eval.completed", "agent.tool-returned",
+)  # fmt: skip
+
+#: numbers as JSON text, verbatim: integers at and past int64/uint64, doubles that print with
+#: and without an exponent, negative zeros, digits a double cannot hold, out of range
+NUMBER_TEXTS: tuple[str, ...] = (
+    "0", "-0", "0.0", "-0.0", "1", "-1", "1.0", "1.50", "0.1", "1e2", "1E2", "1e+2", "1e-7",
+    "0.000001", "1e21", "1e20", "1e16", "123e-2", "9007199254740993", "9223372036854775807",
+    "-9223372036854775808", "-9223372036854775809", "18446744073709551615",
+    "18446744073709551616", "123456789012345678901234", "1.0000000000000001",
+    "1234567890.12345678", "5e-324", "1.7976931348623157e308", "1e400", "-1e400", "1e-400",
+)  # fmt: skip
+
+#: a JSON tree whose objects are lists of (key, value) pairs, so a key can be written twice
+Tree = Any
+
+
+class Number(str):
+    """A number written as this text."""
+
+
+def _trees() -> st.SearchStrategy[Tree]:
+    scalars = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**70), 2**70).map(lambda n: Number(str(n))),
+        st.floats(allow_nan=False, allow_infinity=False).map(lambda x: Number(repr(x))),
+        st.sampled_from(NUMBER_TEXTS).map(Number),
+        unicode_texts(0, 12),
+        st.sampled_from(("", "NaN", "Infinity", "a,}", "a, ]", "\\", '"', "\u2028", "\x7f")),
+    )
+    keys = st.one_of(st.sampled_from(PAYLOAD_KEYS), unicode_texts(0, 6))
+    return st.recursive(
+        scalars,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=4),
+            st.lists(st.tuples(keys, inner), max_size=5).map(lambda pairs: ("object", pairs)),
+        ),
+        max_leaves=12,
+    )
+
+
+def _key_text(key: str, escape: bool) -> str:
+    """A key as JSON text, its first letter written as a \\u escape when `escape`."""
+    if escape and key and ord(key[0]) < 0x10000:
+        return f'"\\u{ord(key[0]):04x}' + json.dumps(key[1:])[1:]
+    return json.dumps(key)
+
+
+def write_tree(tree: Tree, space: str = "", ascii_only: bool = False, escape: bool = False) -> str:
+    """`tree` as JSON text: `space` after separators, strings ASCII-escaped or not, keys
+    escaped or not."""
+    if isinstance(tree, Number):
+        return str(tree)
+    if isinstance(tree, tuple):
+        members = [
+            _key_text(key, escape) + ":" + space + write_tree(value, space, ascii_only, escape)
+            for key, value in tree[1]
+        ]
+        return "{" + ("," + space).join(members) + "}"
+    if isinstance(tree, list):
+        items = [write_tree(v, space, ascii_only, escape) for v in tree]
+        return "[" + ("," + space).join(items) + "]"
+    return json.dumps(tree, ensure_ascii=ascii_only)
+
+
+#: the ways a drawn payload is changed before both extractors read it
+PAYLOAD_MUTATIONS: tuple[str, ...] = (
+    "none", "repeat-top-key", "repeat-agent-key", "repeat-deep-key", "nan", "infinity",
+    "trailing-comma", "long-number", "truncate", "agent-object", "fractional-trial-index",
+)  # fmt: skip
+
+
+@st.composite
+def payload_texts(draw: st.DrawFn) -> str:
+    """A payload's text: mostly an object of the fields event_scan reads, sometimes any JSON
+    value, written in one of several ways and changed by one of PAYLOAD_MUTATIONS."""
+    keys = st.sampled_from(PAYLOAD_KEYS)
+    top: Tree = (
+        "object",
+        draw(st.lists(st.tuples(keys, _trees()), max_size=8, unique_by=lambda kv: kv[0])),
+    )
+    if draw(st.integers(0, 9)) == 0:
+        top = draw(_trees())
+    mutation = draw(st.sampled_from(PAYLOAD_MUTATIONS))
+    if isinstance(top, tuple):
+        pairs = top[1]
+        if mutation == "repeat-top-key" and pairs:
+            key, _ = draw(st.sampled_from(pairs))
+            pairs.insert(draw(st.integers(0, len(pairs))), (key, draw(_trees())))
+        elif mutation in ("agent-object", "repeat-agent-key"):
+            agent = [("agentId", draw(_trees())), ("name", "a")]
+            if mutation == "repeat-agent-key":
+                agent.append(("agentId", draw(_trees())))
+            pairs.append(("agent", ("object", agent)))
+        elif mutation == "repeat-deep-key":
+            pairs.append(("inputs", ("object", [("k", Number("1")), ("k", Number("2"))])))
+        elif mutation == "long-number":
+            pairs.append(("inputs", ("object", [("n", Number("12345678901234567890.5"))])))
+        elif mutation == "fractional-trial-index":
+            pairs.append(("trialIndex", Number(draw(st.sampled_from(("1.0", "1.5", "1e0"))))))
+    text = write_tree(
+        top,
+        space=draw(st.sampled_from(("", " ", "\n  "))),
+        ascii_only=draw(st.booleans()),
+        escape=draw(st.integers(0, 4)) == 0,
+    )
+    if mutation == "nan":
+        text = text.replace(":", ": NaN, \"z\":", 1) if ":" in text else "NaN"
+    elif mutation == "infinity":
+        text = "[-Infinity, " + text + "]"
+    elif mutation == "trailing-comma" and len(text) > 2:
+        text = text[:-1] + ("," + text[-1] if text[-1] in "]}" else "")
+    elif mutation == "truncate" and text:
+        text = text[: draw(st.integers(0, len(text) - 1))]
+    return text

@@ -9,6 +9,7 @@ apart (tests/logbuilder.py), so sequence n is at n * 100 ms; comments give the s
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,7 +20,8 @@ from typing import Any
 import pytest
 
 from evalbatch import problems
-from evalbatch.extract import events_pass, sql_files, trial_tables
+from evalbatch.extract import events_pass, extractor, sql_files, trial_tables
+from evalbatch.options import Extractor, Resources
 from tests.logbuilder import LogBuilder, write_raw_events
 
 Rows = list[dict[str, Any]]
@@ -839,11 +841,14 @@ def description(relation: str) -> str:
     return sql_files.load(relation).description
 
 
-def relation_rows(tmp_path: Path, case: Golden) -> list[tuple[Any, ...]]:
-    """Run the stage over the case's events and read its relation's rows."""
+def relation_rows(
+    tmp_path: Path, case: Golden, extractor: Extractor = "auto"
+) -> list[tuple[Any, ...]]:
+    """Run the stage over the case's events, payloads parsed by `extractor`, and read its
+    relation's rows."""
     rows, _ = case.build()
     path = write_raw_events(tmp_path / "events.parquet", rows)
-    con = trial_tables.connect()
+    con = trial_tables.connect(Resources(extractor=extractor))
     try:
         # every case's eval runs claim the suite s@1; its trials read the child runs they name
         trial_tables.extract(con, [str(path)], delegate_suites=frozenset({("s", "1")}))
@@ -859,11 +864,19 @@ def relation_rows(tmp_path: Path, case: Golden) -> list[tuple[Any, ...]]:
         con.close()
 
 
+#: the extractors every case runs through (E-108): the query, and the library where it is built
+EXTRACTORS: list[Extractor] = ["duckdb"] + (
+    ["native"] if extractor.library() or os.environ.get("EVALBATCH_REQUIRE_NATIVE") == "1" else []
+)
+
+
+@pytest.mark.parametrize("extractor_name", EXTRACTORS)
 @pytest.mark.parametrize("case", list(CASES.values()), ids=lambda case: case.id)
-def test_relation_golden(tmp_path: Path, case: Golden) -> None:
-    """The relation's rows for the case's events are exactly the expected ones."""
+def test_relation_golden(tmp_path: Path, case: Golden, extractor_name: Extractor) -> None:
+    """The relation's rows for the case's events are exactly the expected ones, whichever
+    extractor parsed the payloads (E-108)."""
     _, expected = case.build()
-    assert relation_rows(tmp_path, case) == expected, case.build.__doc__
+    assert relation_rows(tmp_path, case, extractor_name) == expected, case.build.__doc__
 
 
 @pytest.mark.parametrize("case", list(CASES.values()), ids=lambda case: case.id)

@@ -267,6 +267,7 @@ def test_issue17_item1_run_json_shape(night: dict[str, Path]) -> None:
         "totals",
         "problems",
         "runs",
+        "extractor",
         "exitCode",
     ]
     assert doc["out"] == str(out) and doc["exitCode"] == 3 and doc["incremental"] is None

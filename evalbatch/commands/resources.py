@@ -1,5 +1,6 @@
-"""`--threads`, `--memory-limit`, `--temp-dir` (and, on the grading commands, `--batch-events`):
-what DuckDB may use, honoured by every command that reads data (E-64). The options are gathered
+"""`--threads`, `--memory-limit`, `--temp-dir`, `--extractor` (and, on the grading commands,
+`--batch-events`): what DuckDB may use and how payloads are parsed (E-108), honoured by every
+command that reads data (E-64). The options are gathered
 into one `Resources` that the command hands to the library, which applies it to every DuckDB
 connection the call makes; nothing outlives the command. `--spill-dir`, once a second visible
 spelling of `--temp-dir`, is a hidden old spelling (issue 17 item 2)."""
@@ -14,7 +15,7 @@ import click
 
 from evalbatch.commands.options import renamed_option
 from evalbatch.commands.types import MAX_THREADS, MemoryLimit
-from evalbatch.options import DEFAULT_BATCH_EVENTS, Resources
+from evalbatch.options import DEFAULT_BATCH_EVENTS, EXTRACTORS, Resources, default_extractor
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -48,11 +49,20 @@ _SPILL_DIR = renamed_option(
     "the current directory).",
 )
 
+_EXTRACTOR = click.option(
+    "--extractor",
+    type=click.Choice(EXTRACTORS),
+    default=None,
+    help="How payloads are parsed: native (simdjson, built by `make run`), duckdb (the "
+    "reference query), or auto (native where built; the default, or EVALBATCH_EXTRACTOR). "
+    "Same results either way.",
+)
+
 
 def resource_options(*, batch_events: bool = False) -> Callable[[F], F]:
     """Add the resource options to a command, which then takes one `resources: Resources`
     argument instead of them; `batch_events` adds `--batch-events` (commands that grade)."""
-    options = [_THREADS, _BATCH_EVENTS, _MEMORY_LIMIT, _SPILL_DIR]
+    options = [_THREADS, _BATCH_EVENTS, _MEMORY_LIMIT, _SPILL_DIR, _EXTRACTOR]
     if not batch_events:
         options.remove(_BATCH_EVENTS)
 
@@ -63,10 +73,12 @@ def resource_options(*, batch_events: bool = False) -> Callable[[F], F]:
             threads: int | None,
             memory_limit: str | None,
             spill_dir: str | None,
+            extractor: Any,
             **kwargs: Any,
         ) -> Any:
             events = kwargs.pop("batch_events", DEFAULT_BATCH_EVENTS)
-            resources = Resources(threads, memory_limit, spill_dir, events)
+            chosen = extractor or default_extractor()
+            resources = Resources(threads, memory_limit, spill_dir, events, chosen)
             return command(*args, resources=resources, **kwargs)
 
         decorated: Callable[..., Any] = with_resources

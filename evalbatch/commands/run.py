@@ -132,7 +132,8 @@ def run(
     graded = report.runs.height - report.carried_runs
     if as_json:
         printing.print_skipped(report.problems)  # errors, told even with -q (E-107)
-        click.echo(json.dumps(_document(report, out_dir, incremental, graded), indent=2))
+        document = _document(report, out_dir, incremental, graded, resources)
+        click.echo(json.dumps(document, indent=2))
         sys.exit(report.exit_code)
     if incremental:
         how = "full regrade" if report.full_regrade else "incremental"
@@ -158,9 +159,13 @@ def run(
     sys.exit(report.exit_code)
 
 
-def _document(report: RunReport, out_dir: str, incremental: bool, graded: int) -> Any:
-    """`run --json`: what was written where, the totals, problem counts and every run (README:
-    "`run --json`")."""
+def _document(
+    report: RunReport, out_dir: str, incremental: bool, graded: int, resources: Resources
+) -> Any:
+    """`run --json`: what was written where, the totals, problem counts, every run, and which
+    extractor parsed the payloads (E-108) (README: "`run --json`")."""
+    from evalbatch.extract import extractor
+
     return {
         "out": str(Path(out_dir)),
         "files": {name: str(path) for name, path in report.written.items()},
@@ -176,5 +181,6 @@ def _document(report: RunReport, out_dir: str, incremental: bool, graded: int) -
         "totals": printing.RunTotals.of(report.runs).to_json(),
         "problems": printing.problems_json(report.problems),
         "runs": printing.run_json(report.runs),
+        "extractor": extractor.describe(resources.extractor),
         "exitCode": report.exit_code,
     }

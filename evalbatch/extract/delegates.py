@@ -201,7 +201,7 @@ def _read_children(
     logs.asked |= set(run_ids)
     child = con.cursor()
     try:
-        events_pass.prepare(child)
+        events_pass.prepare(child, parent=con)
         every = dataclasses.replace(sources, only_runs=None)
         event_files.register(child, every, None)
         child.register("__evalbatch_children", pl.DataFrame({"run_id": run_ids}).to_arrow())

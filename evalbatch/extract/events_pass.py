@@ -15,9 +15,10 @@ from collections import defaultdict
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 
 from evalbatch import jsonvalue, problems
-from evalbatch.extract import sql_files
+from evalbatch.extract import extractor, native_scan, sql_files
 from evalbatch.inputs import event_files
 from evalbatch.options import Resources
 
@@ -65,12 +66,17 @@ def connect(resources: Resources | None = None) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def prepare(con: duckdb.DuckDBPyConnection) -> None:
+def prepare(
+    con: duckdb.DuckDBPyConnection, parent: duckdb.DuckDBPyConnection | None = None
+) -> None:
     """What every query of the stage expects of its connection: UTC timestamps and the shared
-    macros (a cursor of a connection needs them again: they are its own)."""
+    macros (a cursor of a connection needs them again: they are its own), and for a cursor its
+    `parent`'s extractor."""
     con.execute("SET TimeZone = 'UTC'")
     con.execute(sql_files.load("macros").text)
     con.execute(_LIMIT_MACROS)
+    if parent is not None:
+        extractor.carry_choice(parent, con)
 
 
 #: the columns of a row the scan reads (scan_rows), as a frame of rows to scan again
@@ -184,6 +190,36 @@ def _strict_rereads(con: duckdb.DuckDBPyConnection) -> None:
         _scan_again(con, "fixed_event_rows", rows)
 
 
+#: event_scan's input rows as its own query reads them (its `rows`), for the native extractor
+_SCAN_INPUT = (
+    "SELECT run_id, sequence, sequence_ok, v2_type(type) AS type, "
+    "coalesce(payload, 'null') AS payload, ts, row_hash FROM scan_rows"
+)
+
+
+def _scan_natively(con: duckdb.DuckDBPyConnection) -> None:
+    """Store event_scan as the native extractor gives it (E-108): the rows of scan_rows read
+    batch by batch, each payload walked once, the rows the walk leaves to the reference query
+    scanned by it (on a cursor: the connection is streaming the rows)."""
+    threads = int(con.sql("SELECT current_setting('threads')").fetchall()[0][0])
+    reference = con.cursor()
+    try:
+        prepare(reference)
+        reader = con.sql(_SCAN_INPUT).to_arrow_reader(native_scan.BATCH_ROWS)
+        parts = [native_scan.scan_batch(reference, batch, threads) for batch in reader]
+    finally:
+        reference.close()
+    if not parts:
+        sql_files.materialize(con, "event_scan")
+        return
+    scratch = "__evalbatch_native_scan"
+    con.register(scratch, pa.concat_tables(parts))
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE event_scan AS FROM {scratch}")
+    finally:
+        con.unregister(scratch)
+
+
 def events_pass(
     con: duckdb.DuckDBPyConnection,
     sources: event_files.Sources,
@@ -200,6 +236,8 @@ def events_pass(
             continue
         if name in VIEWS:
             sql_files.define_view(con, name)
+        elif name == "event_scan" and extractor.chosen(con) == "native":
+            _scan_natively(con)
         else:
             sql_files.materialize(con, name)
     conflicts = _collapse_duplicates(con)

@@ -304,7 +304,9 @@ def grading_pass(
             )
         from evalbatch.pipeline import ray_engine  # optional: needs the `ray` extra
 
-        plan, parts = ray_engine.grade_shards(paths, choices, options, address=ray_address)
+        plan, parts = ray_engine.grade_shards(
+            paths, choices, options, address=ray_address, extractor=resources.extractor
+        )
         found = {(p.path, p.code): p for part in parts for p in part.file_problems}
         return Pass(plan, found, iter(parts))
     return local_pass(paths, choices, options, resources, choose_runs, on_progress)

@@ -16,7 +16,7 @@ from typing import Any
 from evalbatch.errors import InputError
 from evalbatch.extract import trial_tables
 from evalbatch.inputs import event_files, suites
-from evalbatch.options import GradeOptions, Resources
+from evalbatch.options import Extractor, GradeOptions, Resources
 from evalbatch.pipeline.shard import grade_shard
 
 
@@ -48,8 +48,10 @@ def grade_shards(
     *,
     address: str | None = None,
     shards: int | None = None,
+    extractor: Extractor = "auto",
 ) -> tuple[event_files.BatchPlan, list[Any]]:
-    """Grade every shard on Ray (a running cluster at `address`, else a local one)."""
+    """Grade every shard on Ray (a running cluster at `address`, else a local one), each
+    worker parsing payloads with `extractor` (E-108)."""
     ray = _ray()
     _quiet(ray)
     if not ray.is_initialized():
@@ -69,7 +71,7 @@ def grade_shards(
         con.close()
 
     def grade(row: dict[str, Any]) -> dict[str, Any]:
-        con = trial_tables.connect(Resources(threads=1))
+        con = trial_tables.connect(Resources(threads=1, extractor=extractor))
         try:
             sources = event_files.scan(con, paths)
             runs = plan.ranges[int(row["shard"])]

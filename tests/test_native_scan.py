@@ -1,0 +1,218 @@
+"""E-108: the native extractor and the DuckDB query give one answer.
+
+The events pass parses payloads natively where the library is built (`make native`), and with
+sql/events/event_scan.sql otherwise. These tests hold the native rows to the query's, column
+by column, on drawn payloads (any JSON value, repeated keys at every depth, NaN, trailing
+commas, long numbers, escaped keys, truncation) and on whole logs (the samples, byte for byte),
+and check how a user learns and chooses which extractor runs. Invalid UTF-8 and damaged files
+reach both paths through the files: the fault-injection suite runs on both (.ci/run).
+
+Where the library is not built these tests are skipped, unless EVALBATCH_REQUIRE_NATIVE=1 (as
+.ci/run sets it), where they fail: a build that silently failed must not pass as tested.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evalbatch import api
+from evalbatch.cli import cli
+from evalbatch.extract import events_pass, extractor, native_scan, sql_files
+from evalbatch.options import Resources
+from tests.conftest import OUTPUT_FILES, SAMPLE_EVENTS, SAMPLE_SUITES
+from tests.strategies import NUMBER_TEXTS, PAYLOAD_TYPES, payload_texts
+
+BUILT = extractor.library() is not None
+pytestmark = pytest.mark.skipif(
+    not BUILT and os.environ.get("EVALBATCH_REQUIRE_NATIVE") != "1",
+    reason="the native extractor is not built here (`make native`)",
+)
+
+#: event_scan's columns, f as texts (the query's are JSON, the library's VARCHAR)
+COLUMNS = (
+    "run_id, sequence, sequence_ok, type, ts, row_hash, graded_type, payload_json, "
+    "payload_suspect, f::VARCHAR[] AS f, exact_payload, trial_index_text, suspect_payload"
+)
+
+
+def _rows(pairs: list[tuple[str, str | None]]) -> pa.RecordBatch:
+    """event_scan's input rows for (type, payload) pairs, as the events pass hands them over."""
+    n = len(pairs)
+    return pa.RecordBatch.from_pydict(
+        {
+            "run_id": [f"acme/run-{i % 3}" for i in range(n)],
+            "sequence": list(range(n)),
+            "sequence_ok": [True] * n,
+            "type": [t for t, _ in pairs],
+            "payload": ["null" if p is None else p for _, p in pairs],
+            "ts": pa.array([i * 1000 for i in range(n)], pa.timestamp("us", "UTC")),
+            "row_hash": pa.array(range(n), pa.uint64()),
+        }
+    )
+
+
+def both_scans(
+    pairs: list[tuple[str, str | None]], threads: int = 1
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """event_scan's rows for `pairs` from the query and from the library, in row order."""
+    con = events_pass.connect(Resources(extractor="duckdb"))
+    try:
+        batch = _rows(pairs)
+        native = native_scan.scan_batch(con, batch, threads)
+        con.register("scan_rows", pa.Table.from_batches([batch]))
+        con.register("native", native)
+        query = sql_files.load("event_scan").text
+        reference = con.sql(f"SELECT {COLUMNS} FROM ({query}) ORDER BY sequence").fetchall()
+        walked = con.sql(f"SELECT {COLUMNS} FROM native").fetchall()
+        return reference, walked
+    finally:
+        con.close()
+
+
+def assert_same_scan(pairs: list[tuple[str, str | None]], threads: int = 1) -> None:
+    reference, walked = both_scans(pairs, threads)
+    assert len(walked) == len(reference)
+    for (type_, payload), want, got in zip(pairs, reference, walked, strict=True):
+        assert got == want, (type_, payload)
+
+
+def test_e108_fields_are_event_scans_paths() -> None:
+    """The library reads, per type and in f's order, exactly the paths event_scan.sql reads."""
+    query = sql_files.load("event_scan").text
+    found = re.findall(r"WHEN '([^']+)' THEN TRY\(json_extract\(payload, \[([^\]]*)\]", query)
+    paths = {
+        type_: [p.removeprefix("$.") for p in re.findall(r"'([^']+)'", listed)]
+        for type_, listed in found
+    }
+    native = {t: names for t, names in native_scan.fields_by_type().items() if names}
+    assert native == paths
+
+
+@pytest.mark.parametrize("type_", PAYLOAD_TYPES)
+@pytest.mark.parametrize("number", NUMBER_TEXTS)
+def test_e108_numbers_written_as_the_query_writes_them(type_: str, number: str) -> None:
+    """Integers as written, doubles in yyjson's shortest form, the rest to the query (D-7)."""
+    fields = ("agentId", "inputs", "taskId", "trialIndex", "score", "costEstimateUsd", "modes")
+    payload = "{" + ",".join(f'"{name}":{number}' for name in fields) + "}"
+    nested = f'{{"agent":{{"agentId":{number}}},"inputs":[{number},{{"n":{number}}}]}}'
+    assert_same_scan([(type_, payload), (type_, nested)])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_e108_double_text_is_duckdbs(value: float) -> None:
+    """A double's text is DuckDB's json_extract text of it, or left to the query."""
+    text = native_scan.format_double(value)
+    if text is None:
+        assert value == 0  # only a negative zero is left: "-0" and "-0.0" differ there
+        return
+    want = duckdb.sql(f"SELECT json_extract('[{value!r}]', '$[0]')::VARCHAR").fetchall()[0][0]
+    assert text == want
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(PAYLOAD_TYPES), payload_texts()), min_size=1, max_size=8))
+def test_e108_drawn_payloads_scan_the_same(pairs: list[tuple[str, str]]) -> None:
+    """Any payload, mutated as a lenient and a strict parser read differently: every column of
+    every row is the query's."""
+    assert_same_scan(list(pairs))
+
+
+def test_e108_awkward_payloads_scan_the_same() -> None:
+    """Texts a strict parser rejects or reads differently, and values only the query keeps."""
+    payloads: list[str | None] = [
+        None, "", "null", "[]", "1", '"x"', "{}", " {\"agentId\":\"a\"} ", "\ufeff{}",
+        '{"agentId":"a","agentId":"b"}', '{"agent":{"agentId":"a","agentId":"b"}}',
+        '{"\\u0061gentId":"x"}', '{"agentId":"a",}', '{"a":1}x', '{"a":1}{"a":1}',
+        '{"trialIndex":1.0}', '{"trialIndex":1.0000000000000001}', '{"trialIndex":1}',
+        '{"inputs":{"x":1234567890.12345678}}', '{"toolName":"NaN"}', '{"a":[1, ]}',
+        '{"a":"x,  }"}', '{"a":"\\u0000\\u001f\\ud83d\\ude00\\/"}', '{"a":NaN}',
+        '{"a":-Infinity}', '{"a":01}', "{'a':1}", '{"a":1 /* c */}', '{"a":"\x01"}',
+        '{"agent":[1],"agentId":null}', '{"mergeOrder":["c1","c2"],"childRunId":"c"}',
+        "[" * 2000 + "]" * 2000, '{"d":' * 1100 + "1" + "}" * 1100,
+    ]  # fmt: skip
+    assert_same_scan([(t, p) for t in PAYLOAD_TYPES for p in payloads])
+
+
+def test_e108_threads_split_a_batch_without_changing_it() -> None:
+    """A batch split over two threads (and rows left to the query among them) is the same."""
+    pairs = [
+        (PAYLOAD_TYPES[i % len(PAYLOAD_TYPES)], f'{{"agentId":"a{i}","score":{i / 7},"x":{i}}}')
+        for i in range(6000)
+    ]
+    pairs[10] = ("agent.tool-called", '{"agentId":"a","agentId":"b"}')
+    pairs[5000] = ("eval.scored", '{"score":NaN}')
+    one = both_scans(pairs, threads=1)
+    two = both_scans(pairs, threads=2)
+    assert one[0] == one[1] == two[1]
+
+
+def _grade(out: Path, extractor_name: str, events: list[Path], suites: list[Path]) -> None:
+    resources = Resources(extractor=extractor_name)  # type: ignore[arg-type]
+    api.write_outputs([str(e) for e in events], out, [str(s) for s in suites], resources=resources)
+
+
+@pytest.mark.parametrize(
+    "events",
+    [[SAMPLE_EVENTS], [SAMPLE_EVENTS.parent / "delegates"]],
+    ids=["samples", "delegates"],
+)
+def test_e108_outputs_byte_identical_on_both_paths(tmp_path: Path, events: list[Path]) -> None:
+    """summaries.jsonl and every Parquet table, byte for byte, from either extractor."""
+    _grade(tmp_path / "native", "native", events, [SAMPLE_SUITES])
+    _grade(tmp_path / "duckdb", "duckdb", events, [SAMPLE_SUITES])
+    names = sorted(p.name for p in (tmp_path / "duckdb").iterdir() if p.is_file())
+    assert set(OUTPUT_FILES) <= set(names)
+    for name in names:
+        if name == "manifest.json":
+            continue  # it names when and where; its hashes are checked by the tables equal
+        native = (tmp_path / "native" / name).read_bytes()
+        assert native == (tmp_path / "duckdb" / name).read_bytes(), name
+
+
+def test_e108_version_and_run_json_name_the_extractor(tmp_path: Path) -> None:
+    version = CliRunner().invoke(cli, ["--version"], env={"EVALBATCH_EXTRACTOR": "native"})
+    assert version.exit_code == 0
+    assert f"extractor: {extractor.describe('native')}" in version.output
+    assert "simdjson" in extractor.describe("native")
+    base = ["run", str(SAMPLE_EVENTS), "--suites", str(SAMPLE_SUITES), "--json"]
+    for name, said in (("native", extractor.describe("native")), ("duckdb", "duckdb")):
+        result = CliRunner().invoke(
+            cli,
+            [*base, "--out", str(tmp_path / name), "--extractor", name],
+        )
+        assert result.exit_code in (0, 3), result.output
+        assert json.loads(result.output)["extractor"] == said
+
+
+def test_e108_without_the_library_auto_runs_the_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No library: auto takes the DuckDB path and says so; --extractor native is exit 2."""
+    monkeypatch.setattr(extractor, "LIBRARY", tmp_path / "missing.so")
+    extractor.library.cache_clear()
+    try:
+        assert extractor.describe("auto") == "duckdb"
+        base = ["run", str(SAMPLE_EVENTS), "--suites", str(SAMPLE_SUITES), "--json"]
+        auto = CliRunner().invoke(cli, [*base, "--out", str(tmp_path / "auto")])
+        assert auto.exit_code in (0, 3), auto.output
+        assert json.loads(auto.output)["extractor"] == "duckdb"
+        native = CliRunner().invoke(
+            cli, [*base, "--out", str(tmp_path / "native"), "--extractor", "native"]
+        )
+        assert native.exit_code == 2
+        assert "native extractor is not built" in native.output
+        assert not (tmp_path / "native" / "summaries.jsonl").exists()
+    finally:
+        extractor.library.cache_clear()
