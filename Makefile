@@ -6,11 +6,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: help setup native native-deps browser run test check check-lint check-tests lint fmt samples bench clean
+.PHONY: help setup native native-deps browser run test test-duckdb check check-lint check-tests lint fmt samples bench clean
 
 help:
 	@echo "make run      set up .venv (the default engine only) and grade data/samples into out/samples"
 	@echo "make test     add the dev and Ray extras to .venv and run the whole test suite"
+	@echo "make test-duckdb  the payload-reading tests again on the DuckDB extractor (CI runs both)"
 	@echo "make check    the fast loop: lint, then every test not marked slow, on two workers"
 	@echo "make lint     ruff check + mypy (config in pyproject.toml)"
 	@echo "make fmt      ruff format + fix"
@@ -71,6 +72,14 @@ browser:
 
 test: $(DEV_STAMP) native browser
 	$(BIN)/python -m pytest
+
+# the families that read payloads, again on the DuckDB reference extractor (E-108): `make test`
+# runs them on the native one where it is built, and both must give one answer
+REFERENCE_PATH_TESTS := tests/test_fuzz.py tests/test_fault_injection.py tests/test_reference.py \
+  tests/test_samples.py tests/test_rules_extract.py tests/test_rules_inputs.py \
+  tests/test_delegates.py tests/test_sql_golden.py
+test-duckdb: $(DEV_STAMP)
+	EVALBATCH_EXTRACTOR=duckdb $(BIN)/python -m pytest -n 2 $(REFERENCE_PATH_TESTS)
 
 # the fast loop: lint beside the tests that run in seconds (the slow families, marked `slow`, are
 # left to `make test`), those spread over two worker processes
