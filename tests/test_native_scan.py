@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from evalbatch import api
 from evalbatch.cli import cli
 from evalbatch.extract import events_pass, extractor, native_scan, sql_files
-from evalbatch.options import Resources
+from evalbatch.options import DEFAULT_BATCH_EVENTS, Resources
 from tests.conftest import OUTPUT_FILES, SAMPLE_EVENTS, SAMPLE_SUITES
 from tests.strategies import NUMBER_TEXTS, PAYLOAD_TYPES, payload_texts
 
@@ -158,8 +158,10 @@ def test_e108_threads_split_a_batch_without_changing_it() -> None:
     assert one[0] == one[1] == two[1]
 
 
-def _grade(out: Path, extractor_name: str, events: list[Path], suites: list[Path]) -> None:
-    resources = Resources(extractor=extractor_name)  # type: ignore[arg-type]
+def _grade(
+    out: Path, extractor_name: str, events: list[Path], suites: list[Path], batch_events: int
+) -> None:
+    resources = Resources(extractor=extractor_name, batch_events=batch_events)  # type: ignore[arg-type]
     api.write_outputs([str(e) for e in events], out, [str(s) for s in suites], resources=resources)
 
 
@@ -168,10 +170,16 @@ def _grade(out: Path, extractor_name: str, events: list[Path], suites: list[Path
     [[SAMPLE_EVENTS], [SAMPLE_EVENTS.parent / "delegates"]],
     ids=["samples", "delegates"],
 )
-def test_e108_outputs_byte_identical_on_both_paths(tmp_path: Path, events: list[Path]) -> None:
-    """summaries.jsonl and every Parquet table, byte for byte, from either extractor."""
-    _grade(tmp_path / "native", "native", events, [SAMPLE_SUITES])
-    _grade(tmp_path / "duckdb", "duckdb", events, [SAMPLE_SUITES])
+@pytest.mark.parametrize(
+    "batch_events", [DEFAULT_BATCH_EVENTS, 50], ids=["one-batch", "batches-of-50-events"]
+)
+def test_e108_outputs_byte_identical_on_both_paths(
+    tmp_path: Path, events: list[Path], batch_events: int
+) -> None:
+    """summaries.jsonl and every Parquet table, byte for byte, from either extractor, in one
+    batch or in many on one connection (each batch's event_scan replaces the last's)."""
+    _grade(tmp_path / "native", "native", events, [SAMPLE_SUITES], batch_events)
+    _grade(tmp_path / "duckdb", "duckdb", events, [SAMPLE_SUITES], batch_events)
     names = sorted(p.name for p in (tmp_path / "duckdb").iterdir() if p.is_file())
     assert set(OUTPUT_FILES) <= set(names)
     for name in names:

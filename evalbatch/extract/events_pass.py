@@ -92,6 +92,7 @@ def register_frame(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFram
 def _scan_again(con: duckdb.DuckDBPyConnection, keys: str, rows: pl.DataFrame) -> None:
     """Replace the rows of event_scan whose keys are in the relation `keys` by the scan of
     `rows` (`_ROW_COLUMNS`: rows re-read for a second look)."""
+    _stored(con)
     scratch = "__evalbatch_rescan"
     con.register(scratch, rows.select(_ROW_COLUMNS).to_arrow())
     try:
@@ -202,6 +203,9 @@ def _scan_natively(con: duckdb.DuckDBPyConnection) -> None:
     batch by batch, each payload walked once, the rows the walk leaves to the reference query
     scanned by it (on a cursor: the connection is streaming the rows)."""
     threads = int(con.sql("SELECT current_setting('threads')").fetchall()[0][0])
+    # the previous batch's scan, as either kind, is let go before this one is built
+    con.unregister("event_scan")
+    con.execute("DROP TABLE IF EXISTS event_scan")
     reference = con.cursor()
     try:
         prepare(reference)
@@ -212,10 +216,24 @@ def _scan_natively(con: duckdb.DuckDBPyConnection) -> None:
     if not parts:
         sql_files.materialize(con, "event_scan")
         return
+    con.register("event_scan", pa.concat_tables(parts))
+
+
+def _stored(con: duckdb.DuckDBPyConnection) -> None:
+    """Make event_scan a table, for a second look that changes its rows: the native extractor
+    leaves it as the Arrow table it built, registered under the name (E-108: read in place,
+    never copied into DuckDB, as most batches never change a row)."""
+    views = con.sql(
+        "SELECT count(*) FROM duckdb_views() WHERE view_name = 'event_scan' AND temporary"
+    ).fetchall()[0][0]
+    if not views:
+        return
+    scan = con.sql("FROM event_scan").to_arrow_table()
+    con.unregister("event_scan")
     scratch = "__evalbatch_native_scan"
-    con.register(scratch, pa.concat_tables(parts))
+    con.register(scratch, scan)
     try:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE event_scan AS FROM {scratch}")
+        con.execute(f"CREATE TEMP TABLE event_scan AS FROM {scratch}")
     finally:
         con.unregister(scratch)
 
@@ -238,6 +256,9 @@ def events_pass(
             sql_files.define_view(con, name)
         elif name == "event_scan" and extractor.chosen(con) == "native":
             _scan_natively(con)
+        elif name == "event_scan":
+            con.unregister("event_scan")
+            sql_files.materialize(con, name)
         else:
             sql_files.materialize(con, name)
     conflicts = _collapse_duplicates(con)

@@ -34,7 +34,7 @@ GRADED_TYPES = pa.array(
 )
 
 #: rows per batch handed to the library: bounds the memory of one walk, not the result
-BATCH_ROWS = 1 << 20
+BATCH_ROWS = 1 << 18
 
 #: the library's per-row status
 _TAKEN = 0
@@ -122,6 +122,16 @@ def walk(batch: pa.RecordBatch, threads: int) -> tuple[np.ndarray, pa.Array, np.
     return status, f, exact.astype(bool)
 
 
+def _kept_texts(payload: pa.Array, kept: np.ndarray) -> pa.Array:
+    """`payload` where `kept`, NULL elsewhere: only the kept texts are copied (few rows)."""
+    positions = np.flatnonzero(kept)
+    if not positions.size:
+        return pa.nulls(len(payload), payload.type)
+    indices = np.zeros(len(payload), np.int64)
+    indices[positions] = positions
+    return payload.take(pa.array(indices, mask=~kept))
+
+
 def scan_batch(con: duckdb.DuckDBPyConnection, batch: pa.RecordBatch, threads: int) -> pa.Table:
     """event_scan's rows for one batch of its input rows (run_id, sequence, sequence_ok, type
     as v2, payload with NULL read as 'null', ts, row_hash), in their order: the library's, and
@@ -142,7 +152,7 @@ def scan_batch(con: duckdb.DuckDBPyConnection, batch: pa.RecordBatch, threads: i
             "payload_json": pa.repeat(True, rows),
             "payload_suspect": pa.repeat(False, rows),
             "f": f,
-            "exact_payload": pc.if_else(pa.array(exact), payload, pa.scalar(None, payload.type)),
+            "exact_payload": _kept_texts(payload, exact),
             "trial_index_text": pa.nulls(rows, pa.string()),
             "suspect_payload": pa.nulls(rows, pa.string()),
         }
