@@ -18,7 +18,8 @@ on the same files, with this checkout first on PYTHONPATH; its wall time and pea
 the operating system (wait4), so nothing here is a timed unit test. The markdown table printed
 at the end, one row per stage with the command that produced it, can be pasted into
 bench/RESULTS.md; `× floor` is the stage's seconds over the floor's of the same shape in the
-same round.
+same round. Where the native extractor is built (E-108), `evalbatch run` is timed with it and
+again with `--extractor duckdb`, side by side.
 """
 
 from __future__ import annotations
@@ -240,6 +241,10 @@ def floor_command(data: Path) -> list[str]:
     return [python(), "bench/floor.py", shown(data / "events" / "*.parquet")]
 
 
+#: the native extractor's library, where `make native` built it
+NATIVE_LIBRARY = ROOT / "evalbatch" / "extract" / "_native_scan.so"
+
+
 def run_command(data: Path, extra: tuple[str, ...] = ()) -> list[str]:
     """`evalbatch run` over a generated log, as every benchmark times it (the whole command)."""
     evalbatch = shown(Path(sys.executable).with_name("evalbatch"))
@@ -418,10 +423,14 @@ def main() -> None:
     for shape in shapes:
         data = ensure_log(shape, events, args.seed)
         total, runs = log_facts(data)
-        commands = {
-            "(a) floor": floor_command(data),
-            "(b) evalbatch run": run_command(data, tuple(extra)),
-        }
+        commands = {"(a) floor": floor_command(data)}
+        if NATIVE_LIBRARY.exists():  # both extractors side by side (E-108)
+            commands["(b) evalbatch run"] = run_command(data, (*extra, "--extractor", "native"))
+            commands["(b) evalbatch run, DuckDB extractor"] = run_command(
+                data, (*extra, "--extractor", "duckdb")
+            )
+        else:
+            commands["(b) evalbatch run"] = run_command(data, tuple(extra))
         if not skip_reference:
             commands["(c) reference"] = reference_command(data)
         rows += [Row(shape, total, runs, stage, cmd, [], [], []) for stage, cmd in commands.items()]

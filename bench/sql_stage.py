@@ -21,12 +21,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import shlex
 import sys
 import time
 from collections.abc import Callable
 
 from run import (
+    NATIVE_LIBRARY,
     SHAPES,
     Shape,
     child,
@@ -88,6 +90,11 @@ def run_stage(stage: str, patterns: list[str]) -> None:
     print(time.perf_counter() - started)
 
 
+def _by(extractor: str | None) -> str:
+    """A row label's note of the extractor it ran with (E-108)."""
+    return f", {extractor} extractor" if extractor is not None else ""
+
+
 def timed(name: str, command: list[str]) -> dict[str, float]:
     """A stage's own seconds (the child prints them last) and the child's peak RSS (wait4)."""
     _, rss_mb, stdout = child(name, command)
@@ -105,9 +112,14 @@ def main() -> None:
     parser.add_argument(
         "--stage", choices=sorted(STAGES), help="be the child: time this stage over FILES"
     )
+    parser.add_argument(
+        "--extractor", choices=("native", "duckdb"), help="with --stage: the extractor (E-108)"
+    )
     parser.add_argument("files", nargs="*", help="with --stage: event files or globs")
     args = parser.parse_args()
     if args.stage:
+        if args.extractor:
+            os.environ["EVALBATCH_EXTRACTOR"] = args.extractor
         run_stage(args.stage, args.files)
         return
     if args.repeat < 1:
@@ -126,10 +138,16 @@ def main() -> None:
             )
         files = shown(data / "events" / "*.parquet")
         rows.append((shape, "floor (DuckDB, needed fields)", floor_command(data), False))
+        extractors = ("native", "duckdb") if NATIVE_LIBRARY.exists() else (None,)
         for stage, (label, _) in STAGES.items():
-            command = [python(), "bench/sql_stage.py", "--stage", stage, files]
-            rows.append((shape, label, command, True))
-        rows.append((shape, "evalbatch run", run_command(data), False))
+            for name in extractors if stage != "floor" else (None,):
+                command = [python(), "bench/sql_stage.py", "--stage", stage, files]
+                if name is not None:
+                    command[2:2] = ["--extractor", name]
+                rows.append((shape, f"{label}{_by(name)}", command, True))
+        for name in extractors:
+            extra = ("--extractor", name) if name is not None else ()
+            rows.append((shape, f"evalbatch run{_by(name)}", run_command(data, extra), False))
 
     best: dict[int, dict[str, float]] = {}
     for _ in range(args.repeat):  # interleaved, so a slow spell of the machine hits every stage
