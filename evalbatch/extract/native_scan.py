@@ -34,7 +34,7 @@ GRADED_TYPES = pa.array(
 )
 
 #: rows per batch handed to the library: bounds the memory of one walk, not the result
-BATCH_ROWS = 1 << 18
+BATCH_ROWS = 1 << 16
 
 #: the library's per-row status
 _TAKEN = 0
