@@ -173,11 +173,19 @@ def _grade(
 @pytest.mark.parametrize(
     "batch_events", [DEFAULT_BATCH_EVENTS, 50], ids=["one-batch", "batches-of-50-events"]
 )
+@pytest.mark.parametrize("in_place_rows", [None, 0], ids=["read-in-place", "copied-into-duckdb"])
 def test_e108_outputs_byte_identical_on_both_paths(
-    tmp_path: Path, events: list[Path], batch_events: int
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    events: list[Path],
+    batch_events: int,
+    in_place_rows: int | None,
 ) -> None:
     """summaries.jsonl and every Parquet table, byte for byte, from either extractor, in one
-    batch or in many on one connection (each batch's event_scan replaces the last's)."""
+    batch or in many on one connection (each batch's event_scan replaces the last's), with the
+    native event_scan read in place or, as a batch past IN_PLACE_ROWS is, copied into DuckDB."""
+    if in_place_rows is not None:
+        monkeypatch.setattr(events_pass, "IN_PLACE_ROWS", in_place_rows)
     _grade(tmp_path / "native", "native", events, [SAMPLE_SUITES], batch_events)
     _grade(tmp_path / "duckdb", "duckdb", events, [SAMPLE_SUITES], batch_events)
     names = sorted(p.name for p in (tmp_path / "duckdb").iterdir() if p.is_file())

@@ -20,7 +20,7 @@ import pyarrow as pa
 from evalbatch import jsonvalue, problems
 from evalbatch.extract import extractor, native_scan, sql_files
 from evalbatch.inputs import event_files
-from evalbatch.options import Resources
+from evalbatch.options import DEFAULT_BATCH_EVENTS, Resources
 
 #: the events pass, in dependency order: which runs are eval runs, their rows as read (a view),
 #: the one scan that parses each row's payload (stored, then its duplicate and lenient rows
@@ -191,6 +191,12 @@ def _strict_rereads(con: duckdb.DuckDBPyConnection) -> None:
         _scan_again(con, "fixed_event_rows", rows)
 
 
+#: the most rows whose event_scan the native extractor leaves in place, as the Arrow table it built
+#: (E-108): a batch of `run`'s size is read faster so; a larger one (every run of a large log in
+#: one batch, as a notebook's connection reads it) is copied into DuckDB, whose memory limit holds
+#: it and spills past it, where Python's memory would only grow
+IN_PLACE_ROWS = 2 * DEFAULT_BATCH_EVENTS
+
 #: event_scan's input rows as its own query reads them (its `rows`), for the native extractor
 _SCAN_INPUT = (
     "SELECT run_id, sequence, sequence_ok, v2_type(type) AS type, "
@@ -216,26 +222,36 @@ def _scan_natively(con: duckdb.DuckDBPyConnection) -> None:
     if not parts:
         sql_files.materialize(con, "event_scan")
         return
-    con.register("event_scan", pa.concat_tables(parts))
+    scanned = pa.concat_tables(parts)
+    del parts
+    if scanned.num_rows > IN_PLACE_ROWS:
+        _copy_in(con, scanned)
+    else:
+        con.register("event_scan", scanned)
+
+
+def _copy_in(con: duckdb.DuckDBPyConnection, scanned: pa.Table) -> None:
+    """Store `scanned` as the DuckDB table event_scan."""
+    scratch = "__evalbatch_native_scan"
+    con.register(scratch, scanned)
+    try:
+        con.execute(f"CREATE TEMP TABLE event_scan AS FROM {scratch}")
+    finally:
+        con.unregister(scratch)
 
 
 def _stored(con: duckdb.DuckDBPyConnection) -> None:
     """Make event_scan a table, for a second look that changes its rows: the native extractor
-    leaves it as the Arrow table it built, registered under the name (E-108: read in place,
-    never copied into DuckDB, as most batches never change a row)."""
+    leaves a batch's as the Arrow table it built, registered under the name (E-108: read in
+    place, as most batches never change a row)."""
     views = con.sql(
         "SELECT count(*) FROM duckdb_views() WHERE view_name = 'event_scan' AND temporary"
     ).fetchall()[0][0]
     if not views:
         return
-    scan = con.sql("FROM event_scan").to_arrow_table()
+    scanned = con.sql("FROM event_scan").to_arrow_table()
     con.unregister("event_scan")
-    scratch = "__evalbatch_native_scan"
-    con.register(scratch, scan)
-    try:
-        con.execute(f"CREATE TEMP TABLE event_scan AS FROM {scratch}")
-    finally:
-        con.unregister(scratch)
+    _copy_in(con, scanned)
 
 
 def events_pass(
