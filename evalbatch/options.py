@@ -47,6 +47,7 @@ def default_extractor() -> Extractor:
             return name
     return "auto"
 
+
 #: events per batch of whole runs: below this everything is graded in one pass
 DEFAULT_BATCH_EVENTS = 1_000_000
 

@@ -901,7 +901,7 @@ def payload_texts(draw: st.DrawFn) -> str:
         escape=draw(st.integers(0, 4)) == 0,
     )
     if mutation == "nan":
-        text = text.replace(":", ": NaN, \"z\":", 1) if ":" in text else "NaN"
+        text = text.replace(":", ': NaN, "z":', 1) if ":" in text else "NaN"
     elif mutation == "infinity":
         text = "[-Infinity, " + text + "]"
     elif mutation == "trailing-comma" and len(text) > 2:

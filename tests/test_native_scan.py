@@ -16,11 +16,13 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
@@ -232,3 +234,92 @@ def test_e108_without_the_library_auto_runs_the_query(
         assert not (tmp_path / "native" / "summaries.jsonl").exists()
     finally:
         extractor.library.cache_clear()
+
+
+def test_e108_a_library_from_an_older_source_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A library that loads but lacks a function the walk calls (built before the source
+    changed) counts as not built: auto takes the DuckDB path instead of failing mid-run."""
+    import _ctypes  # a shared library that loads here and holds none of the walk's functions
+
+    monkeypatch.setattr(extractor, "LIBRARY", Path(_ctypes.__file__))
+    extractor.library.cache_clear()
+    try:
+        assert extractor.library() is None
+        assert extractor.describe("auto") == "duckdb"
+    finally:
+        extractor.library.cache_clear()
+
+
+def _keyed_batch(keys: Sequence[tuple[str, int | None]]) -> pa.RecordBatch:
+    """event_scan's input rows holding these (run_id, sequence) keys, in this order."""
+    rows = _rows([("run.started", "{}")] * len(keys))
+    return rows.set_column(0, "run_id", pa.array([run for run, _ in keys])).set_column(
+        1, "sequence", pa.array([sequence for _, sequence in keys], pa.int64())
+    )
+
+
+def test_D3_key_blocks_hold_each_runs_consecutive_sequences() -> None:
+    """A block is one run's consecutive sequence numbers, row after row; a row without a
+    sequence is passed over (it has no key)."""
+    keys = [("r1", 0), ("r1", 1), ("r1", 2), ("r2", 0), ("r1", 3), ("r1", 5), ("r1", None)]
+    keys += [("r1", 6), ("r1", 6), ("r2", 1)]
+    blocks = native_scan.key_blocks(_keyed_batch(keys))
+    assert blocks is not None
+    assert blocks.rows() == [
+        ("r1", 0, 2), ("r2", 0, 0), ("r1", 3, 3), ("r1", 5, 6), ("r1", 6, 6), ("r2", 1, 1),
+    ]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["a", "b", "ab"]), st.integers(0, 12)), max_size=40),
+    st.randoms(use_true_random=False),
+    st.integers(1, 6),
+)
+def test_D3_key_held_twice_is_seen_however_the_rows_are_cut_and_ordered(
+    keys: list[tuple[str, int]], random: Any, pieces: int
+) -> None:
+    """The walk's blocks say "each key held once" exactly when no (run_id, sequence) key is
+    held by two rows, whatever the order the rows come in and however they are cut into
+    batches (DuckDB's threads hand the files' rows over in pieces)."""
+    random.shuffle(keys)
+    cuts = sorted(random.randint(0, len(keys)) for _ in range(pieces - 1))
+    batches = [keys[a:b] for a, b in zip([0, *cuts], [*cuts, len(keys)], strict=True)]
+    blocks = [native_scan.key_blocks(_keyed_batch(b)) for b in batches if b]
+    assert all(block is not None for block in blocks)
+    held_once = native_scan.keys_held_once(blocks) if blocks else True
+    assert held_once == (len(set(keys)) == len(keys))
+
+
+def _log_with_duplicates(path: Path) -> Path:
+    """The sample log with, at its end, a second copy of one run's event (one event: D-3) and
+    a conflicting copy of another's, far from the rows they repeat."""
+    files = sorted(SAMPLE_EVENTS.glob("*.parquet"))
+    table = pa.concat_tables([pq.read_table(f) for f in files])
+    rows = table.to_pylist()
+    scored = [r for r in rows if r["type"] == "eval.scored"]
+    same = {**scored[0], "timestamp": "2026-11-02T13:00:00.000Z"}
+    payload = json.loads(scored[-1]["payload"])
+    clash = {**scored[-1], "payload": json.dumps({**payload, "score": 0.125})}
+    pq.write_table(pa.Table.from_pylist([*rows, same, clash], schema=table.schema), path)
+    return path
+
+
+def test_D3_duplicates_apart_in_the_log_are_found_on_both_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key held twice whose rows reach the walk in different batches, far apart, is one
+    event or a conflict (D-3) on the native path as on the DuckDB path: the same outputs."""
+    monkeypatch.setattr(native_scan, "BATCH_ROWS", 4)
+    log = _log_with_duplicates(tmp_path / "events.parquet")
+    _grade(tmp_path / "native", "native", [log], [SAMPLE_SUITES], DEFAULT_BATCH_EVENTS)
+    _grade(tmp_path / "duckdb", "duckdb", [log], [SAMPLE_SUITES], DEFAULT_BATCH_EVENTS)
+    codes = pq.read_table(tmp_path / "duckdb" / "problems.parquet").column("code").to_pylist()
+    assert "event-conflict" in codes  # the conflicting copy is seen
+    names = sorted(p.name for p in (tmp_path / "duckdb").iterdir() if p.is_file())
+    for name in names:
+        if name != "manifest.json":
+            native = (tmp_path / "native" / name).read_bytes()
+            assert native == (tmp_path / "duckdb" / name).read_bytes(), name

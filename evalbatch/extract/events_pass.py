@@ -35,7 +35,8 @@ VIEWS = frozenset({"scan_rows", "events"})
 FRAMES: dict[str, str] = {
     "duplicate_keys": (
         "(runId, sequence) keys held by more than one row of an eval run (D-3), found as equal "
-        "neighbours of the scanned keys in key order (no GROUP BY over all rows); usually none."
+        "neighbours of the scanned keys in key order (no GROUP BY over all rows), or none when "
+        "the native walk saw each key held once (E-108); usually none."
     ),
     "duplicate_row_hashes": (
         "The rows behind each duplicated key (D-3), every one of them: run_id, sequence and the "
@@ -149,12 +150,23 @@ _NO_ROW_HASHES = pl.DataFrame(
 )
 
 
-def _collapse_duplicates(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
+#: duplicate_keys when the scan saw each key held by one row
+_NO_KEYS = pl.DataFrame(schema={"run_id": pl.String, "sequence": pl.Int64})
+
+
+def _collapse_duplicates(
+    con: duckdb.DuckDBPyConnection, held_once: bool = False
+) -> list[tuple[str, int]]:
     """One row per key (D-3): a key held by several rows keeps the row duplicate_events
-    chooses, scanned again on its own. Only the keys leave DuckDB. Returns the keys whose rows
-    are not one event."""
-    keys = _duplicate_keys(
-        con.sql("SELECT run_id, sequence FROM event_scan WHERE sequence IS NOT NULL").pl()
+    chooses, scanned again on its own. Only the keys leave DuckDB, and not even they when the
+    scan saw each held by one row (`held_once`). Returns the keys whose rows are not one
+    event."""
+    keys = (
+        _NO_KEYS
+        if held_once
+        else _duplicate_keys(
+            con.sql("SELECT run_id, sequence FROM event_scan WHERE sequence IS NOT NULL").pl()
+        )
     )
     register_frame(con, "duplicate_keys", keys)
     if keys.is_empty():
@@ -204,10 +216,11 @@ _SCAN_INPUT = (
 )
 
 
-def _scan_natively(con: duckdb.DuckDBPyConnection) -> None:
+def _scan_natively(con: duckdb.DuckDBPyConnection) -> bool:
     """Store event_scan as the native extractor gives it (E-108): the rows of scan_rows read
     batch by batch, each payload walked once, the rows the walk leaves to the reference query
-    scanned by it (on a cursor: the connection is streaming the rows)."""
+    scanned by it (on a cursor: the connection is streaming the rows). Returns whether the
+    walk saw every (run_id, sequence) key held by one row only (D-3)."""
     threads = int(con.sql("SELECT current_setting('threads')").fetchall()[0][0])
     # the previous batch's scan, as either kind, is let go before this one is built
     con.unregister("event_scan")
@@ -216,18 +229,23 @@ def _scan_natively(con: duckdb.DuckDBPyConnection) -> None:
     try:
         prepare(reference)
         reader = con.sql(_SCAN_INPUT).to_arrow_reader(native_scan.BATCH_ROWS)
-        parts = [native_scan.scan_batch(reference, batch, threads) for batch in reader]
+        parts, blocks = [], []
+        for batch in reader:
+            blocks.append(native_scan.key_blocks(batch))
+            parts.append(native_scan.scan_batch(reference, batch, threads))
     finally:
         reference.close()
     if not parts:
         sql_files.materialize(con, "event_scan")
-        return
+        return True
+    held_once = native_scan.keys_held_once(blocks)
     scanned = pa.concat_tables(parts)
     del parts
     if scanned.num_rows > IN_PLACE_ROWS:
         _copy_in(con, scanned)
     else:
         con.register("event_scan", scanned)
+    return held_once
 
 
 def _copy_in(con: duckdb.DuckDBPyConnection, scanned: pa.Table) -> None:
@@ -265,18 +283,19 @@ def events_pass(
     conflicting (run, sequence) keys (D-3). With `chosen_runs`, the runs read are the ones the
     caller put in `eval_run_ids` (child runs, E-102), not the eval runs."""
     event_files.register(con, sources, runs)
+    held_once = False
     for name in EVENTS_PASS:
         if chosen_runs and name == "eval_run_ids":
             continue
         if name in VIEWS:
             sql_files.define_view(con, name)
         elif name == "event_scan" and extractor.chosen(con) == "native":
-            _scan_natively(con)
+            held_once = _scan_natively(con)
         elif name == "event_scan":
             con.unregister("event_scan")
             sql_files.materialize(con, name)
         else:
             sql_files.materialize(con, name)
-    conflicts = _collapse_duplicates(con)
+    conflicts = _collapse_duplicates(con, held_once)
     _strict_rereads(con)
     return conflicts

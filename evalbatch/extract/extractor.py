@@ -38,13 +38,20 @@ class Library:
 @cache
 def library() -> Library | None:
     """The built library with its functions typed, or None when it is missing or will not
-    load (built for another machine, its simdjson removed)."""
+    load (built for another machine, its simdjson removed, or from an older source that lacks
+    a function: `make native` builds it again)."""
     if not LIBRARY.exists():
         return None
     try:
         lib = ctypes.CDLL(str(LIBRARY))
-    except OSError:
+        _declare(lib)
+    except (OSError, AttributeError):
         return None
+    return Library(lib, lib.evalbatch_scan_simdjson_version().decode())
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    """Type the library's functions (AttributeError when one is missing)."""
     pointer = ctypes.c_void_p
     lib.evalbatch_scan.restype = pointer
     lib.evalbatch_scan.argtypes = [pointer, ctypes.c_int, pointer, ctypes.c_int, ctypes.c_int]
@@ -60,7 +67,8 @@ def library() -> Library | None:
     lib.evalbatch_scan_fields.argtypes = [ctypes.c_int]
     lib.evalbatch_format_double.restype = ctypes.c_int64
     lib.evalbatch_format_double.argtypes = [ctypes.c_double, ctypes.c_char_p, ctypes.c_int64]
-    return Library(lib, lib.evalbatch_scan_simdjson_version().decode())
+    lib.evalbatch_key_blocks.restype = ctypes.c_int64
+    lib.evalbatch_key_blocks.argtypes = [pointer, ctypes.c_int, pointer, pointer, pointer]
 
 
 def required() -> Library:

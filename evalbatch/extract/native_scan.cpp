@@ -494,6 +494,37 @@ void evalbatch_scan_copy(void* handle, uint8_t* valid, int64_t* offsets, char* b
 
 void evalbatch_scan_free(void* handle) { delete static_cast<Result*>(handle); }
 
+// The blocks of a batch's rows (those with a sequence) that hold one run's consecutive
+// sequence numbers, row after row: block k is rows firsts[k]..lasts[k], the keys (run, first
+// sequence) to (run, last sequence) each once; a new one starts where the run id changes or the
+// sequence is not the one before plus one. Rows reach the walk in the files' order, in pieces
+// (DuckDB's threads read the files in parallel), and a run's sequence numbers are 0, 1, 2...
+// as the host wrote them, so a run is one block or a few; when the blocks of each run cover
+// sequence ranges apart, no key is held by two rows (D-3) and the events pass need not look
+// for one. Returns how many blocks (at most the batch's rows), or -1 for a NULL run id (the
+// caller looks the slow way).
+int64_t evalbatch_key_blocks(const ArrowArray* run_ids, int run_ids_large,
+                             const ArrowArray* sequences, int64_t* firsts, int64_t* lasts) {
+  const Strings run_column{run_ids, run_ids_large != 0};
+  const auto* values = static_cast<const int64_t*>(sequences->buffers[1]) + sequences->offset;
+  const auto* valid = static_cast<const uint8_t*>(sequences->buffers[0]);
+  std::string_view run_before;
+  int64_t sequence_before = 0;
+  int64_t blocks = 0;
+  for (int64_t i = 0; i < sequences->length; i++) {
+    const int64_t j = i + sequences->offset;
+    if (valid && !((valid[j >> 3] >> (j & 7)) & 1)) continue;
+    if (run_column.is_null(i)) return -1;
+    const std::string_view run = run_column.at(i);
+    const int64_t sequence = values[i];
+    if (!blocks || run != run_before || sequence != sequence_before + 1) firsts[blocks++] = i;
+    lasts[blocks - 1] = i;
+    run_before = run;
+    sequence_before = sequence;
+  }
+  return blocks;
+}
+
 // yyjson's text of a double, for the tests that compare it with DuckDB's (0 when the double is
 // one this file sends to the reference).
 int64_t evalbatch_format_double(double d, char* out, int64_t size) {

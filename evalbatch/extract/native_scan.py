@@ -15,6 +15,7 @@ import ctypes
 
 import duckdb
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -120,6 +121,50 @@ def walk(batch: pa.RecordBatch, threads: int) -> tuple[np.ndarray, pa.Array, np.
     np.cumsum(np.maximum(n_fields, 0), out=list_offsets[1:])
     f = pa.ListArray.from_arrays(pa.array(list_offsets), values, mask=pa.array(n_fields < 0))
     return status, f, exact.astype(bool)
+
+
+def key_blocks(batch: pa.RecordBatch) -> pl.DataFrame | None:
+    """The blocks of the batch's rows (those with a sequence) that hold one run's consecutive
+    sequence numbers, row after row: run_id, first and last sequence (each key between them held
+    once in the block). None when a run id is NULL."""
+    handle = extractor.required().handle
+    run_ids, run_ids_large = _string_column(batch.column("run_id"))
+    sequences = batch.column("sequence")
+    if not pa.types.is_int64(sequences.type):
+        sequences = sequences.cast(pa.int64())
+    firsts = np.empty(batch.num_rows, np.int64)
+    lasts = np.empty(batch.num_rows, np.int64)
+    _, run_capsule = run_ids.__arrow_c_array__()
+    _, sequence_capsule = sequences.__arrow_c_array__()
+    blocks = handle.evalbatch_key_blocks(
+        _capsule_pointer(run_capsule),
+        run_ids_large,
+        _capsule_pointer(sequence_capsule),
+        firsts.ctypes.data,
+        lasts.ctypes.data,
+    )
+    if blocks < 0:
+        return None
+    return pl.DataFrame(
+        {
+            "run_id": pl.Series(run_ids.take(pa.array(firsts[:blocks]))).cast(pl.String),
+            "sequence": pl.Series(sequences.take(pa.array(firsts[:blocks]))),
+            "last_sequence": pl.Series(sequences.take(pa.array(lasts[:blocks]))),
+        }
+    )
+
+
+def keys_held_once(blocks: list[pl.DataFrame | None]) -> bool:
+    """Whether the blocks (`key_blocks`, of every batch) of each run cover sequence ranges
+    apart: then no (run_id, sequence) key is held by two rows (D-3). False when a batch had
+    none to give (a NULL run id), or there is no batch."""
+    found = [block for block in blocks if block is not None]
+    if not found or len(found) < len(blocks):
+        return False
+    ordered = pl.concat(found).sort("run_id", "sequence")
+    run = pl.col("run_id")
+    apart = (run != run.shift()) | (pl.col("sequence") > pl.col("last_sequence").shift())
+    return bool(ordered.select(apart.fill_null(True).all()).item())
 
 
 def _kept_texts(payload: pa.Array, kept: np.ndarray) -> pa.Array:
