@@ -216,6 +216,10 @@ _IN_BRACKET = (
 def trial_calls(segments: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
     """The calls inside each trial's bracket, numbered in sequence order (§2.2, §3.3)."""
     bounds = segments.select(*_SEGMENT, "bracket_start_seq", "bracket_end_seq", "target_agent_id")
+    # the calls are sorted by segment: a call's position is its row's distance from the
+    # segment's first row (no window over the segment keys)
+    row = pl.int_range(pl.len(), dtype=pl.Int32)
+    segment_starts = pl.any_horizontal(pl.col(c).ne_missing(pl.col(c).shift()) for c in _SEGMENT)
     return (
         calls.join(bounds, on=_SEGMENT)
         .filter(_IN_BRACKET)
@@ -223,7 +227,7 @@ def trial_calls(segments: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
         .select(
             "run_id",
             *_SEGMENT,
-            call_pos=pl.int_range(pl.len(), dtype=pl.Int32).over(_SEGMENT),
+            call_pos=row - pl.when(segment_starts).then(row).forward_fill(),
             sequence="sequence",
             tool_name="tool_name",
             by_target=(pl.col("agent_id") == pl.col("target_agent_id")).fill_null(False),
