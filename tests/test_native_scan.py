@@ -36,6 +36,8 @@ from tests.conftest import OUTPUT_FILES, SAMPLE_EVENTS, SAMPLE_SUITES
 from tests.strategies import NUMBER_TEXTS, PAYLOAD_TYPES, payload_texts
 
 BUILT = extractor.library() is not None
+#: rows per walk as the events pass hands them to the library
+BATCH_ROWS_DEFAULT = native_scan.BATCH_ROWS
 pytestmark = pytest.mark.skipif(
     not BUILT and os.environ.get("EVALBATCH_REQUIRE_NATIVE") != "1",
     reason="the native extractor is not built here (`make native`)",
@@ -323,3 +325,53 @@ def test_D3_duplicates_apart_in_the_log_are_found_on_both_paths(
         if name != "manifest.json":
             native = (tmp_path / "native" / name).read_bytes()
             assert native == (tmp_path / "duckdb" / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("walk_rows", [BATCH_ROWS_DEFAULT, 2], ids=["one-walk", "walks-of-2-rows"])
+def test_e22_damaged_file_found_mid_walk_is_a_file_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, walk_rows: int
+) -> None:
+    """A file whose payload column holds invalid UTF-8 is `file-unreadable` and the other
+    file's runs are graded, on the native path as on DuckDB's, also when DuckDB meets the damage
+    while the walk streams its rows (its error then reaches Python through the Arrow stream as
+    an OSError, which the damaged-file pass did not take for DuckDB's: exit 4, the payload in
+    the message)."""
+    from tests.test_fail_closed_data import _damaged_file
+
+    monkeypatch.setattr(native_scan, "BATCH_ROWS", walk_rows)
+    bad = _damaged_file(tmp_path, "payload-utf8")
+    graded = {}
+    for name in ("native", "duckdb"):
+        result = api.grade_paths(
+            [tmp_path / "events"],
+            [tmp_path / "suites"],
+            resources=Resources(extractor=name),  # type: ignore[arg-type]
+        )
+        (row,) = [r for r in result.problems.to_dicts() if r["code"] == "file-unreadable"]
+        assert str(bad) in row["message"]
+        assert "SECRET" not in row["message"]
+        graded[name] = sorted(result.summaries)
+    assert graded["native"] == graded["duckdb"]
+    assert graded["native"]
+
+
+def test_e22_damage_met_while_the_walk_streams_is_duckdbs_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """DuckDB's error in producing the walk's rows after the stream has started (a damaged file
+    read late) reached Python as an OSError from the Arrow stream, which the damaged-file pass
+    does not take for DuckDB's: the run ended "could not be written" (exit 4) with the damaged
+    value in the message. It is raised as DuckDB's own error, as on the DuckDB path."""
+    late_failure = (
+        "SELECT 'acme/run-' || (i // 100) AS run_id, i AS sequence, true AS sequence_ok, "
+        "'run.started' AS type, CASE WHEN i < 50000 THEN '{}' ELSE error('damaged') END "
+        "AS payload, NULL::TIMESTAMPTZ AS ts, hash(i) AS row_hash FROM range(50001) AS t(i)"
+    )
+    monkeypatch.setattr(events_pass, "_SCAN_INPUT", late_failure)
+    monkeypatch.setattr(native_scan, "BATCH_ROWS", 1024)
+    con = events_pass.connect(Resources(extractor="native"))
+    try:
+        with pytest.raises(duckdb.Error, match="damaged"):
+            events_pass._scan_natively(con)
+    finally:
+        con.close()

@@ -12,10 +12,13 @@ as a strict parser reads them.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
+from typing import NamedTuple
 
 import duckdb
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from evalbatch import jsonvalue, problems
 from evalbatch.extract import extractor, native_scan, sql_files
@@ -178,19 +181,21 @@ def _collapse_duplicates(
     return _conflicts(duplicates)
 
 
-def _strict_rereads(con: duckdb.DuckDBPyConnection) -> None:
+def _strict_rereads(con: duckdb.DuckDBPyConnection, look: bool = True) -> None:
     """Re-read the payloads DuckDB reads leniently as a strict JSON parser reads them (D-7,
     E-26, E-61) and scan those rows again in their place.
 
     A payload that is not JSON becomes the empty text, which no parser accepts (so past the
     depth Python recurses to as well: E-60); one with a repeated key becomes its canonical text,
     where the last value stands. A row without a usable sequence has no key to be put back
-    under, and is left as read.
+    under, and is left as read. Without `look`, the scan is known to have marked no row suspect
+    (the native walk's own count), and event_scan is not read again.
     """
-    suspects = con.sql(
+    query = (
         "SELECT run_id, sequence, sequence_ok, type, suspect_payload AS payload, ts, row_hash "
         "FROM event_scan WHERE payload_suspect AND sequence IS NOT NULL"
-    ).pl()
+    )
+    suspects = con.sql(query if look else f"{query} LIMIT 0").pl()
     fixed: list[str] = []
     for payload in suspects["payload"]:
         try:
@@ -216,11 +221,39 @@ _SCAN_INPUT = (
 )
 
 
-def _scan_natively(con: duckdb.DuckDBPyConnection) -> bool:
+def _streamed(relation: duckdb.DuckDBPyRelation, rows: int) -> Iterator[pa.RecordBatch]:
+    """The rows of `relation`, `rows` at a time. DuckDB's error in producing them (a damaged
+    file met while reading: E-22) reaches Python through the Arrow stream as Arrow's exception
+    (an OSError) once the stream has started; it is raised as DuckDB's, which the damaged-file
+    pass takes (`event_files.leaving_out_damaged`), as it is when the stream has not."""
+    reader = relation.to_arrow_reader(rows)
+    while True:
+        try:
+            batch = reader.read_next_batch()
+        except StopIteration:
+            return
+        except (OSError, pa.ArrowException) as exc:
+            raise duckdb.InvalidInputException(str(exc)) from exc
+        yield batch
+
+
+class _NativeFacts(NamedTuple):
+    """What the native extractor's scan of a batch saw, so the events pass looks no further."""
+
+    #: every (run_id, sequence) key is held by one row only (D-3)
+    held_once: bool
+    #: some row is marked suspect (D-7, E-26, E-61: only the reference query marks one)
+    suspects: bool
+
+
+#: what the events pass assumes of a scan it knows nothing of (DuckDB's): look for both
+_UNKNOWN = _NativeFacts(held_once=False, suspects=True)
+
+
+def _scan_natively(con: duckdb.DuckDBPyConnection) -> _NativeFacts:
     """Store event_scan as the native extractor gives it (E-108): the rows of scan_rows read
     batch by batch, each payload walked once, the rows the walk leaves to the reference query
-    scanned by it (on a cursor: the connection is streaming the rows). Returns whether the
-    walk saw every (run_id, sequence) key held by one row only (D-3)."""
+    scanned by it (on a cursor: the connection is streaming the rows)."""
     threads = int(con.sql("SELECT current_setting('threads')").fetchall()[0][0])
     # the previous batch's scan, as either kind, is let go before this one is built
     con.unregister("event_scan")
@@ -228,24 +261,26 @@ def _scan_natively(con: duckdb.DuckDBPyConnection) -> bool:
     reference = con.cursor()
     try:
         prepare(reference)
-        reader = con.sql(_SCAN_INPUT).to_arrow_reader(native_scan.BATCH_ROWS)
         parts, blocks = [], []
-        for batch in reader:
+        for batch in _streamed(con.sql(_SCAN_INPUT), native_scan.BATCH_ROWS):
             blocks.append(native_scan.key_blocks(batch))
             parts.append(native_scan.scan_batch(reference, batch, threads))
     finally:
         reference.close()
     if not parts:
         sql_files.materialize(con, "event_scan")
-        return True
-    held_once = native_scan.keys_held_once(blocks)
+        return _NativeFacts(held_once=True, suspects=False)
+    facts = _NativeFacts(
+        held_once=native_scan.keys_held_once(blocks),
+        suspects=any(pc.any(part["payload_suspect"]).as_py() for part in parts),
+    )
     scanned = pa.concat_tables(parts)
     del parts
     if scanned.num_rows > IN_PLACE_ROWS:
         _copy_in(con, scanned)
     else:
         con.register("event_scan", scanned)
-    return held_once
+    return facts
 
 
 def _copy_in(con: duckdb.DuckDBPyConnection, scanned: pa.Table) -> None:
@@ -283,19 +318,20 @@ def events_pass(
     conflicting (run, sequence) keys (D-3). With `chosen_runs`, the runs read are the ones the
     caller put in `eval_run_ids` (child runs, E-102), not the eval runs."""
     event_files.register(con, sources, runs)
-    held_once = False
+    facts = _UNKNOWN
     for name in EVENTS_PASS:
         if chosen_runs and name == "eval_run_ids":
             continue
         if name in VIEWS:
             sql_files.define_view(con, name)
         elif name == "event_scan" and extractor.chosen(con) == "native":
-            held_once = _scan_natively(con)
+            facts = _scan_natively(con)
         elif name == "event_scan":
             con.unregister("event_scan")
             sql_files.materialize(con, name)
         else:
             sql_files.materialize(con, name)
-    conflicts = _collapse_duplicates(con, held_once)
-    _strict_rereads(con)
+    conflicts = _collapse_duplicates(con, facts.held_once)
+    # a row the collapse scans again has the text of a row already scanned: no new suspect
+    _strict_rereads(con, look=facts.suspects)
     return conflicts
