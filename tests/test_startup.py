@@ -10,11 +10,14 @@ imported everything; what is checked is which modules are loaded, never how long
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import OUTPUT_FILES, SAMPLE_EVENTS, SAMPLE_SUITES, run_python
+from tests.conftest import OUTPUT_FILES, ROOT, SAMPLE_EVENTS, SAMPLE_SUITES, run_python
 
 #: a slow family (fresh interpreters, to see what each command loads):
 #: `make check` leaves it out, `make test` runs it
@@ -141,3 +144,54 @@ def test_the_library_surface_loads_on_first_use() -> None:
     )
     finished = run_python(script)
     assert (finished.returncode, finished.stdout, finished.stderr) == (0, "False True True\n", "")
+
+
+_ALLOCATOR_SCRIPT = """
+import os, sys
+import evalbatch.cli
+sys.argv = ["evalbatch", "run", *sys.argv[1:]]
+try:
+    evalbatch.cli.main()
+except SystemExit:
+    pass
+print(os.environ.get(evalbatch.cli.POLARS_ALLOCATOR_VARIABLE), "polars" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("user_setting", [None, "dirty_decay_ms:0"])
+def test_e109_the_command_keeps_freed_pages_unless_the_user_chose(
+    tmp_path: Path, user_setting: str | None
+) -> None:
+    """E-109: `evalbatch` sets Polars' allocator to keep freed pages for a while before Polars
+    loads (the variable is read once, when it starts); a setting of the user's own stands."""
+    env = dict(os.environ)
+    env.pop("_RJEM_MALLOC_CONF", None)
+    if user_setting is not None:
+        env["_RJEM_MALLOC_CONF"] = user_setting
+    out = tmp_path / "out"
+    finished = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _ALLOCATOR_SCRIPT,
+            str(SAMPLE_EVENTS),
+            "--suites",
+            str(SAMPLE_SUITES),
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**env, "PYTHONPATH": str(ROOT)},
+    )
+    setting, polars_loaded = finished.stdout.split()
+    assert polars_loaded == "True"  # the command loaded Polars after choosing
+    # Polars puts its own defaults first; jemalloc takes the last value of each option
+    effective = dict(option.split(":") for option in setting.split(","))
+    expected = user_setting or "dirty_decay_ms:5000,muzzy_decay_ms:5000"
+    assert effective == {**effective, **dict(o.split(":") for o in expected.split(","))}
+    if user_setting is None:
+        assert effective["dirty_decay_ms"] == effective["muzzy_decay_ms"] == "5000"

@@ -31,6 +31,7 @@ from evalbatch.outputs.output_format import (
     MANIFEST_FILE,
     OUTPUT_FILES,
     SUMMARIES_FILE,
+    TASK_SCHEMA,
     TRIAL_SCHEMA,
     WORK_PREFIX,
     table_file,
@@ -150,9 +151,12 @@ class OutputWriter:
         self.work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=self.out))
         self.summaries: Any = None
         self.trials: TableWriter | None = None
+        self.tasks: TableWriter | None = None
+        self.tasks_closed = False
         try:
             self.summaries = (self.work / "summaries.partial").open("w", encoding="utf-8")
             self.trials = TableWriter(self.work / table_file("trials"), TRIAL_SCHEMA, "trials")
+            self.tasks = TableWriter(self.work / table_file("tasks"), TASK_SCHEMA, "tasks")
         except BaseException:
             self.abort()
             raise
@@ -161,14 +165,15 @@ class OutputWriter:
         self,
         summaries: list[tuple[str, str]],
         trials: pl.DataFrame,
+        tasks: pl.DataFrame,
         pending: set[str] | frozenset[str] = frozenset(),
         carried: Sequence[tuple[str, str]] = (),
     ) -> None:
         """Append a batch: `summaries` holds (runId, line of summaries.jsonl) in runId order;
         summaries of `pending` runs are completed in `finish` (regression). `carried` holds lines
         kept from the previous outputs (an incremental run), merged in runId order with the
-        batch's own."""
-        assert self.trials is not None
+        batch's own; `trials` and `tasks` already hold the carried rows of the batch's runs."""
+        assert self.trials is not None and self.tasks is not None
         lines = [
             (run_id, _PENDING + json.dumps(run_id) + "\n" if run_id in pending else line)
             for run_id, line in summaries
@@ -178,12 +183,24 @@ class OutputWriter:
         for _, line in lines:
             self.summaries.write(line)
         self.trials.write(trials)
+        self.tasks.write(tasks)
+
+    def task_rows(self, run_ids: list[str]) -> pl.DataFrame:
+        """The task rows written for `run_ids`, read back (for the regression pairs, §5: a
+        baseline may sit in any batch). The tasks table is complete from here on: no batch is
+        added after this."""
+        assert self.tasks is not None
+        if not self.tasks_closed:
+            self.tasks.close()
+            self.tasks_closed = True
+        path = self.work / table_file("tasks")
+        keep = pl.col("run_id").is_in(run_ids)
+        return pl.scan_parquet(path).filter(keep).collect().cast(TASK_SCHEMA)
 
     def finish(
         self,
         pending: dict[str, dict[str, Any]],
         runs: pl.DataFrame,
-        tasks: pl.DataFrame,
         problems: pl.DataFrame,
         manifest: Manifest | None = None,
     ) -> dict[str, Path]:
@@ -194,7 +211,7 @@ class OutputWriter:
         `manifest.json` goes first and the new one comes last, so a crash in between leaves no
         manifest and the next incremental run grades everything rather than trusting rows that
         may have been replaced."""
-        assert self.trials is not None
+        assert self.trials is not None and self.tasks is not None
         self.summaries.close()
         with (
             (self.work / "summaries.partial").open(encoding="utf-8") as partial,
@@ -207,7 +224,10 @@ class OutputWriter:
                 final.write(line)
         (self.work / "summaries.partial").unlink()
         self.trials.close()
-        for name, frame in (("runs", runs), ("tasks", tasks), ("problems", problems)):
+        if not self.tasks_closed:
+            self.tasks.close()
+            self.tasks_closed = True
+        for name, frame in (("runs", runs), ("problems", problems)):
             _write_table(self.work / table_file(name), frame, name)
         names = list(OUTPUT_FILES)
         if manifest is not None:
@@ -275,4 +295,6 @@ class OutputWriter:
                 self.summaries.close()
         if self.trials is not None:
             self.trials.discard()
+        if self.tasks is not None:
+            self.tasks.discard()
         shutil.rmtree(self.work, ignore_errors=True)

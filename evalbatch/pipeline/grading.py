@@ -146,13 +146,13 @@ def collect(
             trials.append(batch.trials)
     finally:
         grading.close()
-    runs, tasks, problem_frame = merged.finish(
+    runs, problem_frame = merged.finish(
         grading, regress_options
     )  # the pending summaries, shared with `summaries`, now hold their regression blocks
     return GradeResult(
         summaries=summaries,
         runs=runs,
-        tasks=tasks,
+        tasks=merged.task_table(),
         trials=pl.concat(trials),
         problems=problem_frame,
         skipped=runs.filter(~pl.col("graded"))["run_id"].to_list(),
@@ -184,8 +184,8 @@ def write_result(result: GradeResult, out_dir: str | Path) -> dict[str, Path]:
         lines = [
             (run_id, summary_line(run_id, s)) for run_id, s in sorted(result.summaries.items())
         ]
-        files.add(lines, result.trials)
-        return files.finish({}, result.runs, result.tasks, result.problems)
+        files.add(lines, result.trials, result.tasks)
+        return files.finish({}, result.runs, result.problems)
     except BaseException:
         files.abort()
         raise

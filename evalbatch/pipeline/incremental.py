@@ -156,6 +156,16 @@ def select(
     return Selection(dirty, fingerprints, previous, carried)
 
 
+def _in_range(low: str | None, high: str | None) -> pl.Expr:
+    """Whether a row's run id is in a batch's range: low <= run_id < high (None is open)."""
+    keep = pl.lit(True)
+    if low is not None:
+        keep &= pl.col("run_id") >= low
+    if high is not None:
+        keep &= pl.col("run_id") < high
+    return keep
+
+
 def _read_table(out_dir: Path, table: str, keep: pl.Expr) -> pl.DataFrame:
     """The rows of one previous output table that are carried over."""
     return pl.read_parquet(out_dir / output_format.table_file(table)).filter(keep)
@@ -201,11 +211,11 @@ class Carried:
                 if run_id in self.runs:
                     yield run_id, line
 
+    def tasks(self, low: str | None, high: str | None) -> pl.DataFrame:
+        """The carried task rows with low <= run_id < high (None is open)."""
+        return self.task_rows.filter(_in_range(low, high))
+
     def trials(self, low: str | None, high: str | None) -> pl.DataFrame:
         """The carried trial rows with low <= run_id < high (None is open)."""
-        keep = pl.col("run_id").is_in(sorted(self.runs))
-        if low is not None:
-            keep &= pl.col("run_id") >= low
-        if high is not None:
-            keep &= pl.col("run_id") < high
+        keep = pl.col("run_id").is_in(sorted(self.runs)) & _in_range(low, high)
         return pl.scan_parquet(self.trials_path).filter(keep).collect()

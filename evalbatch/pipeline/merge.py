@@ -185,10 +185,19 @@ def trial_table(trials: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+#: the task rows of the runs named (a sorted list of run ids), from wherever the batches' task
+#: rows went: `Merged.tasks`, or a tasks table written batch by batch
+TaskRows = Callable[[list[str]], pl.DataFrame]
+
+
 @dataclass
 class Merged:
-    """What the batches add up to, kept until the cross-run steps are done."""
+    """What the batches add up to, kept until the cross-run steps are done. The batches' task
+    rows are kept (`tasks`) unless `keep_tasks` is false: a caller that writes them as they come
+    (the tasks table is the largest of these at scale) gives them back to `finish` for the
+    regression pairs."""
 
+    keep_tasks: bool = True
     runs: list[pl.DataFrame] = field(default_factory=list)
     tasks: list[pl.DataFrame] = field(default_factory=list)
     problem_rows: list[ProblemRow] = field(default_factory=list)
@@ -201,7 +210,8 @@ class Merged:
 
     def add(self, batch: BatchOutput) -> None:
         self.runs.append(batch.runs)
-        self.tasks.append(batch.tasks)
+        if self.keep_tasks:
+            self.tasks.append(batch.tasks)
         self.problem_rows += batch.problem_rows
         self.baselines.update(batch.baselines)
         self.eval_run_ids.update(batch.eval_run_ids)
@@ -213,22 +223,28 @@ class Merged:
             if run_id in batch.baselines
         )
 
+    def task_table(self) -> pl.DataFrame:
+        """The kept task rows of every batch, as the tasks table (batches come in run-id order,
+        each sorted)."""
+        return pl.concat([pl.DataFrame(schema=TASK_SCHEMA), *self.tasks])
+
+    def _kept_task_rows(self, run_ids: list[str]) -> pl.DataFrame:
+        return self.task_table().filter(pl.col("run_id").is_in(run_ids))
+
     def finish(
         self,
         grading: Pass,
         regress_options: regression.RegressOptions,
         carried: incremental.Carried | None = None,
-    ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+        task_rows: TaskRows | None = None,
+    ) -> tuple[pl.DataFrame, pl.DataFrame]:
         """Add the regression blocks (§5: the baseline may sit in any batch) to the summaries and
-        their verdicts and deltas to the runs table, and return the runs, tasks and problems
-        tables, with the rows `carried` from the previous outputs."""
+        their verdicts and deltas to the runs table, and return the runs and problems tables,
+        with the rows `carried` from the previous outputs. `task_rows` gives the task rows of
+        runs when they are not kept here (carried runs' included)."""
         runs = pl.concat([pl.DataFrame(schema=RUN_SCHEMA), *self.runs]).sort("run_id")
-        tasks = pl.concat([pl.DataFrame(schema=TASK_SCHEMA), *self.tasks])
         if carried is not None:
             runs = pl.concat([runs, carried.run_rows.cast(RUN_SCHEMA)]).sort("run_id")
-            tasks = pl.concat([tasks, carried.task_rows.cast(TASK_SCHEMA)]).sort(
-                "run_id", "task_pos"
-            )
             self.eval_run_ids.update(carried.run_rows["run_id"].to_list())
         problem_rows: list[ProblemRow] = [
             (None, None, p.code, p.message) for _, p in sorted(grading.file_problems.items())
@@ -239,15 +255,20 @@ class Merged:
             )
         problem_rows += self.problem_rows
         problem_rows += _link_regressions(
-            self.pending, self.baselines, self.eval_run_ids, runs, tasks, regress_options
+            self.pending,
+            self.baselines,
+            self.eval_run_ids,
+            runs,
+            task_rows or self._kept_task_rows,
+            regress_options,
         )
         runs = _with_regressions(runs, self.pending)
         if carried is not None and carried.problem_rows.height:
             frame = pl.concat(
                 [problem_frame(problem_rows), carried.problem_rows.cast(PROBLEM_SCHEMA)]
             )
-            return runs, tasks, sorted_problems(frame)
-        return runs, tasks, problem_frame(problem_rows)
+            return runs, sorted_problems(frame)
+        return runs, problem_frame(problem_rows)
 
 
 def _with_regressions(runs: pl.DataFrame, summaries: dict[str, dict[str, Any]]) -> pl.DataFrame:
@@ -282,15 +303,13 @@ def _link_regressions(
     baselines: dict[str, tuple[str, int]],
     eval_run_ids: set[str],
     runs: pl.DataFrame,
-    tasks: pl.DataFrame,
+    task_rows: TaskRows,
     options: regression.RegressOptions,
 ) -> list[ProblemRow]:
     """Put a `regression` block (§5) into each summary whose baseline run is in the input."""
     wanted = {run for run, (base, _) in baselines.items() if base in eval_run_ids}
     wanted |= {baselines[run][0] for run in wanted}
-    by_run = tasks.filter(pl.col("run_id").is_in(sorted(wanted))).partition_by(
-        "run_id", as_dict=True
-    )
+    by_run = task_rows(sorted(wanted)).partition_by("run_id", as_dict=True) if wanted else {}
     graded = dict(runs.filter("graded").select("run_id", "suite_id").iter_rows())
     found: list[ProblemRow] = []
     for run_id, (baseline, sequence) in sorted(baselines.items()):

@@ -23,7 +23,7 @@ from evalbatch.inputs import event_files, suites
 from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.manifest import MANIFEST_FILE, Manifest, RunEntry
-from evalbatch.outputs.output_format import TRIAL_SCHEMA
+from evalbatch.outputs.output_format import TASK_SCHEMA, TRIAL_SCHEMA
 from evalbatch.pipeline import incremental
 from evalbatch.pipeline.grading import Paths, as_paths, suites_keyword
 from evalbatch.pipeline.local import Pass, Progress, chooser, grading_pass
@@ -175,7 +175,7 @@ def write_outputs(
         carried = selection.carried if selection is not None else None
         carried_lines = iter(carried.summary_lines()) if carried is not None else iter(())
         next_line = next(carried_lines, None)
-        merged = Merged()
+        merged = Merged(keep_tasks=False)  # the task rows are written as the batches come
         try:
             files = writer.OutputWriter(out)
         except OSError as exc:
@@ -183,7 +183,7 @@ def write_outputs(
         try:
             for batch in batch_outputs(grading, on_batch):
                 merged.add(batch)
-                trials = batch.trials
+                trials, tasks = batch.trials, batch.tasks
                 lines: list[tuple[str, str]] = []
                 if carried is not None:
                     low, high = batch.run_range
@@ -192,16 +192,23 @@ def write_outputs(
                         next_line = next(carried_lines, None)
                     trials = pl.concat([trials, carried.trials(low, high).cast(TRIAL_SCHEMA)])
                     trials = trials.sort("run_id", "sequence")
-                files.add(batch.summaries, trials, pending=set(batch.baselines), carried=lines)
-            runs, tasks, problem_frame = merged.finish(
-                grading, regress_options or regression.RegressOptions(), carried
+                    tasks = pl.concat([tasks, carried.tasks(low, high).cast(TASK_SCHEMA)])
+                    tasks = tasks.sort("run_id", "task_pos")
+                files.add(
+                    batch.summaries, trials, tasks, pending=set(batch.baselines), carried=lines
+                )
+            runs, problem_frame = merged.finish(
+                grading,
+                regress_options or regression.RegressOptions(),
+                carried,
+                task_rows=files.task_rows,
             )
             if runs.height == 0 and not allow_empty:
                 raise _nothing_to_grade(out, run_filter, grading)
             manifest = None
             if incremental_run and selection is not None:
                 manifest = _manifest(selection, merged, runs, choices, options)
-            written = files.finish(merged.pending, runs, tasks, problem_frame, manifest)
+            written = files.finish(merged.pending, runs, problem_frame, manifest)
         except OSError as exc:
             files.abort()
             raise _write_error(out, exc) from exc
