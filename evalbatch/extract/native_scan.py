@@ -187,10 +187,12 @@ def scan_batch(con: duckdb.DuckDBPyConnection, batch: pa.RecordBatch, threads: i
     rows = batch.num_rows
     scanned = pa.table(
         {
-            "run_id": batch.column("run_id"),
+            # dictionary-encoded (the same strings): each query DuckDB runs over event_scan
+            # converts a run's id once instead of once per row
+            "run_id": pc.dictionary_encode(batch.column("run_id")),
             "sequence": batch.column("sequence"),
             "sequence_ok": batch.column("sequence_ok"),
-            "type": kind,
+            "type": pc.dictionary_encode(kind),
             "ts": batch.column("ts"),
             "row_hash": batch.column("row_hash"),
             "graded_type": pc.is_in(kind, GRADED_TYPES),
