@@ -274,17 +274,19 @@ def trial_usage(segments: pl.DataFrame, calls: pl.DataFrame, usage: pl.DataFrame
     )
 
 
-def build(
-    con: duckdb.DuckDBPyConnection, typed: dict[str, pl.DataFrame]
-) -> dict[str, pl.DataFrame]:
-    """Every frame of `FRAMES`, from the rows of the per-type relations (`typed`, by name) and
-    the eval.completed events of `con`."""
-    completed = _fetch(
+def completed_events(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """The eval.completed events of `con`'s `events` (run_id, sequence), for `eval_runs`."""
+    return _fetch(
         con,
         "SELECT run_id, sequence FROM events "
         "WHERE type = 'eval.completed' AND sequence IS NOT NULL",
     )
-    runs = eval_runs(typed["started_events"], completed)
+
+
+def placed_frames(runs: pl.DataFrame, typed: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """Every frame of `FRAMES` from the eval runs (`eval_runs`) and the rows of the per-type
+    relations (`typed`, by name): Polars alone, no connection, so it can run beside the next
+    batch's events pass."""
     placed = place(
         runs,
         {
@@ -304,3 +306,11 @@ def build(
         "trial_usage": trial_usage(segments, calls, placed["span_usage"]),
     }
     return {name: frame.drop("run_no", strict=False) for name, frame in frames.items()}
+
+
+def build(
+    con: duckdb.DuckDBPyConnection, typed: dict[str, pl.DataFrame]
+) -> dict[str, pl.DataFrame]:
+    """Every frame of `FRAMES`, from the rows of the per-type relations (`typed`, by name) and
+    the eval.completed events of `con`."""
+    return placed_frames(eval_runs(typed["started_events"], completed_events(con)), typed)

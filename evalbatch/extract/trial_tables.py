@@ -62,11 +62,25 @@ class Extraction:
     delegates: delegates.DelegateFrames = field(default_factory=delegates.DelegateFrames)
 
 
-def _build(
+@dataclass
+class EventTables:
+    """One batch after the part of the SQL stage that reads its events: the eval runs, the rows
+    of the per-type relations (by name) and what is read off the events themselves. The trials
+    are placed from these alone (`place_trials`), so the local engine does that on the grading
+    thread while the worker reads the next batch's events."""
+
+    eval_runs: pl.DataFrame
+    typed: dict[str, pl.DataFrame]
+    cost_source_runs: set[str]
+    event_problems: pl.DataFrame  # run_id, sequence, code
+
+
+def _read_events(
     con: duckdb.DuckDBPyConnection, sources: event_files.Sources, runs: event_files.RunRange | None
-) -> tuple[list[tuple[str, int]], dict[str, pl.DataFrame]]:
-    """Build every relation of the SQL stage; returns the conflicting (run, sequence) keys and
-    the trial frames (`segments.FRAMES`, also registered under their names)."""
+) -> tuple[list[tuple[str, int]], dict[str, pl.DataFrame], pl.DataFrame]:
+    """The events pass, the per-type relations (fetched, and registered under their names) and
+    the eval runs (registered as `eval_runs`); returns the conflicting (run, sequence) keys, the
+    per-type rows and the eval runs."""
     conflicts = events_pass.events_pass(con, sources, runs)
     typed = {name: sql_files.relation(con, name).pl() for name in PIPELINE if name in FETCHED}
     for name, frame in typed.items():
@@ -74,10 +88,83 @@ def _build(
     for name in PIPELINE:
         if name not in FETCHED:
             sql_files.materialize(con, name)
-    frames = segments.build(con, typed)
+    eval_runs = segments.eval_runs(typed["started_events"], segments.completed_events(con))
+    register_frame(con, "eval_runs", eval_runs)
+    return conflicts, typed, eval_runs
+
+
+def _event_problems(
+    con: duckdb.DuckDBPyConnection, conflicts: list[tuple[str, int]]
+) -> pl.DataFrame:
+    """event_problems, with a row per conflicting key (D-3)."""
+    event_problems = sql_files.relation(con, "event_problems").pl()
+    if not conflicts:
+        return event_problems
+    conflict_frame = pl.DataFrame(
+        {
+            "run_id": [run for run, _ in conflicts],
+            "sequence": [seq for _, seq in conflicts],
+            "code": ["event-conflict"] * len(conflicts),
+        },
+        schema=event_problems.schema,
+    )
+    return pl.concat([event_problems, conflict_frame]).sort(["run_id", "sequence", "code"])
+
+
+def _cost_source_runs(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {row[0] for row in con.sql("SELECT run_id FROM run_cost_source").fetchall()}
+
+
+def _extraction(
+    con: duckdb.DuckDBPyConnection,
+    tables: EventTables,
+    frames: dict[str, pl.DataFrame],
+    read: delegates.DelegateFrames,
+) -> Extraction:
+    """The extraction of a batch whose trial frames (`segments.FRAMES`) are registered in
+    `con` (usage_problems reads them)."""
+    return Extraction(
+        eval_runs=frames["eval_runs"].sort("run_id"),
+        trial_segments=frames["trial_segments"].sort("run_id", "segment_no"),
+        trial_usage=frames["trial_usage"].sort("run_id", "segment_no"),
+        trial_calls=frames["trial_calls"].sort("run_id", "segment_no", "call_pos"),
+        cost_source_runs=tables.cost_source_runs,
+        event_problems=tables.event_problems,
+        usage_problems=sql_files.relation(con, "usage_problems").pl(),
+        delegates=read,
+    )
+
+
+def _placed(con: duckdb.DuckDBPyConnection, tables: EventTables) -> dict[str, pl.DataFrame]:
+    """The trial frames of `tables`, registered in `con` under their names."""
+    frames = segments.placed_frames(tables.eval_runs, tables.typed)
     for name, frame in frames.items():
         register_frame(con, name, frame)
-    return conflicts, frames
+    return frames
+
+
+def read_events(
+    con: duckdb.DuckDBPyConnection,
+    sources: event_files.Sources | list[str],
+    runs: event_files.RunRange | None = None,
+) -> EventTables:
+    """The part of `extract` that reads the events, for a batch whose suites include no
+    delegates (those read child runs from the placed trials): `place_trials` finishes it. A
+    damaged file is reported and left out as in `extract`."""
+    if not isinstance(sources, event_files.Sources):
+        sources = event_files.scan(con, sources)
+    conflicts, typed, eval_runs = event_files.leaving_out_damaged(
+        con, sources, lambda: _read_events(con, sources, runs)
+    )
+    return EventTables(eval_runs, typed, _cost_source_runs(con), _event_problems(con, conflicts))
+
+
+def place_trials(con: duckdb.DuckDBPyConnection, tables: EventTables) -> Extraction:
+    """Finish `read_events`: the trials placed in their segments, their calls and usage
+    (`segments`, Polars alone) and the usage problems, read on `con` (any connection: the
+    events are not read again)."""
+    frames = _placed(con, tables)
+    return _extraction(con, tables, frames, delegates.DelegateFrames())
 
 
 def extract(
@@ -96,9 +183,15 @@ def extract(
     """
     if not isinstance(sources, event_files.Sources):
         sources = event_files.scan(con, sources)
+    checked = sources
 
-    def build() -> tuple[list[tuple[str, int]], dict[str, pl.DataFrame], delegates.DelegateFrames]:
-        conflicts, frames = _build(con, sources, runs)
+    def build() -> tuple[
+        list[tuple[str, int]], EventTables, dict[str, pl.DataFrame], delegates.DelegateFrames
+    ]:
+        conflicts, typed, eval_runs = _read_events(con, checked, runs)
+        # problems and cost sources are read after the retries: only what was kept counts
+        tables = EventTables(eval_runs, typed, set(), pl.DataFrame())
+        frames = _placed(con, tables)
         read = delegates.DelegateFrames()
         if delegate_suites:
             wanted = frames["eval_runs"].filter(
@@ -109,7 +202,7 @@ def extract(
             if wanted.height:
                 read = delegates.read_delegates(
                     con,
-                    sources,
+                    checked,
                     frames["trial_segments"],
                     wanted,
                     frozenset(wanted["run_id"].to_list()),
@@ -117,32 +210,9 @@ def extract(
         register_frame(con, "trial_delegate_calls", read.calls)
         register_frame(con, "trial_delegate_faults", read.faults)
         register_frame(con, "run_delegates", read.runs)
-        return conflicts, frames, read
+        return conflicts, tables, frames, read
 
-    conflicts, frames, read = event_files.leaving_out_damaged(con, sources, build)
-
-    event_problems = sql_files.relation(con, "event_problems").pl()
-    if conflicts:
-        conflict_frame = pl.DataFrame(
-            {
-                "run_id": [run for run, _ in conflicts],
-                "sequence": [seq for _, seq in conflicts],
-                "code": ["event-conflict"] * len(conflicts),
-            },
-            schema=event_problems.schema,
-        )
-        event_problems = pl.concat([event_problems, conflict_frame]).sort(
-            ["run_id", "sequence", "code"]
-        )
-    return Extraction(
-        eval_runs=frames["eval_runs"].sort("run_id"),
-        trial_segments=frames["trial_segments"].sort("run_id", "segment_no"),
-        trial_usage=frames["trial_usage"].sort("run_id", "segment_no"),
-        trial_calls=frames["trial_calls"].sort("run_id", "segment_no", "call_pos"),
-        cost_source_runs={
-            row[0] for row in con.sql("SELECT run_id FROM run_cost_source").fetchall()
-        },
-        event_problems=event_problems,
-        usage_problems=sql_files.relation(con, "usage_problems").pl(),
-        delegates=read,
-    )
+    conflicts, tables, frames, read = event_files.leaving_out_damaged(con, sources, build)
+    tables.cost_source_runs = _cost_source_runs(con)
+    tables.event_problems = _event_problems(con, conflicts)
+    return _extraction(con, tables, frames, read)

@@ -211,21 +211,25 @@ def local_pass(
 
     def parts() -> Iterator[Batch]:
         # DuckDB extracts the next batch on a worker thread (it releases the GIL) while this
-        # thread grades the current one in Python and Polars: the two stages overlap.
+        # thread places the current one's trials and grades them in Python and Polars, on a
+        # connection of its own: the two stages overlap.
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=_WORKER)
+        placing = con.cursor()
 
         def extract(number: int) -> Future[Extracted]:
             """Batch `number`'s SQL stage on the worker; the watch hears when it starts and
             ends (before its result is handed over)."""
             if watch is None:
                 return pool.submit(
-                    extract_shard, con, sources, plan.ranges[number], delegate_suites
+                    extract_shard, con, sources, plan.ranges[number], delegate_suites, True
                 )
             events = plan.events[number]
             watch.reading_batch(number, events)
 
             def read() -> Extracted:
-                extracted = extract_shard(con, sources, plan.ranges[number], delegate_suites)
+                extracted = extract_shard(
+                    con, sources, plan.ranges[number], delegate_suites, place_later=True
+                )
                 watch.read(number, events)
                 return extracted
 
@@ -241,7 +245,7 @@ def local_pass(
                 extracted = pending.result()
                 following = next(numbers, None)
                 pending = None if following is None else extract(following)
-                part = grade_extracted(extracted, choices, options)
+                part = grade_extracted(extracted, choices, options, placing)
                 found.update({(p.path, p.code): p for p in part.file_problems})
                 if watch is not None:
                     watch.graded(part.eval_runs.height)
@@ -258,6 +262,7 @@ def local_pass(
                     wait([pending])
             pool.shutdown(wait=not on_worker)
             if not on_worker:
+                placing.close()
                 con.close()
 
     return Pass(plan, found, parts(), watch)

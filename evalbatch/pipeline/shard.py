@@ -45,7 +45,9 @@ class Extracted:
     """One batch after the SQL stage: its trial tables, each run's events fingerprint and the
     times of its eval.started and eval.completed."""
 
-    ext: trial_tables.Extraction
+    #: its trial tables, or for a batch whose trials are placed on the grading thread the
+    #: tables read off its events (`trial_tables.read_events`)
+    ext: trial_tables.Extraction | trial_tables.EventTables
     fingerprints: dict[str, str]
     file_problems: list[event_files.FileProblem]
     eval_times: pl.DataFrame  # run_id, eval_started_at, eval_completed_at
@@ -56,14 +58,20 @@ def extract_shard(
     sources: event_files.Sources,
     runs: event_files.RunRange | None,
     delegate_suites: frozenset[tuple[str, str]] = frozenset(),
+    place_later: bool = False,
 ) -> Extracted:
     """The SQL stage of one batch (a range of run ids): all of it runs in DuckDB. The eval runs
     of `delegate_suites` also read the child runs their trials name (E-102), and their events
-    fingerprints cover those children's (E-50)."""
-    ext = trial_tables.extract(con, sources, runs, delegate_suites)
+    fingerprints cover those children's (E-50). With `place_later`, a batch without them stops
+    once its events are read: `grade_extracted` places its trials."""
+    ext: trial_tables.Extraction | trial_tables.EventTables
+    if place_later and not delegate_suites:
+        ext = trial_tables.read_events(con, sources, runs)
+    else:
+        ext = trial_tables.extract(con, sources, runs, delegate_suites)
     fingerprints = dict(sql_files.relation(con, "batch_fingerprints").fetchall())
-    read = ext.delegates.runs
-    if read.height:
+    read = ext.delegates.runs if isinstance(ext, trial_tables.Extraction) else None
+    if read is not None and read.height:
         children = read.group_by("run_id", maintain_order=True).agg("child_run_id", "fingerprint")
         for run_id, child_ids, child_prints in children.iter_rows():
             fingerprints[run_id] = delegates.with_delegates(
@@ -77,9 +85,14 @@ def grade_extracted(
     extracted: Extracted,
     choices: dict[tuple[str, str], suites.SuiteChoice],
     options: GradeOptions,
+    con: Any = None,
 ) -> Batch:
-    """Grade one extracted batch and attach each run's runs-table columns besides its summary."""
+    """Grade one extracted batch and attach each run's runs-table columns besides its summary.
+    A batch whose trials are still to be placed has them placed on `con` (a connection the
+    extraction is not using)."""
     ext = extracted.ext
+    if isinstance(ext, trial_tables.EventTables):
+        ext = trial_tables.place_trials(con, ext)
     part = _grade_batch(ext, choices, options)
     part.file_problems = extracted.file_problems
     reading = suites.delegate_suites(choices)
