@@ -149,6 +149,23 @@ def test_e108_awkward_payloads_scan_the_same() -> None:
     assert_same_scan([(t, p) for t in PAYLOAD_TYPES for p in payloads])
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(alphabet="0123456789-+.eEx ,", max_size=70), st.text("0123456789", max_size=40))
+def test_D7_a_run_of_sixteen_number_characters_keeps_the_payload_text(
+    text: str, digits: str
+) -> None:
+    """D-7: a tool call's payload text is kept exactly when 16 or more of [-+.0-9eE] stand in
+    a row anywhere in it (the query's regexp), however the runs fall: at either end, cut by
+    other characters, inside strings or as a number's digits."""
+    number = digits.lstrip("0") or "0"
+    payloads = [
+        json.dumps({"toolName": "t", "inputs": {"s": text}}),
+        json.dumps({"inputs": {"s": text}}, separators=(",", ":"))[:-1] + f',"n":{number}}}',
+        '{"inputs":{"n":' + number + '},"toolName":' + json.dumps(text) + "}",
+    ]
+    assert_same_scan([("agent.tool-called", p) for p in payloads])
+
+
 def test_e108_threads_split_a_batch_without_changing_it() -> None:
     """A batch split over two threads (and rows left to the query among them) is the same."""
     pairs = [

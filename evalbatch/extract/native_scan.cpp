@@ -250,15 +250,26 @@ bool comma_before_close(std::string_view text) {
   return false;
 }
 
+bool is_number_char(char c) {
+  return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+}
+
 // 16 or more characters of [-+.0-9eE] in a row: a number that may carry more digits than a
-// double keeps (D-7: the reference keeps the payload text beside it)
+// double keeps (D-7: the reference keeps the payload text beside it). Each window of 16 is
+// judged by its last character first: most texts are passed over 16 characters at a time.
 bool long_number_run(std::string_view text) {
-  int run = 0;
-  for (char c : text) {
-    const bool number_char = (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' ||
-                             c == 'e' || c == 'E';
-    run = number_char ? run + 1 : 0;
-    if (run >= 16) return true;
+  constexpr size_t run = 16;
+  size_t start = 0;  // no run of 16 starts before `start`
+  while (start + run <= text.size()) {
+    const size_t last = start + run - 1;
+    if (!is_number_char(text[last])) {
+      start = last + 1;
+      continue;
+    }
+    size_t first = last;  // text[first..last] are number characters
+    while (first > start && is_number_char(text[first - 1])) first--;
+    if (first == start) return true;
+    start = first;
   }
   return false;
 }
