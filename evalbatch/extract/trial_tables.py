@@ -135,9 +135,11 @@ def _extraction(
     )
 
 
-def _placed(con: duckdb.DuckDBPyConnection, tables: EventTables) -> dict[str, pl.DataFrame]:
-    """The trial frames of `tables`, registered in `con` under their names."""
-    frames = segments.placed_frames(tables.eval_runs, tables.typed)
+def _placed(
+    con: duckdb.DuckDBPyConnection, eval_runs: pl.DataFrame, typed: dict[str, pl.DataFrame]
+) -> dict[str, pl.DataFrame]:
+    """The trial frames (`segments.FRAMES`), registered in `con` under their names."""
+    frames = segments.placed_frames(eval_runs, typed)
     for name, frame in frames.items():
         register_frame(con, name, frame)
     return frames
@@ -163,7 +165,7 @@ def place_trials(con: duckdb.DuckDBPyConnection, tables: EventTables) -> Extract
     """Finish `read_events`: the trials placed in their segments, their calls and usage
     (`segments`, Polars alone) and the usage problems, read on `con` (any connection: the
     events are not read again)."""
-    frames = _placed(con, tables)
+    frames = _placed(con, tables.eval_runs, tables.typed)
     return _extraction(con, tables, frames, delegates.DelegateFrames())
 
 
@@ -186,12 +188,13 @@ def extract(
     checked = sources
 
     def build() -> tuple[
-        list[tuple[str, int]], EventTables, dict[str, pl.DataFrame], delegates.DelegateFrames
+        list[tuple[str, int]],
+        dict[str, pl.DataFrame],
+        dict[str, pl.DataFrame],
+        delegates.DelegateFrames,
     ]:
         conflicts, typed, eval_runs = _read_events(con, checked, runs)
-        # problems and cost sources are read after the retries: only what was kept counts
-        tables = EventTables(eval_runs, typed, set(), pl.DataFrame())
-        frames = _placed(con, tables)
+        frames = _placed(con, eval_runs, typed)
         read = delegates.DelegateFrames()
         if delegate_suites:
             wanted = frames["eval_runs"].filter(
@@ -210,9 +213,11 @@ def extract(
         register_frame(con, "trial_delegate_calls", read.calls)
         register_frame(con, "trial_delegate_faults", read.faults)
         register_frame(con, "run_delegates", read.runs)
-        return conflicts, tables, frames, read
+        return conflicts, typed, frames, read
 
-    conflicts, tables, frames, read = event_files.leaving_out_damaged(con, sources, build)
-    tables.cost_source_runs = _cost_source_runs(con)
-    tables.event_problems = _event_problems(con, conflicts)
+    conflicts, typed, frames, read = event_files.leaving_out_damaged(con, sources, build)
+    # problems and cost sources are read after the retries: only what was kept counts
+    tables = EventTables(
+        frames["eval_runs"], typed, _cost_source_runs(con), _event_problems(con, conflicts)
+    )
     return _extraction(con, tables, frames, read)
