@@ -9,9 +9,11 @@ seconds); `evalbatch run`, as in bench/run.py, as the whole command.
 The events pass is the first SQL query (sql/events/events.sql with what it reads,
 `events_pass.events_pass`): every payload parsed once, plus the strict-JSON checks DuckDB's
 lenient parser needs (NaN, trailing commas, repeated keys: D-3, D-7, E-60..E-61), the
-duplicate-key collapse (D-3) and the 16-digit check (D-7). The whole SQL stage adds the per-type
-tables, eval spans, trial segments and brackets (§2) and the batch fingerprints, all for one
-batch of every run in the files. `STAGES` is the one place that names the engine's entry points.
+duplicate-key collapse (D-3) and the 16-digit check (D-7); it is timed over one batch of every
+run, and over the batches `run` cuts (`plan_batches`, one after another, nothing beside them:
+the pass as `run` does it). The whole SQL stage adds the per-type tables, eval spans, trial
+segments and brackets (§2) and the batch fingerprints, all for one batch of every run in the
+files. `STAGES` is the one place that names the engine's entry points.
 Wall time and peak RSS come from wait4; each stage is run `--repeat` times, interleaved, and
 the fastest is kept. Prints a markdown table, one row per stage with its command.
 """
@@ -60,6 +62,18 @@ def _events_pass(files: list[str]) -> None:
     events_pass.events_pass(con, event_files.scan(con, files), None)
 
 
+def _events_pass_batched(files: list[str]) -> None:
+    from evalbatch.extract import events_pass
+    from evalbatch.inputs import event_files
+    from evalbatch.options import Resources
+
+    resources = Resources()
+    con = events_pass.connect(resources)
+    sources = event_files.scan(con, files)
+    for runs in event_files.plan_batches(con, sources, resources.batch_events).ranges:
+        events_pass.events_pass(con, sources, runs)
+
+
 def _sql_stage(files: list[str]) -> None:
     from evalbatch.extract import sql_files, trial_tables
     from evalbatch.inputs import event_files
@@ -73,6 +87,7 @@ def _sql_stage(files: list[str]) -> None:
 STAGES: dict[str, tuple[str, Callable[[list[str]], None]]] = {
     "floor": ("floor, timed after its imports", _floor),
     "events": ("events pass (parse + checks, one batch)", _events_pass),
+    "batches": ("events pass (parse + checks) in run's batches", _events_pass_batched),
     "sql": ("whole SQL stage (one batch)", _sql_stage),
 }
 
