@@ -54,9 +54,10 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e .
 	touch $(STAMP)
 
-# the test, lint and notebook tools, and Ray (tests/test_ray.py and mypy read the Ray engine)
+# the test, lint and notebook tools, Ray (tests/test_ray.py and mypy read the Ray engine) and
+# Inspect (tests/test_inspect_logs.py writes its logs with Inspect's own mock model and writer)
 $(DEV_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[dev,ray]'
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[dev,ray,inspect]'
 	touch $(DEV_STAMP)
 
 run: $(STAMP) native
