@@ -154,6 +154,25 @@ CODES: dict[str, tuple[Severity, str]] = {
         "warning",
         "a v1 debug bundle holds a different number of events than its metrics.eventCount",
     ),
+    # Inspect eval logs (E-111)
+    "inspect-unavailable": (
+        "error",
+        "an Inspect eval log, and Inspect's log reader (evalbatch[inspect]) is not installed",
+    ),
+    "inspect-log-version": ("error", "an Inspect log of a version this reader does not know"),
+    "inspect-samples-unreadable": (
+        "warning",
+        "an Inspect log's samples stop being readable part way: those before are kept",
+    ),
+    "inspect-sample-unscored": (
+        "warning",
+        "Inspect samples without a usable score from the scorer used: each fails closed (D-11)",
+    ),
+    "inspect-eval-unfinished": (
+        "warning",
+        "an Inspect eval that errored, was cancelled or never finished: its scored samples are "
+        "graded, the run has no eval.completed",
+    ),
 }
 
 

@@ -15,7 +15,7 @@ import click
 from evalbatch.commands import faults, resources
 from evalbatch.commands.options import out_option, quiet_option
 from evalbatch.commands.printing import plural
-from evalbatch.commands.types import printable
+from evalbatch.commands.types import FiniteFloatRange, printable
 from evalbatch.options import Resources
 
 if TYPE_CHECKING:
@@ -37,28 +37,65 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Print one JSON document (the totals, every problem, the files written) instead.",
 )
+@click.option(
+    "--inspect-scorer",
+    metavar="NAME[/KEY]",
+    help="Inspect logs: the scorer whose score counts (NAME/KEY for a scorer whose value is a "
+    "dict of scores; default: the log's first scorer).",
+)
+@click.option(
+    "--inspect-pass-score",
+    type=FiniteFloatRange(0.0, 1.0),
+    default=1.0,
+    show_default=True,
+    help="Inspect logs: a sample passed when its score is at least this.",
+)
+@click.option(
+    "--write-suites",
+    "suites_dir",
+    type=click.Path(file_okay=False),
+    help="Inspect logs: write a starting suite file for each log's task into this directory "
+    "(an existing file is left as it is; default: none is written).",
+)
 @resources.resource_options()
 def ingest_command(
-    inputs: tuple[str, ...], out_dir: str, quiet: bool, as_json: bool, resources: Resources
+    inputs: tuple[str, ...],
+    out_dir: str,
+    quiet: bool,
+    as_json: bool,
+    inspect_scorer: str | None,
+    inspect_pass_score: float,
+    suites_dir: str | None,
+    resources: Resources,
 ) -> None:
     """Convert OpenWOP event exports to the canonical Parquet layout (CONTRACT §1.2).
 
-    INPUTS are files, directories (every *.json, *.jsonl, *.ndjson, *.sse, optionally .gz) or
-    globs, or - for standard input: JSON lines, JSON arrays of RunEventDocs, poll responses,
-    v1 debug bundles and captured SSE streams. A bad line, frame or item is reported and skipped.
+    INPUTS are files, directories (every *.json, *.jsonl, *.ndjson, *.sse, optionally .gz, and
+    *.eval) or globs, or - for standard input: JSON lines, JSON arrays of RunEventDocs, poll
+    responses, v1 debug bundles, captured SSE streams, and Inspect eval logs (.eval or .json;
+    one run per log, one trial per sample and epoch; needs evalbatch[inspect]). A bad line,
+    frame or item is reported and skipped.
 
     \b
     Example:
       evalbatch ingest exports/*.ndjson --out events/
       evalbatch run events/ --suites suites/
+      evalbatch ingest logs/ --out events/ --write-suites suites/   # Inspect logs
 
     Exit codes: 0 everything ingested; 3 something skipped or known to be missing (a bad line,
     a truncated debug bundle, a damaged gzip file); 2 nothing usable or a usage error; 4 the
     Parquet files could not be written (a full disk: nothing is added).
     """
     from evalbatch import api  # the engine loads when the command runs, not for --help
+    from evalbatch.inputs.inspect_logs import InspectOptions
 
-    report = api.ingest_paths(list(inputs), out_dir, resources=resources)
+    report = api.ingest_paths(
+        list(inputs),
+        out_dir,
+        resources=resources,
+        inspect=InspectOptions(inspect_scorer, inspect_pass_score),
+        suites_dir=suites_dir,
+    )
     shown = report.problems if not quiet else []
     for problem in shown[:20]:
         label = "skipped" if problem.severity == "error" else "warning"
@@ -78,6 +115,8 @@ def ingest_command(
             f"ingested {plural(report.events, 'event')} of {plural(report.runs, 'run')} from "
             f"{plural(report.files, 'file')} into {printable(Path(out_dir))}/{problems}"
         )
+        for suite in report.suites_written:
+            click.echo(f"  starting suite written: {printable(suite)}")
         if report.events_already_there:
             click.echo(
                 f"  not added again: {plural(report.events_already_there, 'event')} already "
@@ -96,6 +135,7 @@ def _document(report: IngestReport) -> dict[str, Any]:
         "written": [str(path) for path in report.written],
         "eventsAlreadyThere": report.events_already_there,
         "runsAlreadyThere": report.runs_already_there,
+        "suitesWritten": [str(path) for path in report.suites_written],
         "problems": [
             {
                 "path": p.path,

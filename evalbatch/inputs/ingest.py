@@ -6,16 +6,20 @@ canonical columns, every other envelope field in `extra`, numbers and key order 
 E-32), hands the rows to the writer of the layout (`parquet_layout`: one directory per run, E-33,
 files linked into place complete, E-34, nothing left behind by a failed or killed ingest, E-75,
 the same export again adds nothing, issue 17 item 7), and reports what it read, wrote and
-skipped.
+skipped. An Inspect eval log becomes one run (`inspect_logs`, E-111) and, when asked, a
+starting suite file for its task.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalbatch.errors import EXIT_OK, EXIT_SKIPPED, EXIT_UNUSABLE
+from evalbatch.inputs import inspect_logs
 from evalbatch.inputs.event_rows import IngestProblem, RowSink
+from evalbatch.inputs.inspect_logs import InspectOptions
 from evalbatch.inputs.openwop_formats import expand_inputs, read_into
 from evalbatch.inputs.parquet_layout import DEFAULT_FLUSH_ROWS, LayoutWriter
 from evalbatch.inputs.path_forms import Paths, as_paths
@@ -35,6 +39,8 @@ class IngestReport:
     #: events, and runs with nothing new, whose rows a file in `out_dir` already holds (not added)
     events_already_there: int = 0
     runs_already_there: int = 0
+    #: starting suite files written for Inspect logs (`suites_dir`)
+    suites_written: list[Path] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -50,12 +56,16 @@ def ingest_paths(
     *,
     flush_rows: int = DEFAULT_FLUSH_ROWS,
     resources: Resources | None = None,
+    inspect: InspectOptions | None = None,
+    suites_dir: str | Path | None = None,
 ) -> IngestReport:
     """`evalbatch ingest`: convert every event in `paths` (one path or a list: files,
     directories, globs, `-` for standard input) to Parquet under `out_dir`, one directory per run.
 
     A line, frame or item that cannot be used is reported (file, line or frame, reason) and
-    skipped; every other event is written. Nothing is written when no event is usable.
+    skipped; every other event is written. Nothing is written when no event is usable. An
+    Inspect eval log's scores are read as `inspect` says (E-111); with `suites_dir`, a starting
+    suite file is written there for each Inspect log's task.
 
     Raises:
         InputError: an input path matches no file.
@@ -68,8 +78,12 @@ def ingest_paths(
     try:
         for path in files:
             sink = RowSink(path, drain=writer.add)
-            read_into(sink)
+            read_into(sink, inspect)
             report.problems += sink.problems
+            if suites_dir is not None and path != "-" and inspect_logs.is_inspect_file(path):
+                written = _write_suite(path, Path(suites_dir))
+                if written is not None:
+                    report.suites_written.append(written)
         report.events = writer.events
         report.runs = len(set(writer.parts) | set(writer.buffer))
         if report.events:
@@ -79,3 +93,17 @@ def ingest_paths(
     finally:
         writer.discard()
     return report
+
+
+def _write_suite(path: str, suites_dir: Path) -> Path | None:
+    """The starting suite file of the Inspect log at `path`, as `<suiteId>-<version>.json` in
+    `suites_dir` (an existing file is left as it is: the user may have added to it)."""
+    suite = inspect_logs.starting_suite(path)
+    if suite is None:
+        return None
+    suites_dir.mkdir(parents=True, exist_ok=True)
+    target = suites_dir / f"{suite['suiteId']}-{suite['version']}.json"
+    if target.exists():
+        return None
+    target.write_text(json.dumps(suite, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return target

@@ -2,8 +2,9 @@
 
 Accepted, per file (the format is read off the content; the suffix only breaks ties):
 NDJSON/JSONL (one `RunEventDoc` per line), a JSON array of them, a poll response
-`{runId, events, ...}`, a v1 debug bundle (`events[]` with `seq`/`sequence` and `data`), and a
-captured SSE stream (`id:`/`event:`/`data:` frames, `event: batch` arrays included). Files may be
+`{runId, events, ...}`, a v1 debug bundle (`events[]` with `seq`/`sequence` and `data`), a
+captured SSE stream (`id:`/`event:`/`data:` frames, `event: batch` arrays included), and Inspect
+eval logs (`.eval` archives and `.json` logs: `inspect_logs`, E-111). Files may be
 gzip-compressed (a damaged one is one problem, E-75). Each reader puts what it finds into a
 `RowSink` (`event_rows`) with where it found it, so a bad line, frame or item is reported and
 skipped and every other event is kept (E-35). `expand_inputs` says which files a list of paths,
@@ -22,11 +23,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evalbatch.errors import InputError
+from evalbatch.inputs import inspect_logs
 from evalbatch.inputs.event_rows import IngestProblem, RowSink
+from evalbatch.inputs.inspect_logs import InspectOptions
 from evalbatch.inputs.lossless_json import Object, as_int, is_array, is_text, parse
 
 #: file suffixes picked up below a directory (a file named directly is read whatever its name)
-SUFFIXES = (".json", ".jsonl", ".ndjson", ".sse")
+SUFFIXES = (".json", ".jsonl", ".ndjson", ".sse", ".eval")
 
 Format = Literal["json", "ndjson", "sse"]
 
@@ -215,8 +218,9 @@ def read_file(path: str) -> tuple[list[tuple[Any, ...]], list[IngestProblem]]:
     return sink.rows, sink.problems
 
 
-def read_into(sink: RowSink) -> None:
-    """Read one input (named by `sink.path`) into `sink`, whatever its format."""
+def read_into(sink: RowSink, inspect: InspectOptions | None = None) -> None:
+    """Read one input (named by `sink.path`) into `sink`, whatever its format; an Inspect log's
+    scores are read as `inspect` says (E-111)."""
     path = sink.path
     name = path.removesuffix(".gz").removesuffix(".GZ")
     suffix = Path(name).suffix.lower()
@@ -225,6 +229,13 @@ def read_into(sink: RowSink) -> None:
         head = data[:256] if data is not None else _head(path)
         if not head.strip():
             return  # an empty file holds no event
+        if inspect_logs.is_eval_archive(head) or inspect_logs.is_json_log(head):
+            if data is not None:
+                sink.problem(None, "input-unreadable", "an Inspect log is read from its file")
+            else:
+                inspect_logs.read_inspect_log(sink, inspect or InspectOptions())
+            sink.flush()
+            return
         kind = _sniff(head, suffix)
         lines: Iterable[bytes] = data.splitlines(keepends=True) if data is not None else ()
         if kind is None:

@@ -1,0 +1,415 @@
+"""Inspect eval logs as OpenWOP event rows (E-111): what teams that run UK AISI Inspect already
+have, graded by the same engine.
+
+The log is read by Inspect's own reader (`inspect_ai.log`, the optional extra
+`evalbatch[inspect]`), never by parsing its file format here. One log is one eval run (its eval
+id is the run id), and each sample x epoch one trial:
+
+    eval.started      suiteId inspect.evals.<task>, suiteVersion, trialCount = epochs
+    per sample and epoch, in the log's order:
+      agent.invocation-started     the sample's bracket (invocationId <sample id>#<epoch>)
+      agent.tool-called            each tool call of the solvers (function, arguments)
+      provider.usage               each model call (input/output tokens, cost where Inspect has it)
+      agent.invocation-completed   before the scorers run
+      provider.usage               the scorers' own model calls (a judge's cost: D-6)
+      eval.scored                  taskId from the sample id, trialIndex = epoch - 1, score, passed
+    eval.completed    only when the eval finished (status `success`)
+
+How a score that is not a number is read, which scorer counts and what is lost are in
+docs/decisions.md (E-111). Every row goes through `RowSink.event`, as any other input's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from evalbatch.inputs.event_rows import RowSink
+from evalbatch.inputs.lossless_json import Number, Object, parse
+
+if TYPE_CHECKING:
+    from inspect_ai.event import ModelEvent
+    from inspect_ai.log import EvalLog, EvalSample
+
+#: the agentId of every bracket and tool call: an Inspect log names no agent (E-111)
+AGENT_ID = "inspect.agent"
+#: the log versions this reader knows (Inspect writes 2; 1 is read by Inspect as well)
+KNOWN_VERSIONS = frozenset({1, 2})
+#: what the suite id of a log is built from (RFC 0244 suiteId: `<namespace>.evals.<name>`)
+SUITE_NAMESPACE = "inspect"
+
+_TASK_ID = re.compile(r"[a-z0-9][a-z0-9-]*\Z")
+_SUITE_VERSION = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\Z")
+#: Inspect's score letters and words, as its own `value_to_float` reads them
+_SCORE_WORDS = frozenset({"c", "i", "p", "n", "yes", "no", "true", "false"})
+
+
+@dataclass(frozen=True)
+class InspectOptions:
+    """How an Inspect log's scores become eval.scored's `score` and `passed` (E-111).
+
+    scorer: the scorer whose score counts (`NAME`, or `NAME/KEY` for a scorer whose value is a
+        dict of scores); None: the log's first scorer.
+    pass_score: `passed` is `score >= pass_score` (1.0: only a full score passes, as `C` does).
+    """
+
+    scorer: str | None = None
+    pass_score: float = 1.0
+
+
+def is_eval_archive(head: bytes) -> bool:
+    """Whether a file's first bytes are a zip archive (Inspect's `.eval` format)."""
+    return head.startswith(b"PK\x03\x04")
+
+
+_JSON_LOG_HEAD = re.compile(rb'\A\s*\{\s*"version"\s*:\s*([0-9]+)\s*,\s*"status"\s*:')
+
+
+def is_json_log(head: bytes) -> bool:
+    """Whether a JSON file's first bytes open an Inspect log (`{"version": N, "status": ...`),
+    which no OpenWOP export does."""
+    return _JSON_LOG_HEAD.match(head.lstrip(b"\xef\xbb\xbf")) is not None
+
+
+def _json_log_version(path: str) -> int | None:
+    """The version a `.json` Inspect log opens with (None for an archive): Inspect's reader
+    refuses a version it does not know without saying so, so it is read here first."""
+    try:
+        with open(path, "rb") as handle:
+            found = _JSON_LOG_HEAD.match(handle.read(256).lstrip(b"\xef\xbb\xbf"))
+    except OSError:
+        return None
+    return int(found.group(1)) if found else None
+
+
+def is_inspect_file(path: str) -> bool:
+    """Whether the file at `path` is an Inspect log (read off its first bytes)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(256)
+    except OSError:
+        return False
+    return is_eval_archive(head) or is_json_log(head)
+
+
+def slug(text: str) -> str:
+    """`text` in the letters RFC 0244's ids allow: lower case, runs of anything else as `-`."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+def task_id(sample_id: int | str) -> str:
+    """An Inspect sample id as a taskId (`^[a-z0-9][a-z0-9-]*$`): as it is when it already is
+    one, else its slug and a short hash of it, so two sample ids never share a taskId."""
+    text = str(sample_id)
+    if _TASK_ID.match(text):
+        return text
+    return f"{slug(text)}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+
+
+def suite_id(task_name: str) -> str:
+    """The suiteId of a log's task: `inspect.evals.<task name as a slug>`."""
+    return f"{SUITE_NAMESPACE}.evals.{slug(task_name.rsplit('/', 1)[-1])}"
+
+
+def suite_version(version: int | str | None) -> str:
+    """A task_version as a suiteVersion: `N` -> `N.0.0`, a semantic version as it is, anything
+    else `0.0.0`."""
+    if isinstance(version, int) and version >= 0:
+        return f"{version}.0.0"
+    if isinstance(version, str) and _SUITE_VERSION.match(version):
+        return version
+    return "0.0.0"
+
+
+def _json(value: Any) -> Any:
+    """A Python value from Inspect's reader as the lossless JSON value rows are made of; None
+    when it holds a number JSON cannot write (NaN, Infinity)."""
+    try:
+        return parse(json.dumps(value, allow_nan=False, ensure_ascii=False))
+    except (TypeError, ValueError):
+        return None
+
+
+def _number(value: float | int) -> Number:
+    return Number(json.dumps(value))
+
+
+def _timestamp(value: datetime | str | None) -> str | None:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def score_of(value: Any, key: str | None) -> float | None:
+    """A score value as a number, as Inspect's `value_to_float` reads it (`C` 1, `P` 0.5, `I`
+    and `N` 0, yes/no, true/false, numbers); None when it is none of those (a list, a dict
+    without `key`, other text): the trial then fails closed (D-11)."""
+    from inspect_ai.scorer import value_to_float
+
+    if isinstance(value, dict):
+        if key is None or key not in value:
+            return None
+        value = value[key]
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, (int, float)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() in _SCORE_WORDS:
+            return float(value_to_float()(text))
+        try:
+            number = float(text)
+        except ValueError:
+            return None
+        return number if math.isfinite(number) else None
+    return None
+
+
+class _RunWriter:
+    """The events of one log, numbered in order, into `sink`."""
+
+    def __init__(self, sink: RowSink, run_id: str) -> None:
+        self.sink = sink
+        self.run_id = run_id
+        self.sequence = 0
+
+    def emit(self, type_: str, payload: Object, timestamp: datetime | str | None) -> None:
+        event = Object(
+            [
+                ("runId", self.run_id),
+                ("sequence", Number(str(self.sequence))),
+                ("type", type_),
+                ("payload", payload),
+            ]
+        )
+        if (stamp := _timestamp(timestamp)) is not None:
+            event.append(("timestamp", stamp))
+        self.sink.event(event, f"event {self.sequence}")
+        self.sequence += 1
+
+
+def _usage(writer: _RunWriter, event: ModelEvent) -> None:
+    """A model call's provider.usage (none when Inspect recorded no usage for it)."""
+    usage = event.output.usage if event.output is not None else None
+    if usage is None:
+        return
+    payload = Object(
+        [
+            ("inputTokens", _number(usage.input_tokens)),
+            ("outputTokens", _number(usage.output_tokens)),
+        ]
+    )
+    if usage.total_cost is not None and math.isfinite(usage.total_cost):
+        payload.append(("costEstimateUsd", _number(usage.total_cost)))
+        payload.append(("currency", "USD"))
+    if getattr(event, "cache", None) == "read":
+        payload.append(("cacheHit", True))
+    writer.emit("provider.usage", payload, event.timestamp)
+
+
+def _scorer_name(log: EvalLog, options: InspectOptions) -> tuple[str | None, str | None]:
+    """The scorer whose score counts and, for a dict-valued one, the key: the option's, else
+    the log's first scorer."""
+    if options.scorer is not None:
+        name, _, key = options.scorer.partition("/")
+        return name, key or None
+    scorers = log.eval.scorers or []
+    return (scorers[0].name if scorers else None), None
+
+
+def _task_count(log: EvalLog) -> int:
+    """The samples the eval ran (its tasks): the dataset's sample ids when Inspect lists them."""
+    dataset = log.eval.dataset
+    return len(dataset.sample_ids) if dataset.sample_ids else (dataset.samples or 0)
+
+
+def _inspect_accuracy(log: EvalLog, scorer: str | None, key: str | None) -> float | None:
+    """Inspect's own `accuracy` of the scorer used (epochs reduced by their mean): the host's
+    aggregateScore, which `verify` holds the recomputed one to. None when Inspect has none."""
+    name = key if key is not None else scorer
+    for score in log.results.scores if log.results else []:
+        metric = score.metrics.get("accuracy")
+        if score.name == name and score.reducer in (None, "mean") and metric is not None:
+            value = metric.value
+            return float(value) if isinstance(value, int | float) else None
+    return None
+
+
+def _trial(
+    writer: _RunWriter, sample: EvalSample, scorer: str | None, key: str | None, pass_score: float
+) -> bool:
+    """One sample x epoch as a trial's events; whether its score could be read."""
+    invocation = f"{sample.id}#{sample.epoch}"
+    writer.emit(
+        "agent.invocation-started",
+        Object([("agentId", AGENT_ID), ("invocationId", invocation)]),
+        sample.started_at,
+    )
+    completed = False
+    from inspect_ai.event import ModelEvent, SpanBeginEvent, ToolEvent
+
+    for event in sample.events:
+        if isinstance(event, SpanBeginEvent) and event.type == "scorers" and not completed:
+            writer.emit(
+                "agent.invocation-completed",
+                Object([("invocationId", invocation)]),
+                event.timestamp,
+            )
+            completed = True
+        elif isinstance(event, ToolEvent):
+            arguments = _json(event.arguments)
+            payload = Object([("agentId", AGENT_ID), ("toolName", event.function)])
+            if arguments is not None:
+                payload.append(("inputs", arguments))
+            writer.emit("agent.tool-called", payload, event.timestamp)
+        elif isinstance(event, ModelEvent):
+            _usage(writer, event)
+    if not completed:
+        writer.emit(
+            "agent.invocation-completed",
+            Object([("invocationId", invocation)]),
+            sample.completed_at,
+        )
+    score = None
+    found = (sample.scores or {}).get(scorer) if scorer is not None else None
+    if found is not None:
+        score = score_of(found.value, key)
+    payload = Object([("taskId", task_id(sample.id)), ("trialIndex", _number(sample.epoch - 1))])
+    if score is not None:
+        payload.append(("score", _number(score)))
+        payload.append(("passed", score >= pass_score))
+    if sample.total_time is not None and math.isfinite(sample.total_time):
+        payload.append(("latencyMs", _number(round(sample.total_time * 1000, 3))))
+    writer.emit("eval.scored", payload, sample.completed_at)
+    return score is not None
+
+
+def _samples(path: str) -> Iterator[EvalSample]:
+    from inspect_ai.log import read_eval_log_samples
+
+    yield from read_eval_log_samples(path, all_samples_required=False)
+
+
+def read_inspect_log(sink: RowSink, options: InspectOptions) -> EvalLog | None:
+    """Every event of the Inspect log `sink.path` into `sink`, and the log's header (None when
+    the log could not be read: one problem, this file only)."""
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        sink.problem(
+            None,
+            "inspect-unavailable",
+            "an Inspect log: install evalbatch[inspect] (Inspect's log reader) to read it",
+        )
+        return None
+    version = _json_log_version(sink.path)
+    if version is None or version in KNOWN_VERSIONS:
+        try:
+            log = read_eval_log(sink.path, header_only=True)
+        except (zipfile.BadZipFile, OSError, ValueError, KeyError, EOFError) as exc:
+            reason = f"not a readable Inspect log ({type(exc).__name__})"
+            sink.problem(None, "input-unreadable", reason)
+            return None
+        version = log.version
+    if version not in KNOWN_VERSIONS:
+        sink.problem(
+            None,
+            "inspect-log-version",
+            f"Inspect log version {version} is not one this reader knows "
+            f"({', '.join(map(str, sorted(KNOWN_VERSIONS)))})",
+        )
+        return None
+    writer = _RunWriter(sink, log.eval.eval_id)
+    tasks = _number(_task_count(log))
+    started = Object(
+        [
+            ("suiteId", suite_id(log.eval.task)),
+            ("suiteVersion", suite_version(log.eval.task_version)),
+            ("taskCount", tasks),
+            ("trialCount", _number(log.eval.config.epochs or 1)),
+        ]
+    )
+    writer.emit("eval.started", started, log.eval.created)
+    scorer, key = _scorer_name(log, options)
+    unscored = 0
+    try:
+        for sample in _samples(sink.path):
+            if not _trial(writer, sample, scorer, key, options.pass_score):
+                unscored += 1
+    except (zipfile.BadZipFile, OSError, ValueError, KeyError, EOFError) as exc:
+        sink.problem(
+            f"after event {writer.sequence}",
+            "inspect-samples-unreadable",
+            f"the rest of the samples cannot be read ({type(exc).__name__}); "
+            "those read are kept, the eval is left without eval.completed",
+        )
+        return log
+    if unscored:
+        sink.problem(
+            None,
+            "inspect-sample-unscored",
+            f"{unscored} sample(s) without a usable score from the scorer used: "
+            "each fails closed (D-11)",
+        )
+    if log.status == "success":
+        completed = Object([("taskCount", tasks)])
+        accuracy = _inspect_accuracy(log, scorer, key)
+        if accuracy is not None:
+            completed.insert(0, ("aggregateScore", _number(accuracy)))
+        writer.emit("eval.completed", completed, log.stats.completed_at)
+    else:
+        sink.problem(
+            None,
+            "inspect-eval-unfinished",
+            f"the eval's status is {log.status}: its scored samples are graded, and the eval is "
+            "left without eval.completed",
+        )
+    return log
+
+
+def starting_suite(path: str) -> dict[str, Any] | None:
+    """A starting suite file for the task of the Inspect log at `path` (RFC 0244 §1): one golden
+    task per sample, its input as given, and the trials block from the epochs, for the user to
+    add trajectory expectations to. None when the log cannot be read (`read_inspect_log` has
+    said why)."""
+    from inspect_ai.log import read_eval_log
+
+    try:
+        log = read_eval_log(path, header_only=True)
+        tasks: dict[str, dict[str, Any]] = {}
+        for sample in _samples(path):
+            name = task_id(sample.id)
+            if name not in tasks:
+                tasks[name] = {
+                    "taskId": name,
+                    "input": _input(sample.input),
+                    "expected": {"kind": "golden"},
+                }
+    except (zipfile.BadZipFile, OSError, ValueError, KeyError, EOFError):
+        return None
+    if not tasks:
+        return None
+    return {
+        "suiteId": suite_id(log.eval.task),
+        "version": suite_version(log.eval.task_version),
+        "targetAgentId": AGENT_ID,
+        "modes": ["golden"],
+        "thresholds": {"passScore": 1.0},
+        "trials": {"count": log.eval.config.epochs or 1},
+        "tasks": list(tasks.values()),
+    }
+
+
+def _input(given: Any) -> dict[str, Any]:
+    """A sample's input as a suite task's: its text, or its messages as role and text."""
+    if isinstance(given, str):
+        return {"message": given}
+    return {"messages": [{"role": message.role, "content": message.text} for message in given]}

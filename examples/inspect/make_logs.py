@@ -1,0 +1,172 @@
+"""Small Inspect eval logs, written by Inspect itself, for `evalbatch ingest` (E-111).
+
+    python examples/inspect/make_logs.py OUT_DIR            # needs evalbatch[inspect]
+
+Runs offline: every task's model is Inspect's own mock model (`mockllm/model`) with scripted
+outputs that call tools, and every log is written by Inspect's own log writer, as `.eval`
+archives and `.json` logs. What the logs hold:
+
+- arithmetic (3 epochs, .eval and .json): the model calls `add` and answers with its result;
+  sample `sum-3`'s answer is wrong in every epoch, `sum-2`'s in the second; each model call
+  reports its tokens and a cost.
+- arithmetic-pass-at-k (4 epochs): as above, reduced by Inspect with `mean` and `pass_at_2`, so
+  its own pass@k stands beside evalbatch's.
+- two-scorers: each sample scored by `match` and by a scorer whose value is a dict of scores.
+- tool-error (.eval): the `add` tool fails for one sample and the eval stops (status `error`).
+- sample-error: one sample fails, the eval goes on (`fail_on_error=False`): that sample has no
+  score.
+
+Samples run one at a time (`max_samples=1`), so the scripted answers land on the same epochs on
+every run.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from inspect_ai import Epochs, Task
+from inspect_ai import eval as inspect_eval
+from inspect_ai.dataset import Sample
+from inspect_ai.model import ChatMessageTool, ModelOutput, ModelUsage, get_model
+from inspect_ai.scorer import Score, Target, accuracy, match, scorer, stderr
+from inspect_ai.solver import TaskState, generate, use_tools
+from inspect_ai.tool import tool
+
+#: the sample whose tool call fails in `tool-error` and whose solver fails in `sample-error`
+FAILING = "sum-3"
+
+
+@tool
+def add():  # type: ignore[no-untyped-def]
+    async def execute(a: int, b: int) -> int:
+        """Add two numbers.
+
+        Args:
+            a: The first number.
+            b: The second number.
+        """
+        if a == 3 and FAILING_TOOL:
+            raise RuntimeError("the adder is down")
+        return a + b
+
+    return execute
+
+
+FAILING_TOOL = False
+
+
+def scripted_model(wrong: dict[str, set[int]]) -> Any:
+    """Inspect's mock model with a script: call `add` with the sample's numbers, then answer
+    with the tool's result, or with a wrong answer on the epochs `wrong` names for the sample
+    (counted per sample, as samples run one at a time)."""
+    answers: Counter[str] = Counter()
+
+    def script(messages, tools, tool_choice, config) -> ModelOutput:  # type: ignore[no-untyped-def]
+        prompt = next(m for m in messages if m.role == "user").text
+        a, b = (int(word) for word in prompt.split()[1:3])
+        sample = f"sum-{a}"
+        results = [m for m in messages if isinstance(m, ChatMessageTool)]
+        if not results:
+            output = ModelOutput.for_tool_call(
+                model="mockllm/model", tool_name="add", tool_arguments={"a": a, "b": b}
+            )
+        else:
+            answers[sample] += 1
+            epoch = answers[sample]
+            text = "wrong" if epoch in wrong.get(sample, set()) else results[-1].text
+            output = ModelOutput.from_content(model="mockllm/model", content=text)
+        tokens_in = 10 * len(messages)
+        output.usage = ModelUsage(
+            input_tokens=tokens_in,
+            output_tokens=5,
+            total_tokens=tokens_in + 5,
+            total_cost=round(tokens_in * 1e-5 + 5 * 3e-5, 8),
+        )
+        return output
+
+    return get_model("mockllm/model", custom_outputs=script, memoize=False)
+
+
+def samples() -> list[Sample]:
+    return [
+        Sample(id=f"sum-{i}", input=f"add {i} {i + 1}", target=str(2 * i + 1)) for i in range(1, 5)
+    ]
+
+
+@scorer(metrics={"exact": [accuracy(), stderr()], "close": [accuracy()]})
+def graded():  # type: ignore[no-untyped-def]
+    """A scorer whose value is a dict of scores: `exact` (C/I) and `close` (1, 0.5 or 0)."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        answer = state.output.completion.strip()
+        exact = "C" if answer == target.text else "I"
+        close = 1.0 if exact == "C" else (0.5 if answer.isdigit() else 0.0)
+        return Score(value={"exact": exact, "close": close}, answer=answer)
+
+    return score
+
+
+def arithmetic(name: str, scorers: list[Any] | None = None) -> Task:
+    return Task(
+        name=name,
+        dataset=samples(),
+        solver=[use_tools([add()]), generate()],
+        scorer=scorers or match(),
+    )
+
+
+def write_logs(out: Path) -> None:
+    global FAILING_TOOL
+    wrong = {"sum-3": {1, 2, 3, 4}, "sum-2": {2}}
+    common: dict[str, Any] = {"log_dir": str(out), "display": "none", "max_samples": 1}
+    for log_format in ("eval", "json"):
+        inspect_eval(
+            arithmetic("arithmetic"),
+            model=scripted_model(wrong),
+            epochs=3,
+            log_format=log_format,
+            **common,
+        )
+    inspect_eval(
+        arithmetic("arithmetic-pass-at-k"),
+        model=scripted_model(wrong),
+        epochs=Epochs(4, ["mean", "pass_at_2"]),
+        log_format="eval",
+        **common,
+    )
+    inspect_eval(
+        arithmetic("two-scorers", [match(), graded()]),
+        model=scripted_model(wrong),
+        epochs=2,
+        log_format="eval",
+        **common,
+    )
+    FAILING_TOOL = True
+    try:
+        inspect_eval(
+            arithmetic("tool-error"),
+            model=scripted_model(wrong),
+            epochs=1,
+            log_format="eval",
+            fail_on_error=True,
+            **common,
+        )
+        inspect_eval(
+            arithmetic("sample-error"),
+            model=scripted_model(wrong),
+            epochs=1,
+            log_format="json",
+            fail_on_error=False,
+            **common,
+        )
+    finally:
+        FAILING_TOOL = False
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    write_logs(Path(sys.argv[1]))

@@ -1,0 +1,341 @@
+"""Inspect eval logs in (E-111): logs written by Inspect itself (its mock model and log writer,
+examples/inspect/make_logs.py), ingested, then graded, verified and compared downstream.
+
+The expected values come from Inspect's own reader and metrics on the same logs, never from this
+project's reading of them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import inspect_ai.log as inspect_log  # the extra evalbatch[inspect], installed by make test
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from evalbatch.cli import cli
+from evalbatch.inputs import inspect_logs
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The example logs by name (`arithmetic.eval`, `arithmetic.json`, ...), as Inspect wrote
+    them."""
+    out = tmp_path_factory.mktemp("inspect-logs")
+    subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "inspect" / "make_logs.py"), str(out)],
+        check=True,
+        capture_output=True,
+    )
+    found: dict[str, Path] = {}
+    for path in sorted(out.iterdir()):
+        task = path.stem.split("_")[1]
+        found[f"{task}{path.suffix}"] = path
+    assert set(found) == {
+        "arithmetic.eval",
+        "arithmetic.json",
+        "arithmetic-pass-at-k.eval",
+        "two-scorers.eval",
+        "tool-error.eval",
+        "sample-error.json",
+    }
+    return found
+
+
+def _invoke(*args: str) -> Any:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result
+
+
+def _ingest(tmp: Path, *paths: Path, extra: tuple[str, ...] = ()) -> tuple[Any, Path]:
+    events = tmp / "events"
+    result = _invoke("ingest", *map(str, paths), "--out", str(events), "--json", *extra)
+    return result, events
+
+
+def _graded(tmp: Path, *paths: Path, suite: dict[str, Any] | None = None, ingest_args=()) -> Path:
+    """Ingest `paths`, grade them (with `suite` when given) and return the output directory."""
+    result, events = _ingest(tmp, *paths, extra=tuple(ingest_args))
+    assert result.exit_code in (0, 3), result.output
+    out = tmp / "out"
+    args = ["run", str(events), "--out", str(out), "--quiet"]
+    if suite is not None:
+        suites = tmp / "suites"
+        suites.mkdir(exist_ok=True)
+        (suites / "suite.json").write_text(json.dumps(suite))
+        args += ["--suites", str(suites)]
+    graded = _invoke(*args)
+    assert graded.exit_code == 0, graded.output
+    return out
+
+
+def _read(path: Path) -> Any:
+    return inspect_log.read_eval_log(str(path))
+
+
+def _tool_events(sample: Any) -> list[Any]:
+    return [event for event in sample.events if event.event == "tool"]
+
+
+def test_E111_every_sample_and_epoch_is_one_graded_trial(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    log = _read(logs["arithmetic.eval"])
+    out = _graded(tmp_path, logs["arithmetic.eval"])
+    trials = pl.read_parquet(out / "trials.parquet").filter("counted")
+    assert trials.height == len(log.samples) == 4 * 3
+    got = {(row["task_id"], row["trial_index"]): row for row in trials.iter_rows(named=True)}
+    for sample in log.samples:
+        row = got[(inspect_logs.task_id(sample.id), sample.epoch - 1)]
+        assert row["score"] == (1.0 if sample.scores["match"].value == "C" else 0.0)
+        assert row["passed"] is (sample.scores["match"].value == "C")
+        assert row["run_id"] == log.eval.eval_id
+
+
+def test_E111_tool_calls_and_usage_equal_what_inspects_reader_reports(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    log = _read(logs["arithmetic.eval"])
+    out = _graded(tmp_path, logs["arithmetic.eval"])
+    trials = pl.read_parquet(out / "trials.parquet")
+    rows = {(r["task_id"], r["trial_index"]): r for r in trials.iter_rows(named=True)}
+    events = pl.read_parquet(sorted((tmp_path / "events").rglob("*.parquet")))
+    calls = events.filter(pl.col("type") == "agent.tool-called")
+    assert calls.height == sum(len(_tool_events(s)) for s in log.samples)
+    for sample in log.samples:
+        row = rows[(inspect_logs.task_id(sample.id), sample.epoch - 1)]
+        usage = sample.model_usage["mockllm/model"]
+        assert row["tool_call_count"] == len(_tool_events(sample))
+        assert row["input_tokens"] == usage.input_tokens
+        assert row["output_tokens"] == usage.output_tokens
+        assert row["model_call_count"] == sum(e.event == "model" for e in sample.events)
+        model_costs = [e.output.usage.total_cost for e in sample.events if e.event == "model"]
+        assert math.isclose(float(row["usage_cost_usd"]), sum(model_costs), rel_tol=1e-12)
+    # each call's tool and arguments as Inspect recorded them
+    written = [
+        (json.loads(p)["toolName"], json.loads(p)["inputs"]) for p in calls["payload"].to_list()
+    ]
+    recorded = [(e.function, e.arguments) for s in log.samples for e in _tool_events(s)]
+    assert sorted(map(json.dumps, written)) == sorted(map(json.dumps, recorded))
+
+
+def test_E111_stderr_and_mean_equal_inspects_own_metrics(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    log = _read(logs["arithmetic.eval"])
+    metrics = log.results.scores[0].metrics
+    out = _graded(tmp_path, logs["arithmetic.eval"])
+    runs = pl.read_parquet(out / "runs.parquet")
+    assert math.isclose(runs["aggregate_score"][0], metrics["accuracy"].value, rel_tol=1e-12)
+    assert math.isclose(runs["score_stderr"][0], metrics["stderr"].value, rel_tol=1e-12)
+
+
+def test_E111_pass_at_k_equals_inspects_pass_at_k_reducer(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    path = logs["arithmetic-pass-at-k.eval"]
+    log = _read(path)
+    reduced = next(r for r in log.reductions if r.reducer == "pass_at_2")
+    suite = inspect_logs.starting_suite(str(path))
+    assert suite is not None and suite["trials"] == {"count": 4}
+    suite["trials"]["k"] = 2
+    out = _graded(tmp_path, path, suite=suite)
+    tasks = pl.read_parquet(out / "tasks.parquet")
+    by_task = dict(zip(tasks["task_id"], tasks["pass_at_k"], strict=True))
+    assert len(reduced.samples) == 4
+    for sample in reduced.samples:
+        assert math.isclose(
+            by_task[inspect_logs.task_id(sample.sample_id)], sample.value, rel_tol=1e-12
+        )
+    # and the mean reducer's accuracy is the suite's aggregate score
+    mean = next(s for s in log.results.scores if s.reducer == "mean")
+    runs = pl.read_parquet(out / "runs.parquet")
+    assert math.isclose(runs["aggregate_score"][0], mean.metrics["accuracy"].value, rel_tol=1e-12)
+
+
+def test_E111_eval_archive_and_json_log_grade_alike(tmp_path: Path, logs: dict[str, Path]) -> None:
+    archive = _graded(tmp_path / "a", logs["arithmetic.eval"])
+    document = _graded(tmp_path / "j", logs["arithmetic.json"])
+    columns = ["task_id", "trial_index", "score", "passed", "tool_call_count", "input_tokens"]
+    left = pl.read_parquet(archive / "trials.parquet").select(columns).sort(columns[:2])
+    right = pl.read_parquet(document / "trials.parquet").select(columns).sort(columns[:2])
+    assert left.equals(right)
+
+
+def test_E111_the_scorer_option_picks_a_scorer_and_a_key_of_a_dict_score(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    path = logs["two-scorers.eval"]
+    log = _read(path)
+    for scorer, key, metric in (("match", None, "match"), ("graded", "close", "close")):
+        option = scorer if key is None else f"{scorer}/{key}"
+        out = _graded(
+            tmp_path / option.replace("/", "-"), path, ingest_args=("--inspect-scorer", option)
+        )
+        runs = pl.read_parquet(out / "runs.parquet")
+        expected = next(s for s in log.results.scores if s.name == metric)
+        assert math.isclose(runs["aggregate_score"][0], expected.metrics["accuracy"].value)
+    # a dict of scores without a key is no number: every trial fails closed (D-11)
+    out = _graded(tmp_path / "nokey", path, ingest_args=("--inspect-scorer", "graded"))
+    trials = pl.read_parquet(out / "trials.parquet")
+    assert trials["score"].to_list() == [0.0] * len(log.samples)
+    assert not any(trials["passed"].to_list())
+    problems = pl.read_parquet(out / "problems.parquet")
+    assert set(problems["code"]) >= {"score-invalid", "passed-invalid"}
+
+
+def test_E111_a_partial_score_passes_only_at_the_pass_score(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    assert inspect_logs.score_of("P", None) == 0.5
+    assert inspect_logs.score_of("C", None) == 1.0
+    assert inspect_logs.score_of({"a": "I"}, "a") == 0.0
+    assert inspect_logs.score_of("maybe", None) is None
+    assert inspect_logs.score_of([1, 0], None) is None
+    assert inspect_logs.score_of(float("nan"), None) is None
+
+
+def test_E111_an_eval_that_errored_grades_its_scored_samples_and_fails_the_rest_closed(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    path = logs["tool-error.eval"]
+    log = _read(path)
+    assert log.status == "error"
+    result, _ = _ingest(tmp_path, path)
+    report = json.loads(result.stdout)
+    assert result.exit_code == 3
+    codes = [p["code"] for p in report["problems"]]
+    assert codes == ["inspect-sample-unscored", "inspect-eval-unfinished"]
+    out = _graded(tmp_path / "g", path)
+    trials = pl.read_parquet(out / "trials.parquet")
+    unscored = {inspect_logs.task_id(s.id) for s in log.samples if not s.scores}
+    assert unscored
+    for row in trials.iter_rows(named=True):
+        assert row["passed"] is (row["task_id"] not in unscored)
+    problems = set(pl.read_parquet(out / "problems.parquet")["code"])
+    assert "eval-incomplete" in problems
+
+
+def test_E111_a_sample_without_scores_is_one_problem_and_fails_closed(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    path = logs["sample-error.json"]
+    log = _read(path)
+    failed = [s for s in log.samples if s.error is not None]
+    assert len(failed) == 1 and not failed[0].scores
+    result, _ = _ingest(tmp_path, path)
+    report = json.loads(result.stdout)
+    assert [p["code"] for p in report["problems"]] == ["inspect-sample-unscored"]
+    assert report["events"] > 0
+    out = _graded(tmp_path / "g", path)
+    trials = pl.read_parquet(out / "trials.parquet")
+    row = trials.filter(pl.col("task_id") == inspect_logs.task_id(failed[0].id)).row(0, named=True)
+    assert row["score"] == 0.0 and row["passed"] is False
+
+
+def test_E111_a_truncated_archive_is_one_problem_and_the_other_logs_are_ingested(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    whole = logs["arithmetic.eval"].read_bytes()
+    damaged = tmp_path / "in" / "damaged.eval"
+    damaged.parent.mkdir()
+    damaged.write_bytes(whole[: len(whole) // 2])
+    shutil.copy(logs["arithmetic.json"], tmp_path / "in" / "whole.json")
+    result, _ = _ingest(tmp_path, tmp_path / "in")
+    report = json.loads(result.stdout)
+    assert result.exit_code == 3
+    assert [(Path(p["path"]).name, p["code"]) for p in report["problems"]] == [
+        ("damaged.eval", "input-unreadable")
+    ]
+    assert report["runs"] == 1 and report["events"] > 0
+
+
+def test_E111_an_unknown_log_version_is_a_clear_problem(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    document = json.loads(logs["arithmetic.json"].read_text())
+    document["version"] = 99
+    future = tmp_path / "future.json"
+    future.write_text(json.dumps(document, indent=2))
+    result, _ = _ingest(tmp_path, future)
+    report = json.loads(result.stdout)
+    assert result.exit_code == 2  # nothing usable
+    assert [p["code"] for p in report["problems"]] == ["inspect-log-version"]
+
+
+def test_E111_without_inspects_reader_an_inspect_log_is_a_problem(
+    tmp_path: Path, logs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
+    result, _ = _ingest(tmp_path, logs["arithmetic.eval"])
+    report = json.loads(result.stdout)
+    assert result.exit_code == 2
+    assert [p["code"] for p in report["problems"]] == ["inspect-unavailable"]
+
+
+def test_E111_a_starting_suite_is_written_and_validates(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    path = logs["arithmetic.eval"]
+    log = _read(path)
+    suites = tmp_path / "suites"
+    result, events = _ingest(tmp_path, path, extra=("--write-suites", str(suites)))
+    assert result.exit_code == 0, result.output
+    (written,) = json.loads(result.stdout)["suitesWritten"]
+    suite = json.loads(Path(written).read_text())
+    assert suite["trials"] == {"count": log.eval.config.epochs}
+    assert [t["taskId"] for t in suite["tasks"]] == sorted({s.id for s in log.samples})
+    assert _invoke("validate", written).exit_code == 0
+    graded = _invoke(
+        "run", str(events), "--suites", str(suites), "--out", str(tmp_path / "o"), "--quiet"
+    )
+    assert graded.exit_code == 0
+
+
+def test_E111_task_ids_are_valid_and_never_shared() -> None:
+    ids = ["sum-1", 7, "Q_12", "q-12", "Q 12", "é"]
+    names = [inspect_logs.task_id(i) for i in ids]
+    assert names[:2] == ["sum-1", "7"]
+    assert len(set(names)) == len(names)
+    assert all(inspect_logs._TASK_ID.match(name) for name in names)
+    assert inspect_logs.suite_id("my_task/Hard Math") == "inspect.evals.hard-math"
+    assert inspect_logs.suite_version(2) == "2.0.0"
+    assert inspect_logs.suite_version("1.2.3") == "1.2.3"
+    assert inspect_logs.suite_version("beta") == "0.0.0"
+
+
+@pytest.fixture
+def two_nights(tmp_path: Path, logs: dict[str, Path]) -> Iterator[tuple[Path, Path]]:
+    """The two arithmetic logs (the same task run twice) ingested as base and candidate."""
+    sides = []
+    for name in ("arithmetic.eval", "arithmetic.json"):
+        side = tmp_path / name.replace(".", "-")
+        result, events = _ingest(side, logs[name])
+        assert result.exit_code == 0
+        sides.append(events)
+    yield sides[0], sides[1]
+
+
+def test_E111_downstream_commands_work_on_ingested_logs(
+    tmp_path: Path, two_nights: tuple[Path, Path]
+) -> None:
+    base, cand = two_nights
+    assert _invoke("verify", str(base)).exit_code == 0
+    regress = _invoke("regress", str(base), str(cand))
+    assert regress.exit_code == 0, regress.output
+    out = tmp_path / "graded"
+    assert _invoke("run", str(base), str(cand), "--out", str(out), "--quiet").exit_code == 0
+    assert _invoke("history", str(out)).exit_code == 0
+    run_id = pl.read_parquet(out / "runs.parquet")["run_id"][0]
+    explained = _invoke("explain", str(base), str(cand), "--run-id", run_id, "--task-id", "sum-3")
+    assert explained.exit_code == 0, explained.output
+    assert _invoke("report", str(out), "--out", str(tmp_path / "report.html")).exit_code == 0
