@@ -12,6 +12,7 @@ import math
 import shutil
 import subprocess
 import sys
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -259,17 +260,61 @@ def test_E111_a_truncated_archive_is_one_problem_and_the_other_logs_are_ingested
     assert report["runs"] == 1 and report["events"] > 0
 
 
+def _archive_with(path: Path, out: Path, change: Any) -> Path:
+    """A copy of the Inspect archive `path` with `change` applied to each JSON member's value
+    (Inspect's own zip module reads and writes the members, zstd included)."""
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(out, "w") as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename in ("header.json", "_journal/start.json"):
+                data = json.dumps(change(json.loads(data))).encode()
+            target.writestr(item, data)
+    return out
+
+
+def _version(document: dict[str, Any], version: int) -> dict[str, Any]:
+    document["version"] = version
+    return document
+
+
+@pytest.mark.parametrize("form", ["json", "eval"])
 def test_E111_an_unknown_log_version_is_a_clear_problem(
-    tmp_path: Path, logs: dict[str, Path]
+    tmp_path: Path, logs: dict[str, Path], form: str
 ) -> None:
-    document = json.loads(logs["arithmetic.json"].read_text())
-    document["version"] = 99
-    future = tmp_path / "future.json"
-    future.write_text(json.dumps(document, indent=2))
+    if form == "json":
+        future = tmp_path / "future.json"
+        future.write_text(json.dumps(_version(json.loads(logs["arithmetic.json"].read_text()), 99)))
+    else:
+        future = _archive_with(
+            logs["arithmetic.eval"], tmp_path / "future.eval", lambda d: _version(d, 99)
+        )
     result, _ = _ingest(tmp_path, future)
     report = json.loads(result.stdout)
     assert result.exit_code == 2  # nothing usable
     assert [p["code"] for p in report["problems"]] == ["inspect-log-version"]
+
+
+def test_E111_a_damaged_sample_keeps_the_samples_before_it(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    """A member of the archive damaged in place (not cut short): the samples Inspect's reader
+    gives before it are kept, the run has no eval.completed, and one problem says so."""
+    raw = bytearray(logs["arithmetic.eval"].read_bytes())
+    with zipfile.ZipFile(logs["arithmetic.eval"]) as archive:
+        member = next(i for i in archive.infolist() if i.filename == "samples/sum-2_epoch_2.json")
+    start = member.header_offset + 30 + len(member.filename) + len(member.extra)
+    for at in range(start, start + member.compress_size):
+        raw[at] ^= 0x5A
+    damaged = tmp_path / "damaged.eval"
+    damaged.write_bytes(bytes(raw))
+    result, events = _ingest(tmp_path, damaged)
+    report = json.loads(result.stdout)
+    assert result.exit_code == 3
+    assert [p["code"] for p in report["problems"]] == ["inspect-samples-unreadable"]
+    written = pl.read_parquet(sorted(events.rglob("*.parquet")))
+    scored = written.filter(pl.col("type") == "eval.scored").height
+    assert 0 < scored < 12
+    assert written.filter(pl.col("type") == "eval.completed").is_empty()
 
 
 def test_E111_without_inspects_reader_an_inspect_log_is_a_problem(
