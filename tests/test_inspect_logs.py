@@ -46,6 +46,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "arithmetic.json",
         "arithmetic-pass-at-k.eval",
         "two-scorers.eval",
+        "judged.eval",
         "tool-error.eval",
         "sample-error.json",
     }
@@ -127,6 +128,34 @@ def test_E111_tool_calls_and_usage_equal_what_inspects_reader_reports(
     ]
     recorded = [(e.function, e.arguments) for s in log.samples for e in _tool_events(s)]
     assert sorted(map(json.dumps, written)) == sorted(map(json.dumps, recorded))
+
+
+def test_E111_a_model_graded_scorer_is_a_judge_its_cost_counts_not_its_calls(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    """D-6: the scorer's own model calls (after the bracket) add to the trial's cost, while the
+    efficiency counts (in the bracket) are the solver's alone."""
+    log = _read(logs["judged.eval"])
+    out = _graded(tmp_path, logs["judged.eval"])
+    rows = {
+        (r["task_id"], r["trial_index"]): r
+        for r in pl.read_parquet(out / "trials.parquet").iter_rows(named=True)
+    }
+    for sample in log.samples:
+        row = rows[(inspect_logs.task_id(sample.id), sample.epoch - 1)]
+        scoring = next(
+            i
+            for i, e in enumerate(sample.events)
+            if e.event == "span_begin" and e.type == "scorers"
+        )
+        solver_calls = [e for e in sample.events[:scoring] if e.event == "model"]
+        judge_calls = [e for e in sample.events[scoring:] if e.event == "model"]
+        assert judge_calls, "the grader is called for every sample"
+        assert row["model_call_count"] == len(solver_calls)
+        assert row["input_tokens"] == sum(e.output.usage.input_tokens for e in solver_calls)
+        total = sample.model_usage["mockllm/model"].total_cost
+        assert math.isclose(float(row["usage_cost_usd"]), total, rel_tol=1e-12)
+        assert row["score"] == (1.0 if sample.scores["model_graded_qa"].value == "C" else 0.0)
 
 
 def test_E111_stderr_and_mean_equal_inspects_own_metrics(

@@ -12,6 +12,9 @@ archives and `.json` logs. What the logs hold:
 - arithmetic-pass-at-k (4 epochs): as above, reduced by Inspect with `mean` and `pass_at_2`, so
   its own pass@k stands beside evalbatch's.
 - two-scorers: each sample scored by `match` and by a scorer whose value is a dict of scores.
+- judged (2 epochs): scored by `model_graded_qa`, whose grader is a second mock model that
+  answers `GRADE: C` for a right sum and `GRADE: I` otherwise: a judge whose calls and cost are
+  the sample's too.
 - tool-error (.eval): the `add` tool fails for one sample and the eval stops (status `error`).
 - sample-error: one sample fails, the eval goes on (`fail_on_error=False`): that sample has no
   score.
@@ -31,7 +34,7 @@ from inspect_ai import Epochs, Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessageTool, ModelOutput, ModelUsage, get_model
-from inspect_ai.scorer import Score, Target, accuracy, match, scorer, stderr
+from inspect_ai.scorer import Score, Target, accuracy, match, model_graded_qa, scorer, stderr
 from inspect_ai.solver import TaskState, generate, use_tools
 from inspect_ai.tool import tool
 
@@ -90,6 +93,21 @@ def scripted_model(wrong: dict[str, set[int]]) -> Any:
     return get_model("mockllm/model", custom_outputs=script, memoize=False)
 
 
+def scripted_judge() -> Any:
+    """A mock grader: `GRADE: C` when the answer it is shown is the right sum, else `GRADE: I`;
+    each call reports its tokens and a cost, as the model's do."""
+
+    def script(messages, tools, tool_choice, config) -> ModelOutput:  # type: ignore[no-untyped-def]
+        grade = "I" if "[Submission]: wrong" in messages[-1].text else "C"
+        output = ModelOutput.from_content(model="mockllm/model", content=f"GRADE: {grade}")
+        output.usage = ModelUsage(
+            input_tokens=100, output_tokens=3, total_tokens=103, total_cost=0.002
+        )
+        return output
+
+    return get_model("mockllm/model", custom_outputs=script, memoize=False)
+
+
 def samples() -> list[Sample]:
     return [
         Sample(id=f"sum-{i}", input=f"add {i} {i + 1}", target=str(2 * i + 1)) for i in range(1, 5)
@@ -139,6 +157,13 @@ def write_logs(out: Path) -> None:
     )
     inspect_eval(
         arithmetic("two-scorers", [match(), graded()]),
+        model=scripted_model(wrong),
+        epochs=2,
+        log_format="eval",
+        **common,
+    )
+    inspect_eval(
+        arithmetic("judged", [model_graded_qa(model=scripted_judge())]),
         model=scripted_model(wrong),
         epochs=2,
         log_format="eval",
