@@ -47,6 +47,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "arithmetic-pass-at-k.eval",
         "two-scorers.eval",
         "judged.eval",
+        "interrupted.eval",
         "tool-error.eval",
         "sample-error.json",
     }
@@ -251,6 +252,26 @@ def test_E111_an_eval_that_errored_grades_its_scored_samples_and_fails_the_rest_
     assert unscored
     for row in trials.iter_rows(named=True):
         assert row["passed"] is (row["task_id"] not in unscored)
+    problems = set(pl.read_parquet(out / "problems.parquet")["code"])
+    assert "eval-incomplete" in problems
+
+
+def test_E111_an_interrupted_eval_grades_the_samples_it_finished(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    path = logs["interrupted.eval"]
+    log = _read(path)
+    assert log.status == "started" and len(log.samples) == 2
+    result, _ = _ingest(tmp_path, path)
+    report = json.loads(result.stdout)
+    assert result.exit_code == 3
+    assert [p["code"] for p in report["problems"]] == ["inspect-eval-unfinished"]
+    suite = inspect_logs.starting_suite(str(path))
+    assert suite is not None
+    out = _graded(tmp_path / "g", path, suite=suite | {"trials": {"count": 1}})
+    trials = pl.read_parquet(out / "trials.parquet")
+    assert sorted(trials["task_id"]) == sorted(inspect_logs.task_id(s.id) for s in log.samples)
+    assert all(trials["passed"])
     problems = set(pl.read_parquet(out / "problems.parquet")["code"])
     assert "eval-incomplete" in problems
 

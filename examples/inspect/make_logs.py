@@ -18,6 +18,8 @@ archives and `.json` logs. What the logs hold:
 - tool-error (.eval): the `add` tool fails for one sample and the eval stops (status `error`).
 - sample-error: one sample fails, the eval goes on (`fail_on_error=False`): that sample has no
   score.
+- interrupted (.eval): the eval is interrupted (as by Ctrl-C) at its third sample; Inspect leaves
+  the log as `started`, with the two samples it finished.
 
 Samples run one at a time (`max_samples=1`), so the scripted answers land on the same epochs on
 every run.
@@ -25,6 +27,7 @@ every run.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections import Counter
 from pathlib import Path
@@ -35,7 +38,7 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessageTool, ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import Score, Target, accuracy, match, model_graded_qa, scorer, stderr
-from inspect_ai.solver import TaskState, generate, use_tools
+from inspect_ai.solver import Generate, TaskState, generate, solver, use_tools
 from inspect_ai.tool import tool
 
 #: the sample whose tool call fails in `tool-error` and whose solver fails in `sample-error`
@@ -127,11 +130,23 @@ def graded():  # type: ignore[no-untyped-def]
     return score
 
 
-def arithmetic(name: str, scorers: list[Any] | None = None) -> Task:
+@solver
+def interrupt_at_third():  # type: ignore[no-untyped-def]
+    """Interrupts the eval (as Ctrl-C does) when it reaches sample `sum-3`."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        if state.sample_id == FAILING:
+            raise KeyboardInterrupt
+        return state
+
+    return solve
+
+
+def arithmetic(name: str, scorers: list[Any] | None = None, first: list[Any] | None = None) -> Task:
     return Task(
         name=name,
         dataset=samples(),
-        solver=[use_tools([add()]), generate()],
+        solver=[*(first or []), use_tools([add()]), generate()],
         scorer=scorers or match(),
     )
 
@@ -189,6 +204,15 @@ def write_logs(out: Path) -> None:
         )
     finally:
         FAILING_TOOL = False
+    # Inspect writes what it had when interrupted: a log left `started`
+    with contextlib.suppress(KeyboardInterrupt):
+        inspect_eval(
+            arithmetic("interrupted", first=[interrupt_at_third()]),
+            model=scripted_model(wrong),
+            epochs=1,
+            log_format="eval",
+            **common,
+        )
 
 
 if __name__ == "__main__":
