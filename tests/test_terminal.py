@@ -391,6 +391,7 @@ def test_issue17_item1_ingest_json_and_plurals(tmp_path: Path) -> None:
         "written",
         "eventsAlreadyThere",
         "runsAlreadyThere",
+        "suitesWritten",
         "problems",
         "exitCode",
     ]
