@@ -7,6 +7,7 @@ project's reading of them.
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import shutil
@@ -48,6 +49,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "two-scorers.eval",
         "judged.eval",
         "interrupted.eval",
+        "scored-error.eval",
         "tool-error.eval",
         "sample-error.json",
     }
@@ -266,12 +268,23 @@ def test_E111_an_interrupted_eval_grades_the_samples_it_finished(
     report = json.loads(result.stdout)
     assert result.exit_code == 3
     assert [p["code"] for p in report["problems"]] == ["inspect-eval-unfinished"]
+    # the starting suite names every sample the eval was to run, so those it never reached are
+    # missing tasks (D-13), not tasks left out
     suite = inspect_logs.starting_suite(str(path))
     assert suite is not None
-    out = _graded(tmp_path / "g", path, suite=suite | {"trials": {"count": 1}})
+    assert [t["taskId"] for t in suite["tasks"]] == [f"sum-{i}" for i in range(1, 5)]
+    out = _graded(tmp_path / "g", path, suite=suite)
     trials = pl.read_parquet(out / "trials.parquet")
     assert sorted(trials["task_id"]) == sorted(inspect_logs.task_id(s.id) for s in log.samples)
     assert all(trials["passed"])
+    tasks = pl.read_parquet(out / "tasks.parquet")
+    assert dict(zip(tasks["task_id"], tasks["passed"], strict=True)) == {
+        "sum-1": True,
+        "sum-2": True,
+        "sum-3": False,
+        "sum-4": False,
+    }
+    assert not pl.read_parquet(out / "runs.parquet")["passed"][0]
     problems = set(pl.read_parquet(out / "problems.parquet")["code"])
     assert "eval-incomplete" in problems
 
@@ -397,7 +410,7 @@ def test_E111_a_starting_suite_is_written_and_validates(
 
 
 def test_E111_task_ids_are_valid_and_never_shared() -> None:
-    ids = ["sum-1", 7, "Q_12", "q-12", "Q 12", "é"]
+    ids = ["sum-1", 7, "Q_12", "q-12", "Q 12", "é", "A", "a-559aead0"]
     names = [inspect_logs.task_id(i) for i in ids]
     assert names[:2] == ["sum-1", "7"]
     assert len(set(names)) == len(names)
@@ -434,3 +447,83 @@ def test_E111_downstream_commands_work_on_ingested_logs(
     explained = _invoke("explain", str(base), str(cand), "--run-id", run_id, "--task-id", "sum-3")
     assert explained.exit_code == 0, explained.output
     assert _invoke("report", str(out), "--out", str(tmp_path / "report.html")).exit_code == 0
+
+
+def test_E111_an_errored_sample_fails_closed_even_when_inspect_scored_it(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    path = logs["scored-error.eval"]
+    log = _read(path)
+    (failed,) = [s for s in log.samples if s.error is not None]
+    assert failed.scores["lenient"].value == "C"  # Inspect scored it (score_on_error)
+    result, _ = _ingest(tmp_path, path)
+    (problem,) = json.loads(result.stdout)["problems"]
+    assert problem["code"] == "inspect-sample-unscored" and "1 errored" in problem["message"]
+    out = _graded(tmp_path / "g", path)
+    trials = pl.read_parquet(out / "trials.parquet")
+    row = trials.filter(pl.col("task_id") == failed.id).row(0, named=True)
+    assert (row["score"], row["passed"]) == (0.0, False)
+    assert trials.filter(pl.col("task_id") != failed.id)["passed"].all()
+
+
+def test_E111_an_invalidated_sample_fails_closed(tmp_path: Path, logs: dict[str, Path]) -> None:
+    """Samples invalidated with Inspect's own `invalidate_samples` never count as passes."""
+    from inspect_ai.log import ProvenanceData, invalidate_samples, write_eval_log
+
+    log = _read(logs["arithmetic.eval"])
+    chosen = [s.uuid for s in log.samples if s.id == "sum-1"]
+    marked = invalidate_samples(log, chosen, ProvenanceData(author="a reviewer", reason="leak"))
+    path = tmp_path / "invalidated.eval"
+    write_eval_log(marked, str(path))
+    result, _ = _ingest(tmp_path, path)
+    (problem,) = json.loads(result.stdout)["problems"]
+    assert "3 invalidated" in problem["message"]
+    out = _graded(tmp_path / "g", path)
+    trials = pl.read_parquet(out / "trials.parquet").filter(pl.col("task_id") == "sum-1")
+    assert trials.height == 3 and not trials["passed"].any()
+
+
+def _sample_with(events: list[Any], sample: Any) -> Any:
+    return sample.model_copy(update={"events": events})
+
+
+def test_E111_sub_agent_calls_are_theirs_and_unwritable_arguments_are_null(
+    logs: dict[str, Path],
+) -> None:
+    """A call made inside an agent span nested in another is that agent's (not the target's);
+    arguments JSON cannot hold (NaN) are written as null, which matches no expected args
+    (D-2), rather than left out (read as `{}`)."""
+    from inspect_ai.event import SpanBeginEvent, ToolEvent
+
+    from evalbatch.inputs.event_rows import RowSink
+
+    sample = _read(logs["arithmetic.eval"]).samples[0]
+    events = [
+        SpanBeginEvent(id="outer", type="agent", name="react"),
+        ToolEvent(span_id="outer", id="c1", function="add", arguments={"a": 1, "b": 2}),
+        SpanBeginEvent(id="inner", parent_id="outer", type="agent", name="Helper Bot"),
+        ToolEvent(span_id="inner", id="c2", function="add", arguments={"a": float("nan")}),
+    ]
+    sink = RowSink("made-in-test")
+    writer = inspect_logs._RunWriter(sink, "run-1")
+    inspect_logs._trial(writer, _sample_with(events, sample), "match", None, 1.0)
+    calls = [json.loads(row[3]) for row in sink.rows if row[2] == "agent.tool-called"]
+    assert [(c["agentId"], c["callId"], c["inputs"]) for c in calls] == [
+        ("inspect.agent", "c1", {"a": 1, "b": 2}),
+        ("inspect.agent:helper-bot", "c2", None),
+    ]
+
+
+def test_E111_a_log_is_read_off_its_content_whatever_its_name(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    shutil.copy(logs["arithmetic.eval"], inputs / "NIGHTLY.EVAL")
+    shutil.copy(logs["arithmetic.eval"], tmp_path / "archive.zip")
+    with gzip.open(inputs / "log.json.gz", "wb") as target:
+        target.write(logs["arithmetic.json"].read_bytes())
+    result, _ = _ingest(tmp_path, inputs, tmp_path / "archive.zip")
+    report = json.loads(result.stdout)
+    assert result.exit_code == 0, report["problems"]
+    assert report["files"] == 3 and report["runs"] == 2  # the archive twice: one run

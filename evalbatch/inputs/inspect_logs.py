@@ -21,30 +21,41 @@ docs/decisions.md (E-111). Every row goes through `RowSink.event`, as any other 
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import hashlib
 import json
 import math
 import re
-from collections.abc import Iterator
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from evalbatch.inputs.event_rows import RowSink
 from evalbatch.inputs.lossless_json import Number, Object, parse
 
 if TYPE_CHECKING:
     from inspect_ai.event import ModelEvent
-    from inspect_ai.log import EvalLog, EvalSample
+    from inspect_ai.log import EvalLog, EvalSample, EvalSampleSummary
 
-#: the agentId of every bracket and tool call: an Inspect log names no agent (E-111)
+#: the agentId of every bracket and of the target agent's tool calls (E-111): an Inspect log
+#: names the agents it runs inside another (`inspect.agent:<name>`), not the one it evaluates
 AGENT_ID = "inspect.agent"
+#: what Inspect's reader is told a log is
+Format: TypeAlias = Literal["eval", "json"]
 #: the log versions this reader knows (Inspect writes 2; 1 is read by Inspect as well)
 KNOWN_VERSIONS = frozenset({1, 2})
 #: what the suite id of a log is built from (RFC 0244 suiteId: `<namespace>.evals.<name>`)
 SUITE_NAMESPACE = "inspect"
 
 _TASK_ID = re.compile(r"[a-z0-9][a-z0-9-]*\Z")
+#: how a taskId made from another sample id ends: an id that ends so is hashed too
+_HASHED = re.compile(r"-[0-9a-f]{8}\Z")
 _SUITE_VERSION = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\Z")
 #: Inspect's score letters and words, as its own `value_to_float` reads them
 _SCORE_WORDS = frozenset({"c", "i", "p", "n", "yes", "no", "true", "false"})
@@ -107,7 +118,7 @@ def task_id(sample_id: int | str) -> str:
     """An Inspect sample id as a taskId (`^[a-z0-9][a-z0-9-]*$`): as it is when it already is
     one, else its slug and a short hash of it, so two sample ids never share a taskId."""
     text = str(sample_id)
-    if _TASK_ID.match(text):
+    if _TASK_ID.match(text) and not _HASHED.search(text):
         return text
     return f"{slug(text)}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
@@ -200,16 +211,24 @@ def _usage(writer: _RunWriter, event: ModelEvent) -> None:
     usage = event.output.usage if event.output is not None else None
     if usage is None:
         return
+    provider, _, model = event.model.partition("/")
     payload = Object(
         [
+            ("provider", provider.lower()),
+            ("model", model or provider),
             ("inputTokens", _number(usage.input_tokens)),
             ("outputTokens", _number(usage.output_tokens)),
+            ("totalTokens", _number(usage.total_tokens)),
         ]
     )
+    if usage.input_tokens_cache_read is not None:
+        payload.append(("cacheReadTokens", _number(usage.input_tokens_cache_read)))
+    if usage.input_tokens_cache_write is not None:
+        payload.append(("cacheWriteTokens", _number(usage.input_tokens_cache_write)))
     if usage.total_cost is not None and math.isfinite(usage.total_cost):
         payload.append(("costEstimateUsd", _number(usage.total_cost)))
         payload.append(("currency", "USD"))
-    if getattr(event, "cache", None) == "read":
+    if event.cache == "read":
         payload.append(("cacheHit", True))
     writer.emit("provider.usage", payload, event.timestamp)
 
@@ -224,10 +243,14 @@ def _scorer_name(log: EvalLog, options: InspectOptions) -> tuple[str | None, str
     return (scorers[0].name if scorers else None), None
 
 
+def _sample_ids(log: EvalLog) -> list[int | str] | None:
+    """The samples the eval was to run (its tasks), when Inspect lists them."""
+    return list(log.eval.dataset.sample_ids) if log.eval.dataset.sample_ids else None
+
+
 def _task_count(log: EvalLog) -> int:
-    """The samples the eval ran (its tasks): the dataset's sample ids when Inspect lists them."""
-    dataset = log.eval.dataset
-    return len(dataset.sample_ids) if dataset.sample_ids else (dataset.samples or 0)
+    ids = _sample_ids(log)
+    return len(ids) if ids is not None else (log.eval.dataset.samples or 0)
 
 
 def _inspect_accuracy(log: EvalLog, scorer: str | None, key: str | None) -> float | None:
@@ -242,44 +265,84 @@ def _inspect_accuracy(log: EvalLog, scorer: str | None, key: str | None) -> floa
     return None
 
 
+def _agent_id(span_id: str | None, spans: dict[str, tuple[str | None, str, str]]) -> str:
+    """Who made a call in span `span_id`: the target agent, unless an agent span runs inside
+    another (a sub-agent, a handoff): then that agent, as `inspect.agent:<name>`."""
+    agents: list[str] = []
+    while span_id is not None and span_id in spans:
+        parent, kind, name = spans[span_id]
+        if kind == "agent":
+            agents.append(name)
+        span_id = parent
+    return f"{AGENT_ID}:{slug(agents[0])}" if len(agents) >= 2 else AGENT_ID
+
+
+def _with_agents(
+    events: list[Any], spans: dict[str, tuple[str | None, str, str]], agent: str | None
+) -> Iterator[tuple[Any, str]]:
+    """The events of a sample in order, each with the agent it belongs to; the events an older
+    log nests inside a tool call follow that call, as the called agent's when it is one."""
+    from inspect_ai.event import SpanBeginEvent, ToolEvent
+
+    for event in events:
+        if isinstance(event, SpanBeginEvent):
+            spans[event.id] = (event.parent_id, event.type or "", event.name)
+        owner = agent or _agent_id(event.span_id, spans)
+        yield event, owner
+        if isinstance(event, ToolEvent) and event.events:
+            called = f"{AGENT_ID}:{slug(event.agent)}" if event.agent else owner
+            yield from _with_agents(event.events, spans, called)
+
+
+def _unusable(sample: EvalSample) -> str | None:
+    """Why a sample's score is not used whatever it is: it errored or was invalidated."""
+    if sample.error is not None:
+        return "errored"
+    if sample.invalidation is not None:
+        return "invalidated"
+    return None
+
+
 def _trial(
     writer: _RunWriter, sample: EvalSample, scorer: str | None, key: str | None, pass_score: float
-) -> bool:
-    """One sample x epoch as a trial's events; whether its score could be read."""
+) -> str | None:
+    """One sample x epoch as a trial's events; None when its score was read, else why not."""
+    from inspect_ai.event import ModelEvent, SpanBeginEvent, ToolEvent
+
     invocation = f"{sample.id}#{sample.epoch}"
     writer.emit(
         "agent.invocation-started",
         Object([("agentId", AGENT_ID), ("invocationId", invocation)]),
         sample.started_at,
     )
-    completed = False
-    from inspect_ai.event import ModelEvent, SpanBeginEvent, ToolEvent
-
-    for event in sample.events:
-        if isinstance(event, SpanBeginEvent) and event.type == "scorers" and not completed:
-            writer.emit(
-                "agent.invocation-completed",
-                Object([("invocationId", invocation)]),
-                event.timestamp,
-            )
-            completed = True
+    why = _unusable(sample)
+    outcome = "failed" if sample.error is not None else "completed"
+    completed = Object([("invocationId", invocation), ("agentId", AGENT_ID), ("outcome", outcome)])
+    closed = False
+    for event, agent in _with_agents(sample.events, {}, None):
+        if isinstance(event, SpanBeginEvent) and event.type == "scorers" and not closed:
+            writer.emit("agent.invocation-completed", completed, event.timestamp)
+            closed = True
         elif isinstance(event, ToolEvent):
+            # arguments JSON cannot hold (NaN, Infinity) are unknown: null matches no expected
+            # args (D-2), where `{}` would
             arguments = _json(event.arguments)
-            payload = Object([("agentId", AGENT_ID), ("toolName", event.function)])
-            if arguments is not None:
-                payload.append(("inputs", arguments))
+            payload = Object(
+                [
+                    ("agentId", agent),
+                    ("toolName", event.function),
+                    ("callId", event.id),
+                    ("inputs", arguments),
+                ]
+            )
             writer.emit("agent.tool-called", payload, event.timestamp)
         elif isinstance(event, ModelEvent):
             _usage(writer, event)
-    if not completed:
-        writer.emit(
-            "agent.invocation-completed",
-            Object([("invocationId", invocation)]),
-            sample.completed_at,
-        )
+    if not closed:
+        writer.emit("agent.invocation-completed", completed, sample.completed_at)
     score = None
     found = (sample.scores or {}).get(scorer) if scorer is not None else None
-    if found is not None:
+    if why is None and found is not None:
         score = score_of(found.value, key)
     payload = Object([("taskId", task_id(sample.id)), ("trialIndex", _number(sample.epoch - 1))])
     if score is not None:
@@ -288,20 +351,75 @@ def _trial(
     if sample.total_time is not None and math.isfinite(sample.total_time):
         payload.append(("latencyMs", _number(round(sample.total_time * 1000, 3))))
     writer.emit("eval.scored", payload, sample.completed_at)
-    return score is not None
+    if score is not None:
+        return None
+    return why or "unscored"
 
 
-def _samples(path: str) -> Iterator[EvalSample]:
-    from inspect_ai.log import read_eval_log_samples
+#: samples read from an archive at a time: Inspect reads each group with one pass over the
+#: archive's directory (one sample at a time would read the directory once per sample)
+SAMPLE_GROUP = 256
 
-    yield from read_eval_log_samples(path, all_samples_required=False)
+
+@contextlib.contextmanager
+def _readable(path: str) -> Iterator[tuple[str, Format]]:
+    """The log at `path` as Inspect's reader opens it: its format read off the content (Inspect
+    goes by the suffix), and a gzip-compressed log decompressed into a temporary file."""
+    with open(path, "rb") as handle:
+        compressed = handle.read(2) == b"\x1f\x8b"
+    if not compressed:
+        yield path, _format_of(path)
+        return
+    with tempfile.TemporaryDirectory(prefix="evalbatch-inspect-") as scratch:
+        plain = Path(scratch) / "log"
+        with gzip.open(path, "rb") as source, open(plain, "wb") as target:
+            shutil.copyfileobj(source, target)
+        yield str(plain), _format_of(str(plain))
+
+
+def _format_of(path: str) -> Format:
+    with open(path, "rb") as handle:
+        return "eval" if is_eval_archive(handle.read(4)) else "json"
+
+
+def _samples(source: str, form: Format) -> Iterator[EvalSample]:
+    """The samples of a log, a group at a time for an archive (attachments resolved, so a long
+    tool argument is its text, not a reference to it)."""
+    from inspect_ai.log import (
+        read_eval_log,
+        read_eval_log_sample,
+        read_eval_log_sample_summaries,
+        read_eval_log_samples_by_id,
+    )
+
+    if form == "json":
+        yield from read_eval_log(source, resolve_attachments=True, format="json").samples or []
+        return
+    try:
+        keys = [(s.id, s.epoch) for s in read_eval_log_sample_summaries(source, format="eval")]
+    except Exception:  # an archive without sample summaries (older logs): read it whole
+        yield from read_eval_log(source, resolve_attachments=True, format="eval").samples or []
+        return
+    for start in range(0, len(keys), SAMPLE_GROUP):
+        group = keys[start : start + SAMPLE_GROUP]
+        try:
+            found = read_eval_log_samples_by_id(
+                source, group, resolve_attachments=True, format="eval"
+            )
+        except Exception:  # a damaged sample: those before it, one by one, then its error
+            for sample_id, epoch in group:
+                yield read_eval_log_sample(
+                    source, id=sample_id, epoch=epoch, resolve_attachments=True, format="eval"
+                )
+            raise
+        yield from found
 
 
 def read_inspect_log(sink: RowSink, options: InspectOptions) -> EvalLog | None:
     """Every event of the Inspect log `sink.path` into `sink`, and the log's header (None when
     the log could not be read: one problem, this file only)."""
     try:
-        from inspect_ai.log import read_eval_log
+        import inspect_ai.log  # noqa: F401  (Inspect's log reader: the extra evalbatch[inspect])
     except ImportError:
         sink.problem(
             None,
@@ -309,10 +427,21 @@ def read_inspect_log(sink: RowSink, options: InspectOptions) -> EvalLog | None:
             "an Inspect log: install evalbatch[inspect] (Inspect's log reader) to read it",
         )
         return None
-    version = _json_log_version(sink.path)
+    try:
+        with _readable(sink.path) as (source, form):
+            return _read(sink, source, form, options)
+    except OSError as exc:
+        sink.problem(None, "input-unreadable", f"cannot be read ({type(exc).__name__})")
+        return None
+
+
+def _read(sink: RowSink, source: str, form: Format, options: InspectOptions) -> EvalLog | None:
+    from inspect_ai.log import read_eval_log
+
+    version = _json_log_version(source)
     if version is None or version in KNOWN_VERSIONS:
         try:
-            log = read_eval_log(sink.path, header_only=True)
+            log = read_eval_log(source, header_only=True, format=form)
         except Exception as exc:  # whatever Inspect's reader meets in a damaged file
             reason = f"not a readable Inspect log ({type(exc).__name__})"
             sink.problem(None, "input-unreadable", reason)
@@ -338,11 +467,11 @@ def read_inspect_log(sink: RowSink, options: InspectOptions) -> EvalLog | None:
     )
     writer.emit("eval.started", started, log.eval.created)
     scorer, key = _scorer_name(log, options)
-    unscored = 0
+    unscored: Counter[str] = Counter()
     try:
-        for sample in _samples(sink.path):
-            if not _trial(writer, sample, scorer, key, options.pass_score):
-                unscored += 1
+        for sample in _samples(source, form):
+            if (why := _trial(writer, sample, scorer, key, options.pass_score)) is not None:
+                unscored[why] += 1
     except Exception as exc:  # whatever Inspect's reader meets in a damaged file
         sink.problem(
             f"after event {writer.sequence}",
@@ -352,11 +481,12 @@ def read_inspect_log(sink: RowSink, options: InspectOptions) -> EvalLog | None:
         )
         return log
     if unscored:
+        counts = ", ".join(f"{n} {why}" for why, n in sorted(unscored.items()))
         sink.problem(
             None,
             "inspect-sample-unscored",
-            f"{unscored} sample(s) without a usable score from the scorer used: "
-            "each fails closed (D-11)",
+            f"{sum(unscored.values())} sample(s) without a usable score from the scorer used "
+            f"({counts}): each fails closed (D-11)",
         )
     if log.status == "success":
         completed = Object([("taskCount", tasks)])
@@ -376,26 +506,30 @@ def read_inspect_log(sink: RowSink, options: InspectOptions) -> EvalLog | None:
 
 def starting_suite(path: str) -> dict[str, Any] | None:
     """A starting suite file for the task of the Inspect log at `path` (RFC 0244 §1): one golden
-    task per sample, its input as given, and the trials block from the epochs, for the user to
-    add trajectory expectations to. None when the log cannot be read (`read_inspect_log` has
-    said why)."""
-    from inspect_ai.log import read_eval_log
+    task per sample the eval was to run (its input as given, `{}` for one the log does not
+    hold: an interrupted eval), and the trials block from the epochs, for the user to add
+    trajectory expectations to. None when the log cannot be read (`read_inspect_log` has said
+    why)."""
+    from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries
 
     try:
-        log = read_eval_log(path, header_only=True)
-        tasks: dict[str, dict[str, Any]] = {}
-        for sample in _samples(path):
-            name = task_id(sample.id)
-            if name not in tasks:
-                tasks[name] = {
-                    "taskId": name,
-                    "input": _input(sample.input),
-                    "expected": {"kind": "golden"},
-                }
+        with _readable(path) as (source, form):
+            log = read_eval_log(source, header_only=True, format=form)
+            held: Sequence[EvalSample | EvalSampleSummary] = (
+                read_eval_log_sample_summaries(source, format="eval")
+                if form == "eval"
+                else read_eval_log(source, format="json").samples or []
+            )
     except Exception:  # read_inspect_log has said why
         return None
-    if not tasks:
+    inputs = {task_id(sample.id): _input(sample.input) for sample in held}
+    ids = [task_id(i) for i in _sample_ids(log) or []] or list(inputs)
+    if not ids:
         return None
+    tasks = {
+        name: {"taskId": name, "input": inputs.get(name, {}), "expected": {"kind": "golden"}}
+        for name in ids
+    }
     return {
         "suiteId": suite_id(log.eval.task),
         "version": suite_version(log.eval.task_version),

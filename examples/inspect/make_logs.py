@@ -18,6 +18,8 @@ archives and `.json` logs. What the logs hold:
 - tool-error (.eval): the `add` tool fails for one sample and the eval stops (status `error`).
 - sample-error: one sample fails, the eval goes on (`fail_on_error=False`): that sample has no
   score.
+- scored-error (.eval): as sample-error, but Inspect scores the failed sample too
+  (`score_on_error=True`) with a scorer that marks every answer correct.
 - interrupted (.eval): the eval is interrupted (as by Ctrl-C) at its third sample; Inspect leaves
   the log as `started`, with the two samples it finished.
 
@@ -142,6 +144,16 @@ def interrupt_at_third():  # type: ignore[no-untyped-def]
     return solve
 
 
+@scorer(metrics=[accuracy()])
+def lenient():  # type: ignore[no-untyped-def]
+    """Every answer correct, a failed sample's included."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        return Score(value="C")
+
+    return score
+
+
 def arithmetic(name: str, scorers: list[Any] | None = None, first: list[Any] | None = None) -> Task:
     return Task(
         name=name,
@@ -200,6 +212,15 @@ def write_logs(out: Path) -> None:
             epochs=1,
             log_format="json",
             fail_on_error=False,
+            **common,
+        )
+        inspect_eval(
+            arithmetic("scored-error", [lenient()]),
+            model=scripted_model(wrong),
+            epochs=1,
+            log_format="eval",
+            fail_on_error=False,
+            score_on_error=True,
             **common,
         )
     finally:
