@@ -78,10 +78,10 @@ def ingest_paths(
     try:
         for path in files:
             sink = RowSink(path, drain=writer.add)
-            read_into(sink, inspect)
+            read = read_into(sink, inspect)
             report.problems += sink.problems
-            if suites_dir is not None and path != "-" and inspect_logs.is_inspect_file(path):
-                written = _write_suite(path, Path(suites_dir))
+            if suites_dir is not None and read is not None:
+                written = _write_suite(read, Path(suites_dir))
                 if written is not None:
                     report.suites_written.append(written)
         report.events = writer.events
@@ -95,10 +95,10 @@ def ingest_paths(
     return report
 
 
-def _write_suite(path: str, suites_dir: Path) -> Path | None:
-    """The starting suite file of the Inspect log at `path`, as `<suiteId>-<version>.json` in
+def _write_suite(read: inspect_logs.LogRead, suites_dir: Path) -> Path | None:
+    """The starting suite file of an Inspect log's task, as `<suiteId>-<version>.json` in
     `suites_dir` (an existing file is left as it is: the user may have added to it)."""
-    suite = inspect_logs.starting_suite(path)
+    suite = inspect_logs.suite_of(read)
     if suite is None:
         return None
     suites_dir.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,7 @@ import re
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -41,7 +41,7 @@ from evalbatch.inputs.lossless_json import Number, Object, parse
 
 if TYPE_CHECKING:
     from inspect_ai.event import ModelEvent
-    from inspect_ai.log import EvalLog, EvalSample, EvalSampleSummary
+    from inspect_ai.log import EvalLog, EvalSample
 
 #: the agentId of every bracket and of the target agent's tool calls (E-111): an Inspect log
 #: names the agents it runs inside another (`inspect.agent:<name>`), not the one it evaluates
@@ -97,16 +97,6 @@ def _json_log_version(path: str) -> int | None:
     except OSError:
         return None
     return int(found.group(1)) if found else None
-
-
-def is_inspect_file(path: str) -> bool:
-    """Whether the file at `path` is an Inspect log (read off its first bytes)."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(256)
-    except OSError:
-        return False
-    return is_eval_archive(head) or is_json_log(head)
 
 
 def slug(text: str) -> str:
@@ -356,6 +346,15 @@ def _trial(
     return why or "unscored"
 
 
+@dataclass(frozen=True)
+class LogRead:
+    """What reading one Inspect log found besides its events: its header, and each task's
+    input (the first sample's of each id), for a starting suite (`suite_of`)."""
+
+    log: EvalLog
+    inputs: dict[str, dict[str, Any]]
+
+
 #: samples read from an archive at a time: Inspect reads each group with one pass over the
 #: archive's directory (one sample at a time would read the directory once per sample)
 SAMPLE_GROUP = 256
@@ -415,9 +414,9 @@ def _samples(source: str, form: Format) -> Iterator[EvalSample]:
         yield from found
 
 
-def read_inspect_log(sink: RowSink, options: InspectOptions) -> EvalLog | None:
-    """Every event of the Inspect log `sink.path` into `sink`, and the log's header (None when
-    the log could not be read: one problem, this file only)."""
+def read_inspect_log(sink: RowSink, options: InspectOptions) -> LogRead | None:
+    """Every event of the Inspect log `sink.path` into `sink`, and what else the read found
+    (None when the log could not be read: one problem, this file only)."""
     try:
         import inspect_ai.log  # noqa: F401  (Inspect's log reader: the extra evalbatch[inspect])
     except ImportError:
@@ -435,7 +434,7 @@ def read_inspect_log(sink: RowSink, options: InspectOptions) -> EvalLog | None:
         return None
 
 
-def _read(sink: RowSink, source: str, form: Format, options: InspectOptions) -> EvalLog | None:
+def _read(sink: RowSink, source: str, form: Format, options: InspectOptions) -> LogRead | None:
     from inspect_ai.log import read_eval_log
 
     version = _json_log_version(source)
@@ -468,8 +467,10 @@ def _read(sink: RowSink, source: str, form: Format, options: InspectOptions) -> 
     writer.emit("eval.started", started, log.eval.created)
     scorer, key = _scorer_name(log, options)
     unscored: Counter[str] = Counter()
+    read = LogRead(log, {})
     try:
         for sample in _samples(source, form):
+            read.inputs.setdefault(task_id(sample.id), _input(sample.input))
             if (why := _trial(writer, sample, scorer, key, options.pass_score)) is not None:
                 unscored[why] += 1
     except Exception as exc:  # whatever Inspect's reader meets in a damaged file
@@ -479,7 +480,7 @@ def _read(sink: RowSink, source: str, form: Format, options: InspectOptions) -> 
             f"the rest of the samples cannot be read ({type(exc).__name__}); "
             "those read are kept, the eval is left without eval.completed",
         )
-        return log
+        return read
     if unscored:
         counts = ", ".join(f"{n} {why}" for why, n in sorted(unscored.items()))
         sink.problem(
@@ -501,33 +502,27 @@ def _read(sink: RowSink, source: str, form: Format, options: InspectOptions) -> 
             f"the eval's status is {log.status}: its scored samples are graded, and the eval is "
             "left without eval.completed",
         )
-    return log
+    return read
 
 
 def starting_suite(path: str) -> dict[str, Any] | None:
-    """A starting suite file for the task of the Inspect log at `path` (RFC 0244 §1): one golden
-    task per sample the eval was to run (its input as given, `{}` for one the log does not
-    hold: an interrupted eval), and the trials block from the epochs, for the user to add
-    trajectory expectations to. None when the log cannot be read (`read_inspect_log` has said
-    why)."""
-    from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries
+    """A starting suite file for the task of the Inspect log at `path` (`suite_of`); None when
+    the log cannot be read."""
+    read = read_inspect_log(RowSink(path), InspectOptions())
+    return suite_of(read) if read is not None else None
 
-    try:
-        with _readable(path) as (source, form):
-            log = read_eval_log(source, header_only=True, format=form)
-            held: Sequence[EvalSample | EvalSampleSummary] = (
-                read_eval_log_sample_summaries(source, format="eval")
-                if form == "eval"
-                else read_eval_log(source, format="json").samples or []
-            )
-    except Exception:  # read_inspect_log has said why
-        return None
-    inputs = {task_id(sample.id): _input(sample.input) for sample in held}
-    ids = [task_id(i) for i in _sample_ids(log) or []] or list(inputs)
+
+def suite_of(read: LogRead) -> dict[str, Any] | None:
+    """A starting suite file for a log's task (RFC 0244 §1): one golden task per sample the eval
+    was to run (its input as given, `{}` for one the log does not hold: an interrupted eval),
+    and the trials block from the epochs, for the user to add trajectory expectations to. None
+    for a log that names no sample."""
+    log = read.log
+    ids = [task_id(i) for i in _sample_ids(log) or []] or list(read.inputs)
     if not ids:
         return None
     tasks = {
-        name: {"taskId": name, "input": inputs.get(name, {}), "expected": {"kind": "golden"}}
+        name: {"taskId": name, "input": read.inputs.get(name, {}), "expected": {"kind": "golden"}}
         for name in ids
     }
     return {

@@ -218,9 +218,9 @@ def read_file(path: str) -> tuple[list[tuple[Any, ...]], list[IngestProblem]]:
     return sink.rows, sink.problems
 
 
-def read_into(sink: RowSink, inspect: InspectOptions | None = None) -> None:
+def read_into(sink: RowSink, inspect: InspectOptions | None = None) -> inspect_logs.LogRead | None:
     """Read one input (named by `sink.path`) into `sink`, whatever its format; an Inspect log's
-    scores are read as `inspect` says (E-111)."""
+    scores are read as `inspect` says (E-111), and what else its read found is returned."""
     path = sink.path
     name = path.removesuffix(".gz").removesuffix(".GZ")
     suffix = Path(name).suffix.lower()
@@ -228,14 +228,15 @@ def read_into(sink: RowSink, inspect: InspectOptions | None = None) -> None:
         data = _read_bytes(path) if path == "-" else None
         head = data[:256] if data is not None else _head(path)
         if not head.strip():
-            return  # an empty file holds no event
+            return None  # an empty file holds no event
         if inspect_logs.is_eval_archive(head) or inspect_logs.is_json_log(head):
+            read = None
             if data is not None:
                 sink.problem(None, "input-unreadable", "an Inspect log is read from its file")
             else:
-                inspect_logs.read_inspect_log(sink, inspect or InspectOptions())
+                read = inspect_logs.read_inspect_log(sink, inspect or InspectOptions())
             sink.flush()
-            return
+            return read
         kind = _sniff(head, suffix)
         lines: Iterable[bytes] = data.splitlines(keepends=True) if data is not None else ()
         if kind is None:
@@ -252,6 +253,7 @@ def read_into(sink: RowSink, inspect: InspectOptions | None = None) -> None:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         sink.problem(None, "input-unreadable", f"cannot be read ({reason})")
     sink.flush()
+    return None
 
 
 def _read_json_document(sink: RowSink, data: bytes) -> None:

@@ -166,74 +166,35 @@ def arithmetic(name: str, scorers: list[Any] | None = None, first: list[Any] | N
 def write_logs(out: Path) -> None:
     global FAILING_TOOL
     wrong = {"sum-3": {1, 2, 3, 4}, "sum-2": {2}}
-    common: dict[str, Any] = {"log_dir": str(out), "display": "none", "max_samples": 1}
-    for log_format in ("eval", "json"):
+
+    def run(task: Task, epochs: int | Epochs, log_format: str = "eval", **options: Any) -> None:
+        """One eval of `task`, on the scripted model, its log written into `out`."""
         inspect_eval(
-            arithmetic("arithmetic"),
+            task,
             model=scripted_model(wrong),
-            epochs=3,
+            epochs=epochs,
             log_format=log_format,
-            **common,
+            log_dir=str(out),
+            display="none",
+            max_samples=1,
+            **options,
         )
-    inspect_eval(
-        arithmetic("arithmetic-pass-at-k"),
-        model=scripted_model(wrong),
-        epochs=Epochs(4, ["mean", "pass_at_2"]),
-        log_format="eval",
-        **common,
-    )
-    inspect_eval(
-        arithmetic("two-scorers", [match(), graded()]),
-        model=scripted_model(wrong),
-        epochs=2,
-        log_format="eval",
-        **common,
-    )
-    inspect_eval(
-        arithmetic("judged", [model_graded_qa(model=scripted_judge())]),
-        model=scripted_model(wrong),
-        epochs=2,
-        log_format="eval",
-        **common,
-    )
+
+    run(arithmetic("arithmetic"), 3, "eval")
+    run(arithmetic("arithmetic"), 3, "json")
+    run(arithmetic("arithmetic-pass-at-k"), Epochs(4, ["mean", "pass_at_2"]))
+    run(arithmetic("two-scorers", [match(), graded()]), 2)
+    run(arithmetic("judged", [model_graded_qa(model=scripted_judge())]), 2)
     FAILING_TOOL = True
     try:
-        inspect_eval(
-            arithmetic("tool-error"),
-            model=scripted_model(wrong),
-            epochs=1,
-            log_format="eval",
-            fail_on_error=True,
-            **common,
-        )
-        inspect_eval(
-            arithmetic("sample-error"),
-            model=scripted_model(wrong),
-            epochs=1,
-            log_format="json",
-            fail_on_error=False,
-            **common,
-        )
-        inspect_eval(
-            arithmetic("scored-error", [lenient()]),
-            model=scripted_model(wrong),
-            epochs=1,
-            log_format="eval",
-            fail_on_error=False,
-            score_on_error=True,
-            **common,
-        )
+        run(arithmetic("tool-error"), 1, fail_on_error=True)
+        run(arithmetic("sample-error"), 1, "json", fail_on_error=False)
+        run(arithmetic("scored-error", [lenient()]), 1, fail_on_error=False, score_on_error=True)
     finally:
         FAILING_TOOL = False
     # Inspect writes what it had when interrupted: a log left `started`
     with contextlib.suppress(KeyboardInterrupt):
-        inspect_eval(
-            arithmetic("interrupted", first=[interrupt_at_third()]),
-            model=scripted_model(wrong),
-            epochs=1,
-            log_format="eval",
-            **common,
-        )
+        run(arithmetic("interrupted", first=[interrupt_at_third()]), 1)
 
 
 if __name__ == "__main__":
