@@ -58,6 +58,10 @@ CODES: dict[str, tuple[Severity, str]] = {
         "warning",
         "an eval.scored after eval.completed belongs to no trial",
     ),
+    "completed-repeated": (
+        "warning",
+        "a second eval.completed in one eval run; the first ends the span and stands (E-113)",
+    ),
     # suites
     "suite-missing": ("warning", "no suite supplied: graded from the host record (D-4)"),
     "suite-invalid": ("error", "the run's suite fails validation (§1.3)"),

@@ -799,6 +799,8 @@ class _RunGrader:
             for e in events:
                 if e.type == EVAL_SCORED and e.sequence > completed.sequence:
                     self.problem("scored-after-completed", e.sequence)
+                elif e.type == EVAL_COMPLETED and e.sequence > completed.sequence:
+                    self.problem("completed-repeated", e.sequence)
         if self.has_error:
             return
 

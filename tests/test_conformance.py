@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 
@@ -19,7 +20,8 @@ from evalbatch import api
 from evalbatch.commands.verify import verify_command
 from evalbatch.inputs import in_memory
 from evalbatch.inputs.capabilities import facets_of
-from evalbatch.verify.conformance import REQUIREMENTS
+from evalbatch.verify.conformance import OWN_REQUIREMENTS, REQUIREMENTS, rows_broken
+from evalbatch.verify.report import Finding
 from evalbatch.version import package_version
 from tests.conftest import SAMPLES, assert_content_free
 from tests.logbuilder import (
@@ -393,3 +395,135 @@ def test_e104_a_skipped_event_file_makes_the_report_incomplete(tmp_path: Path) -
     assert report.conformance.verdict == "incomplete" and report.conformance.exit_code == 3
     bundle = report.conformance.to_json()
     assert [f["path"] for f in bundle["skippedFiles"]] == [str(events / "damaged.parquet")]
+
+
+# --- one witness, one answer (E-112, E-113) -------------------------------------------------------
+
+
+def _edited(rows: list[dict[str, Any]], type_: str, change: Any) -> list[dict[str, Any]]:
+    """The rows with each `type_` event's payload changed by `change` (a dict -> dict)."""
+    edited = copy.deepcopy(rows)
+    for row in edited:
+        if row["type"] == type_:
+            row["payload"] = json.dumps(change(json.loads(row["payload"])))
+    return edited
+
+
+def _completed_again(rows: list[dict[str, Any]], **payload: Any) -> list[dict[str, Any]]:
+    """A second eval.completed after the first (OpenWOP emits it once)."""
+    log = LogBuilder(RUN)
+    log.rows = copy.deepcopy(rows)
+    log.next_sequence = max(row["sequence"] for row in rows) + 1
+    log.clock_ms = 3_600_000  # an hour on: after every event of `rows`
+    log.eval_completed(**payload)
+    return log.rows
+
+
+#: one thing wrong in the records of a host that otherwise agrees
+HOSTILE: dict[str, Any] = {
+    "passed-written-as-1-or-0": lambda rows: _edited(
+        rows, "eval.scored", lambda p: p | {"passed": int(p["passed"])}
+    ),
+    "score-written-as-a-string": lambda rows: _edited(
+        rows, "eval.scored", lambda p: p | {"score": str(p["score"])}
+    ),
+    "aggregate-written-as-a-string": lambda rows: _edited(
+        rows, "eval.completed", lambda p: p | {"aggregateScore": "1"}
+    ),
+    "aggregate-wrong-and-passed-flipped": lambda rows: _edited(
+        rows, "eval.completed", lambda p: p | {"aggregateScore": 0.25, "passed": False}
+    ),
+    "suite-id-not-a-suite-id": lambda rows: _edited(
+        rows, "eval.started", lambda p: p | {"suiteId": "Acme Support!"}
+    ),
+    "a-second-eval-completed-contradicts": lambda rows: _completed_again(
+        rows, aggregateScore=0, passed=False, taskCount=2, passedCount=0
+    ),
+    "a-second-eval-completed-repeats": lambda rows: _completed_again(
+        rows, aggregateScore=1, passed=True, taskCount=2, passedCount=2
+    ),
+    "task-count-wrong": lambda rows: _edited(rows, "eval.started", lambda p: p | {"taskCount": 3}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_e112_conformance_passes_only_what_plain_verify_passes(name: str) -> None:
+    """Each planted fault is found by plain `verify`, and `--conformance` fails a row for every
+    finding: the two exit codes are one answer."""
+    rows, docs = HOSTILE[name](clean_run().rows), [clean_suite()]
+    with in_memory.events_file(rows) as path:
+        plain = api.verify_paths(path, suite_docs=docs)
+    report = conformance(rows, docs)
+    assert plain.exit_code == 1 and plain.findings, name
+    assert report.conformance.verdict == "executed-fail"
+    assert report.conformance.exit_code == plain.exit_code
+    assert sum(row.findings for row in report.conformance.rows) >= len(plain.findings)
+
+
+def test_e112_the_clean_host_passes_both_ways() -> None:
+    rows, docs = clean_run().rows, [clean_suite()]
+    with in_memory.events_file(rows) as path:
+        plain = api.verify_paths(path, suite_docs=docs)
+    report = conformance(rows, docs)
+    assert plain.exit_code == 0 and report.conformance.exit_code == 0
+    assert verdicts(report)["host-record-agrees"] == "executed-pass"
+    assert verdicts(report)["event-wire-shape"] == "executed-pass"
+
+
+def test_e112_a_finding_no_rfc_row_claims_breaks_a_row_of_the_project() -> None:
+    wrong_type = Finding(RUN, "eval.scored.passed", 1, False, "D-11", reason="passed-invalid")
+    wrong_value = Finding(RUN, "eval.completed.aggregateScore", 0.25, 1.0, "§3.6")
+    path = Finding(RUN, "eval.scored.passed", True, False, "§3.2", reason="forbidden")
+    assert [r.id for r in rows_broken(wrong_type)] == ["evalbatch.0244.event-wire-shape"]
+    assert [r.id for r in rows_broken(wrong_value)] == ["evalbatch.0244.host-record-agrees"]
+    assert [r.id for r in rows_broken(path)] == ["openwop.requirement.0244.trajectory-graded"]
+
+
+@pytest.mark.parametrize("requirement", OWN_REQUIREMENTS, ids=lambda r: r.id)
+def test_e112_the_project_rows_are_named_as_its_own(requirement: Any) -> None:
+    assert requirement.id.startswith("evalbatch.0244.")
+    assert requirement.section == "§Conformance" and requirement.would and requirement.unit
+
+
+def test_e112_a_log_with_no_eval_run_is_never_a_pass(tmp_path: Path) -> None:
+    """Nothing executed: exit 2, and the bundle says `not-executed`, never `executed-pass`."""
+    empty = write_raw_events(tmp_path / "none.parquet", [_row()])
+    result = CliRunner().invoke(verify_command, [str(empty), "--conformance", "--json"])
+    bundle = json.loads(result.stdout)
+    assert result.exit_code == 2
+    assert bundle["verdict"] == "not-executed" and bundle["evalRuns"] == 0
+    assert all(r["verdict"] != "executed-pass" for r in bundle["requirements"])
+
+
+def test_e113_a_second_eval_completed_is_a_warning_of_run_and_a_finding_of_verify() -> None:
+    """The first eval.completed ends the span and stands: the grade is the one-completion
+    grade; `run` warns and `verify` names the repeat at its sequence."""
+    once = clean_run().rows
+    twice = HOSTILE["a-second-eval-completed-contradicts"](once)
+    graded_once, graded_twice = (
+        api.grade_events(once, [clean_suite()]),
+        api.grade_events(twice, [clean_suite()]),
+    )
+    assert graded_twice.summaries == graded_once.summaries
+    problems = graded_twice.problems.filter(pl.col("code") == "completed-repeated")
+    assert problems["severity"].to_list() == ["warning"]
+    assert problems["sequence"].to_list() == [len(once)]
+    with in_memory.events_file(twice) as path:
+        found = api.verify_paths(path, suite_docs=[clean_suite()]).findings
+    assert [(f.field, f.host, f.recomputed, f.reason, f.sequence) for f in found] == [
+        ("eval.completed", 2, 1, "completed-repeated", len(once))
+    ]
+
+
+def test_s4_a_summary_run_would_refuse_is_a_finding_of_verify() -> None:
+    """`run` leaves out a run whose suiteId fails the EvalSummary schema (`summary-invalid`);
+    `verify` names the host field, never its value."""
+    rows = HOSTILE["suite-id-not-a-suite-id"](clean_run().rows)
+    graded = api.grade_events(rows, [clean_suite()])
+    assert "summary-invalid" in graded.problems["code"].to_list() and not graded.summaries
+    with in_memory.events_file(rows) as path:
+        report = api.verify_paths(path, suite_docs=[clean_suite()])
+    assert [(f.field, f.host, f.rule, f.reason) for f in report.findings] == [
+        ("eval.started.suiteId", "<invalid>", "§4", "summary-invalid")
+    ]
+    assert "Acme" not in json.dumps(report.to_json())

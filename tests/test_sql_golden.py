@@ -625,7 +625,7 @@ def _run_cost_source() -> tuple[Rows, Expected]:
     return [row for log in runs.values() for row in log.rows], [("run-a",), ("run-c",)]
 
 
-@golden("event_problems", "§6, D-3, §2.1, E-3, E-5, E-10, E-80", "run_id, sequence, code")
+@golden("event_problems", "§6, D-3, §2.1, E-3, E-5, E-10, E-80, E-113", "run_id, sequence, code")
 def _event_problems() -> tuple[Rows, Expected]:
     """Problems of single events, one row per occurrence."""
     log, unfinished = LogBuilder("run-a"), LogBuilder("run-b")
@@ -639,6 +639,7 @@ def _event_problems() -> tuple[Rows, Expected]:
     log.add("eval.completed", {})  # 6
     log.add("eval.scored", scored())  # 7: scored-after-completed
     log.add("eval.started", started())  # 8: eval-restarted
+    log.add("eval.completed", {})  # 9: completed-repeated
     log.add("custom.note", {}, sequence=-1)  # sequence-invalid
     unfinished.add("eval.started", started())  # 0: eval-incomplete
     return log.rows + unfinished.rows, [
@@ -649,6 +650,7 @@ def _event_problems() -> tuple[Rows, Expected]:
         ("run-a", 5, "sequence-gap"),
         ("run-a", 7, "scored-after-completed"),
         ("run-a", 8, "eval-restarted"),
+        ("run-a", 9, "completed-repeated"),
         ("run-a", None, "sequence-invalid"),
         ("run-b", 0, "eval-incomplete"),
     ]

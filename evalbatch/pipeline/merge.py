@@ -12,7 +12,7 @@ from typing import Any
 import polars as pl
 
 from evalbatch import problems
-from evalbatch.inputs import event_files, suites
+from evalbatch.inputs import event_files
 from evalbatch.outputs.output_format import (
     PROBLEM_SCHEMA,
     RUN_SCHEMA,
@@ -26,7 +26,7 @@ from evalbatch.pipeline.local import Pass, Progress
 from evalbatch.pipeline.shard import Batch
 from evalbatch.problems import ProblemRow, problem_message
 from evalbatch.reduce import regression
-from evalbatch.reduce.run_summaries import Outcomes, RunPlan
+from evalbatch.reduce.run_summaries import Outcomes, RunPlan, summary_faults
 
 
 @dataclass
@@ -59,7 +59,7 @@ def batch_output(part: Batch) -> BatchOutput:
     run_rows: list[dict[str, Any]] = []
     task_rows: list[dict[str, Any]] = []
     for run_id, outcome in sorted(outcomes.by_dict().items()):
-        faults = [f for f in suites.validate_summary(outcome.summary) if f.severity == "error"]
+        faults = summary_faults(outcome.summary)
         if faults:
             detail = "; ".join(f"{f.path}: {f.message}" for f in faults[:3])
             problem_rows.append((run_id, None, "summary-invalid", detail))

@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from evalbatch.grade.suite_tables import suite_key
+from evalbatch.inputs.suites import Fault, validate_summary
 from evalbatch.reduce import stats
 
 MODEL_CLASSES = frozenset(
@@ -181,6 +182,13 @@ def _dict_outcome(
         summary=summary,
         task_rows=[_task_row(plan, row, e) for row, e in zip(rows, entries, strict=True)],
     )
+
+
+def summary_faults(summary: dict[str, Any]) -> list[Fault]:
+    """What keeps a summary from being written (§4): its errors against the closed schema and
+    the count invariants. `run` leaves such a run out (`summary-invalid`); `verify` names each
+    as a finding, since only a value the host wrote (an id) can cause one."""
+    return [fault for fault in validate_summary(summary) if fault.severity == "error"]
 
 
 # --- the columnar path (E-87) ---------------------------------------------------------------

@@ -10,8 +10,15 @@ host's summaries can witness gets a verdict from the recomputation and its findi
 - `inapplicable`: no recomputed run exercised it; the row says what would;
 - `unwitnessable`: the table's own reason (a host-internal rule, or one seam-gated).
 
+Every finding of `verify` breaks some row (E-112), so `--conformance` passes only what plain
+`verify` passes: a finding breaks each row of the RFC's table whose `breaks` claims it, and a
+finding no row of the table claims breaks one of the project's own two rows, the wire shape of
+the host's eval events (a value of the wrong type, an id that fails its pattern, a repeated
+eval.completed) or else the host's record agreeing with the recomputation (`rows_broken`).
+
 A run that could not be recomputed is evidence of nothing: it never counts towards a pass, and
-the report names it. Everything here is content-free: ids, counts, verdicts and rule ids.
+the report names it; an input that exercised nothing is never a pass. Everything here is
+content-free: ids, counts, verdicts and rule ids.
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ from evalbatch.verify.run_context import RunContext
 from evalbatch.version import package_version
 
 Verdict = Literal["executed-pass", "executed-fail", "inapplicable", "unwitnessable"]
+#: the report's own verdict, over every row
+ReportVerdict = Literal["executed-pass", "executed-fail", "incomplete", "not-executed"]
 
 #: the trials table's reasons a trajectory failed (`trial_grading.TRAJECTORY_CHECKS`), but
 #: `delegates-unseen`: a run whose child runs are not in the input is not recomputed at all
@@ -160,6 +169,20 @@ def _graded_against_facets(runs: Sequence[RunContext], _: frozenset[str]) -> Evi
     return _runs({ctx.run_id: 1 for ctx in runs if ctx.facets is not None})
 
 
+def _host_records(runs: Sequence[RunContext], checked: frozenset[str]) -> Evidence:
+    """Every record the host wrote of a recomputed run: its eval.started, the eval.scored in its
+    span, its eval.completed, and its summary when one was checked."""
+    return _runs(
+        {
+            ctx.run_id: 1
+            + len(ctx.scored_in_span())
+            + int(ctx.run["end_seq"] is not None)
+            + int(ctx.run_id in checked)
+            for ctx in runs
+        }
+    )
+
+
 def _field(*prefixes: str, reasons: frozenset[str] | None = None) -> Callable[[Finding], bool]:
     """A finding on a field starting with one of `prefixes` (and, given, one of `reasons`)."""
 
@@ -185,6 +208,50 @@ def _host_failed_a_pass(finding: Finding) -> bool:
 
 
 _NEVER = lambda finding: False  # noqa: E731 - an unwitnessable row has no finding
+
+#: reason codes of a host value of the wrong shape: one the grade cannot use (D-11, D-5), an id
+#: that keeps the summary from being written (§4), an eval.completed written twice (E-113)
+_SHAPE_REASONS = frozenset(
+    {
+        "score-invalid",
+        "passed-invalid",
+        "trial-index-invalid",
+        "summary-invalid",
+        "completed-repeated",
+    }
+)
+#: what a finding shows for a host value of another JSON type than the field's (`compare.shown`)
+_TYPE_TAGS = frozenset({"<string>", "<array>", "<object>", "<number>", "<invalid>"})
+
+
+def _wrong_shape(finding: Finding) -> bool:
+    """The host wrote a value of the wrong type or form, whatever the recomputation holds."""
+    return finding.reason in _SHAPE_REASONS or (
+        isinstance(finding.host, str) and finding.host in _TYPE_TAGS
+    )
+
+
+#: the project's own rows (E-112): each finding no row of the RFC's table claims breaks one
+EVENT_WIRE_SHAPE = Requirement(
+    "evalbatch.0244.event-wire-shape",
+    "§Conformance",
+    "the host's eval events have the shape the grade reads: score a number, passed a boolean, "
+    "valid ids, one eval.completed",
+    "host record",
+    _host_records,
+    _wrong_shape,
+    would="a recomputed run",
+)
+HOST_RECORD_AGREES = Requirement(
+    "evalbatch.0244.host-record-agrees",
+    "§Conformance",
+    "the host's eval.started, eval.scored, eval.completed and summaries agree with the "
+    "recomputation (1e-9 relative)",
+    "host record",
+    _host_records,
+    lambda finding: not _wrong_shape(finding),
+    would="a recomputed run",
+)
 
 #: RFC 0244's falsifiability table, in its order: the rows a log and summaries can witness, the
 #: rows it marks "witnessable, not probed", and the rows no log can witness
@@ -363,6 +430,20 @@ REQUIREMENTS: tuple[Requirement, ...] = (
         unwitnessable="unwitnessable from outside: a host-internal handling rule",
     ),
 )
+#: the project's rows, after the table's
+OWN_REQUIREMENTS: tuple[Requirement, ...] = (EVENT_WIRE_SHAPE, HOST_RECORD_AGREES)
+#: every row a report holds, in its order
+ALL_REQUIREMENTS: tuple[Requirement, ...] = REQUIREMENTS + OWN_REQUIREMENTS
+
+
+def rows_broken(finding: Finding) -> tuple[Requirement, ...]:
+    """The rows one finding breaks (E-112), the one place findings meet rows: every row of the
+    RFC's table that claims it, else the project's row for its kind. Never empty, so a report
+    with a finding is never a pass."""
+    claimed = tuple(r for r in REQUIREMENTS if r.breaks(finding))
+    if claimed:
+        return claimed
+    return (EVENT_WIRE_SHAPE if EVENT_WIRE_SHAPE.breaks(finding) else HOST_RECORD_AGREES,)
 
 
 @dataclass(frozen=True)
@@ -404,20 +485,31 @@ class ConformanceReport:
     skipped_files: list[dict[str, str]] = field(default_factory=list)
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> ReportVerdict:
+        """`executed-pass` only when some row was exercised and passed and none failed, every
+        run was recomputed and every file read: an input that exercised nothing is
+        `not-executed`, never a pass (E-112)."""
+        if self.runs == 0:
+            return "not-executed"
         if any(row.verdict == "executed-fail" for row in self.rows):
             return "executed-fail"
         if self.not_recomputed or self.skipped_files:
             return "incomplete"
+        if not any(row.verdict == "executed-pass" for row in self.rows):
+            return "not-executed"
         return "executed-pass"
 
     @property
     def exit_code(self) -> int:
         """1 a requirement is broken; 3 some run could not be recomputed (and none broken);
-        2 no eval run at all; 0 otherwise (E-104)."""
-        if not self.rows or self.runs == 0:
-            return EXIT_UNUSABLE
-        return {"executed-fail": EXIT_FAILED, "incomplete": EXIT_SKIPPED}.get(self.verdict, EXIT_OK)
+        2 nothing executed (no eval run); 0 otherwise: the exit code plain `verify` gives the
+        same input (E-104, E-112)."""
+        return {
+            "executed-pass": EXIT_OK,
+            "executed-fail": EXIT_FAILED,
+            "incomplete": EXIT_SKIPPED,
+            "not-executed": EXIT_UNUSABLE,
+        }[self.verdict]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -436,12 +528,12 @@ def _row(
     requirement: Requirement,
     runs: Sequence[RunContext],
     checked: frozenset[str],
-    findings: Sequence[Finding],
+    broken: Sequence[Finding],
 ) -> Row:
+    """One row's verdict from its evidence and the findings that break it (`rows_broken`)."""
     if requirement.evidence is None:
         return Row(requirement, "unwitnessable", (), 0, 0, requirement.unwitnessable)
     evidence = requirement.evidence(runs, checked)
-    broken = [f for f in findings if requirement.breaks(f)]
     if broken:
         shown = tuple(sorted({*evidence.runs, *(f.run_id for f in broken)}))
         return Row(requirement, "executed-fail", shown, evidence.units, len(broken), "")
@@ -463,7 +555,11 @@ def conformance(
     """The conformance report of a verify pass: `contexts` are its recomputed runs (the reading
     of an absent onMiss each run was judged by), `report` its findings and verdicts."""
     checked = frozenset(run.run_id for run in report.runs if run.summary_checked)
-    rows = [_row(r, contexts, checked, report.findings) for r in REQUIREMENTS]
+    broken: dict[str, list[Finding]] = {r.id: [] for r in ALL_REQUIREMENTS}
+    for finding in report.findings:
+        for requirement in rows_broken(finding):
+            broken[requirement.id].append(finding)
+    rows = [_row(r, contexts, checked, broken[r.id]) for r in ALL_REQUIREMENTS]
     not_recomputed = sorted(run.run_id for run in report.runs if run.graded_from is None)
     skipped = [{"path": f.path, "code": f.code} for f in report.skipped_files]
     return ConformanceReport(rows, not_recomputed, len(report.runs), inputs, skipped)

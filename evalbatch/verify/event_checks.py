@@ -2,8 +2,9 @@
 `eval.completed`, and the stream rules RFC 0244 §B and §E set for them.
 
 Per counted trial, `score` and `passed` (§3.4); per run, `eval.started.taskCount` (R1) and
-`trialCount`, and the suite figures on `eval.completed` (§3.6). The stream: each suite task has
-`trials.count` counted `eval.scored` (`eval.scored.count`), a left-out `eval.scored`
+`trialCount`, the suite figures on `eval.completed` (§3.6) and that it is written once (E-113),
+and that the recomputed summary is one `run` would write (§4, E-112). The stream: each suite
+task has `trials.count` counted `eval.scored` (`eval.scored.count`), a left-out `eval.scored`
 (`trial-duplicate`, `trial-extra`, `task-unknown`) is a finding, `trialIndex` is present when the
 task has more than one trial, `scoreLabel` matches its pattern and `evaluatorType` its enum
 (neither value is ever shown) (E-27).
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalbatch.problems import EVALUATOR_TYPES, SCORE_LABEL
+from evalbatch.reduce.run_summaries import summary_faults
 from evalbatch.verify.causes import task_count_cause, trial_cause
 from evalbatch.verify.compare import (
     INVALID_TEXT,
@@ -131,10 +133,54 @@ def _task_id(payload: Any) -> str | None:
 
 
 def check_completed(check: Checker, ctx: RunContext) -> None:
-    """The host's eval.completed against the recomputed suite figures (§3.6)."""
+    """The host's eval.completed against the recomputed suite figures (§3.6), and that it wrote
+    one (§2.1: a repeated one is a finding, E-113)."""
     seq = ctx.run["end_seq"]
     if seq is None:
         check.check("eval.completed", MISSING, PRESENT_TEXT, ("§2.1", "eval-incomplete"))
         return
-    check.compared["eval.completed"] += 1
+    # OpenWOP emits eval.completed once per eval run: a second one is a record the host wrote
+    # twice, whatever it says (E-113: the first ends the span and stands)
+    repeats = [s for s in ctx.host.completed.get(ctx.run_id, []) if s > seq]
+    check.check(
+        "eval.completed",
+        1 + len(repeats),
+        1,
+        ("§2.1", "completed-repeated"),
+        sequence=repeats[0] if repeats else seq,
+    )
     check_suite_fields(check, ctx, "eval.completed", ctx.host.payloads.get((ctx.run_id, seq)))
+
+
+#: the host field each summary field a host's values can make invalid comes from (§4)
+_SUMMARY_SOURCES = {
+    "suiteId": "eval.started.suiteId",
+    "suiteVersion": "eval.started.suiteVersion",
+    "baselineRunId": "eval.started.baselineRunId",
+    "taskId": "eval.scored.taskId",
+    "evaluatedModelClass": "agent.invocation-started.modelClass",
+}
+
+
+def check_summary_writable(check: Checker, ctx: RunContext) -> None:
+    """The recomputed summary is one `run` would write (§4): a run whose host-written ids make
+    it fail the EvalSummary schema is left out by `run` (`summary-invalid`), so here it is a
+    finding on the host field the value came from, never shown (it failed its pattern)."""
+    faults = summary_faults(ctx.summary)
+    for field_name in dict.fromkeys(_host_field(fault.path) for fault in faults):
+        check.check(
+            field_name,
+            INVALID_TEXT,
+            VALID_TEXT,
+            ("§4", "summary-invalid"),
+            text=True,
+            sequence=ctx.run["start_seq"] if field_name.startswith("eval.started.") else None,
+        )
+
+
+def _host_field(path: str) -> str:
+    """`$.tasks[3].taskId` -> `eval.scored.taskId`; a field no host value feeds keeps its
+    summary path without indices (`summary.tasks.trials`)."""
+    names = [part.split("[")[0] for part in path.removeprefix("$").split(".") if part]
+    leaf = names[-1] if names else ""
+    return _SUMMARY_SOURCES.get(leaf, ".".join(["summary", *[n for n in names if n]]))

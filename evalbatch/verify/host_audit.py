@@ -30,13 +30,14 @@ from evalbatch.options import GradeOptions, Resources
 from evalbatch.pipeline.grading import Paths, as_paths, suites_keyword
 from evalbatch.pipeline.local import MergedBatches, grade_shards_locally
 from evalbatch.verify.capability_checks import check_capabilities
-from evalbatch.verify.compare import Checker
+from evalbatch.verify.compare import Checker, shown
 from evalbatch.verify.conformance import conformance as conformance_report
 from evalbatch.verify.conformance import input_fingerprints
 from evalbatch.verify.event_checks import (
     check_completed,
     check_labels,
     check_started,
+    check_summary_writable,
     check_trials,
 )
 from evalbatch.verify.host_events import read_host
@@ -52,6 +53,7 @@ RunCheck = Callable[[Checker, RunContext], None]
 #: when one was given, is checked after them (`check_summary`)
 RUN_CHECKS: tuple[RunCheck, ...] = (
     check_started,
+    check_summary_writable,
     check_trials,
     check_labels,
     check_completed,
@@ -156,7 +158,10 @@ def verify_paths(
     unseen = _delegates_unseen(graded.trials)
     for row in graded.eval_runs.iter_rows(named=True):
         run_id = row["run_id"]
-        report = RunVerdict(run_id, row["suite_id"], row["suite_version"], "not-verified", None)
+        # the ids as the host wrote them, shown only when id-like (content-free, RFC 0244 §H)
+        suite_id = shown(row["suite_id"], text=True)
+        version = shown(row["suite_version"], text=True)
+        report = RunVerdict(run_id, suite_id, version, "not-verified", None)
         runs.append(report)
         if run_id not in contexts:
             report.problems = sorted(graded.fatal.get(run_id, []))

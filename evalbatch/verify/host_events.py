@@ -29,6 +29,7 @@ class HostRecord:
 
     payloads: dict[tuple[str, int], Any]
     scored: dict[str, list[int]]  # run -> eval.scored sequences, in order
+    completed: dict[str, list[int]]  # run -> eval.completed sequences, in order (E-113)
     judge: dict[tuple[str, int], tuple[int, float, float]]  # (run, segment) -> calls, in, out
 
 
@@ -76,12 +77,17 @@ def read_host(paths: list[str], trials: pl.DataFrame, engine: Mapping[str, Any])
         con.close()
     payloads: dict[tuple[str, int], Any] = {}
     scored: dict[str, list[int]] = defaultdict(list)
+    completed: dict[str, list[int]] = defaultdict(list)
     for run_id, sequence, type_, payload in sorted(rows, key=lambda r: (r[0], r[1])):
         payloads[(run_id, sequence)] = _parse_payload(payload)
         if type_ == "eval.scored":
             scored[run_id].append(sequence)
+        elif type_ == "eval.completed":
+            completed[run_id].append(sequence)
     judge = {
         (run_id, segment): (int(calls), float(tokens_in or 0), float(tokens_out or 0))
         for run_id, segment, calls, tokens_in, tokens_out in judge_rows
     }
-    return HostRecord(payloads=payloads, scored=dict(scored), judge=judge)
+    return HostRecord(
+        payloads=payloads, scored=dict(scored), completed=dict(completed), judge=judge
+    )

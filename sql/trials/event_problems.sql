@@ -1,7 +1,8 @@
 -- name: event_problems
 -- Problems found on single events of eval runs (§6, D-3, §2.1): unusable sequences (E-3, E-76)
 -- and null types (E-80), payloads that are not JSON, sequence gaps (E-5), a restarted or
--- unfinished eval, eval.scored after eval.completed, an invalid trialCount (E-10).
+-- unfinished eval, eval.scored after eval.completed, an eval.completed after the one that ends the
+-- span (E-113), an invalid trialCount (E-10).
 -- One row per occurrence: (run_id, sequence, code).
 WITH gapped_runs AS (
     SELECT run_id FROM events WHERE sequence_ok
@@ -34,6 +35,10 @@ UNION ALL
 SELECT e.run_id, e.sequence, 'scored-after-completed'
 FROM events AS e JOIN eval_runs AS r ON r.run_id = e.run_id
 WHERE e.type = 'eval.scored' AND e.sequence > r.end_seq
+UNION ALL
+SELECT e.run_id, e.sequence, 'completed-repeated'
+FROM events AS e JOIN eval_runs AS r ON r.run_id = e.run_id
+WHERE e.type = 'eval.completed' AND e.sequence > r.end_seq
 UNION ALL
 SELECT run_id, start_seq, 'trial-count-invalid'
 FROM eval_runs WHERE trial_count_present AND trial_count IS NULL
