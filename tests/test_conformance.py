@@ -527,3 +527,13 @@ def test_s4_a_summary_run_would_refuse_is_a_finding_of_verify() -> None:
         ("eval.started.suiteId", "<invalid>", "§4", "summary-invalid")
     ]
     assert "Acme" not in json.dumps(report.to_json())
+
+
+def test_e104_quiet_conformance_prints_the_verdict_line_alone() -> None:
+    args = [str(SAMPLES / "events"), "--suites", str(SAMPLES / "suites"), "--conformance"]
+    quiet = CliRunner().invoke(verify_command, [*args, "-q"])
+    assert quiet.exit_code == 1
+    assert quiet.stdout.splitlines() == [
+        "conformance: executed-fail (1 executed-fail, 7 executed-pass, 7 inapplicable, "
+        "5 unwitnessable)"
+    ]

@@ -173,14 +173,15 @@ def test_a_suite_on_one_side_only_is_shown_and_fails_a_strict_gate(
     """E-66: a suite on one side only is reported on stderr (and in --json's notCompared) while
     the others are compared; it keeps the default exit code but fails --fail-on inconclusive."""
     base = two_suite_side(tmp_path / "base", BASE, TRIALS_LOG)
-    code, out, err = run(base, BASE, "--suites", SAMPLE_SUITES)
+    same = ["--suites", SAMPLE_SUITES, "--allow-same-run"]  # an unchanged pair (E-114)
+    code, out, err = run(base, BASE, *same)
     assert code == 0
     assert "UNCHANGED" in out
     assert f"warning: not compared (one side only): base: {TRIALS_SUITE}" in err
-    code, out, err = run(base, BASE, "--suites", SAMPLE_SUITES, "--json")
+    code, out, err = run(base, BASE, *same, "--json")
     assert code == 0
     assert json.loads(out)["notCompared"] == [{"side": "base", "suiteId": TRIALS_SUITE}]
-    code, _, err = run(base, BASE, "--suites", SAMPLE_SUITES, "--fail-on", "inconclusive")
+    code, _, err = run(base, BASE, *same, "--fail-on", "inconclusive")
     assert code == 1
     assert "not compared" in err
 
@@ -457,12 +458,60 @@ def test_task_table_faults_lists_every_fault_once() -> None:
     ]
 
 
+# --- 5b. a run is never compared with itself (E-114) ----------------------------------------
+
+
+def _renamed_run(source: Path, target: Path, run_id: str) -> Path:
+    """The same events under another run id, in another file."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    pl.read_parquet(source).with_columns(runId=pl.lit(run_id)).write_parquet(target)
+    return target
+
+
+@pytest.mark.parametrize("form", ["same-path", "copy", "renamed-run", "tasks-table-and-log"])
+def test_e114_a_run_compared_with_itself_is_refused(
+    run: Any, graded: dict[str, Path], tmp_path: Path, form: str
+) -> None:
+    """A gate whose two paths name one run (the same file, a copy, the same events under
+    another run id, or its tasks table against its log) could only say unchanged: exit 2 with
+    the reason, and `--allow-same-run` compares anyway."""
+    base: Path | str = BASE
+    cand: Path | str = {
+        "same-path": BASE,
+        "copy": shutil.copy(BASE, tmp_path / "copy.parquet"),
+        "renamed-run": _renamed_run(BASE, tmp_path / "renamed.parquet", "acme/run-renamed"),
+        "tasks-table-and-log": BASE,
+    }[form]
+    extra: list[Any] = ["--suites", SAMPLE_SUITES]
+    if form == "tasks-table-and-log":
+        base = graded["suite"]
+        extra += ["--base-run-id", BASE_RUN]
+    code, out, err = run(base, cand, *extra)
+    assert (code, out) == (2, "")
+    assert "the baseline and the candidate are the same run" in err
+    assert "--allow-same-run" in err and BASE_RUN in err
+    code, out, _ = run(base, cand, *extra, "--allow-same-run")
+    assert code == 0 and "UNCHANGED" in out
+
+
+def test_e114_two_runs_with_other_events_are_compared(run: Any) -> None:
+    code, out, err = run(BASE, CAND, "--suites", SAMPLE_SUITES)
+    assert code == 1 and "REGRESSED" in out and "same run" not in err
+
+
 # --- 6. option values (issue 14) -------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("option", "value"),
-    [("--alpha", "nan"), ("--margin", "nan"), ("--margin", "inf"), ("--seed", "-1")],
+    [
+        ("--alpha", "nan"),
+        ("--margin", "nan"),
+        ("--margin", "inf"),
+        ("--margin", "1"),
+        ("--margin", "5"),
+        ("--seed", "-1"),
+    ],
 )
 def test_bad_option_values_are_usage_errors(run: Any, option: str, value: str) -> None:
     """Issue 14: `--alpha nan` and `--seed -1` ended in "internal error", `--margin nan` was

@@ -105,9 +105,14 @@ def test_identical_runs_are_unchanged_for_every_method(method: str) -> None:
 
 @pytest.mark.parametrize("method", METHODS)
 def test_identical_sample_logs_are_unchanged(method: str) -> None:
-    """D-16 end to end: the sample baseline against itself, every method."""
+    """D-16 end to end: the sample baseline against itself, every method (compared on
+    purpose: E-114 refuses it otherwise)."""
     report = api.regress_paths(
-        [BASE], [BASE], [SUITES], options=regression.RegressOptions(method=method)
+        [BASE],
+        [BASE],
+        [SUITES],
+        options=regression.RegressOptions(method=method),
+        allow_same_run=True,
     )
     assert [c.verdict for c in report.comparisons] == ["unchanged"]
     assert report.exit_code == 0
@@ -335,7 +340,9 @@ def test_cli_json_carries_the_block_and_statistics() -> None:
 def test_cli_unchanged_exits_0_and_fail_on_inconclusive(tmp_path: Path) -> None:
     """§5 exit codes: 0 for unchanged or inconclusive; `--fail-on inconclusive` fails on it."""
     runner = CliRunner()
-    same = runner.invoke(cli, ["regress", str(BASE), str(BASE), "--suites", str(SUITES)])
+    same = runner.invoke(
+        cli, ["regress", str(BASE), str(BASE), "--suites", str(SUITES), "--allow-same-run"]
+    )
     assert same.exit_code == 0, same.output
     base, cand = tmp_path / "base" / "tasks.parquet", tmp_path / "cand" / "tasks.parquet"
     for path, scores, run in (

@@ -426,16 +426,18 @@ def _evidence(row: ConformanceRow) -> str:
     return f"{text}; {row.note}" if row.note else text
 
 
-def print_conformance(report: ConformanceReport) -> None:
-    """One row per RFC 0244 requirement: its id, section, verdict and evidence (E-104)."""
-    _table(
-        ["requirement", "rfc", "verdict", "evidence"],
-        [
-            [row.requirement.id, row.requirement.section, row.verdict, _evidence(row)]
-            for row in report.rows
-        ],
-    )
-    click.echo("")
+def print_conformance(report: ConformanceReport, table: bool = True) -> None:
+    """One row per RFC 0244 requirement: its id, section, verdict and evidence (E-104); without
+    `table`, the verdict line alone (what was not recomputed still goes to stderr)."""
+    if table:
+        _table(
+            ["requirement", "rfc", "verdict", "evidence"],
+            [
+                [row.requirement.id, row.requirement.section, row.verdict, _evidence(row)]
+                for row in report.rows
+            ],
+        )
+        click.echo("")
     for run_id in report.not_recomputed:
         click.echo(f"  not recomputed: run {printable(run_id)}: evidence of nothing", err=True)
     for skipped in report.skipped_files:

@@ -21,7 +21,9 @@ from evalbatch.errors import EXIT_FAILED
 from evalbatch.options import METHODS, Method, Resources
 
 
-@click.command(name="regress", cls=faults.Command)
+@click.command(
+    name="regress", cls=faults.Command, short_help="Paired regression verdict of CAND against BASE."
+)
 @click.argument("base")
 @click.argument("cand")
 @suites_option
@@ -42,11 +44,11 @@ from evalbatch.options import METHODS, Method, Resources
 )
 @click.option(
     "--margin",
-    type=FiniteFloatRange(0),
+    type=FiniteFloatRange(0, 1, max_open=True),
     default=0.02,
     show_default=True,
-    help="Equivalence margin, in score points (0 to 1): the mean paired difference's interval "
-    "inside ±margin means unchanged (bootstrap, t).",
+    help="Equivalence margin, in score points (0 <= x < 1): the mean paired difference's "
+    "interval inside ±margin means unchanged (bootstrap, t).",
 )
 @click.option(
     "--seed",
@@ -91,6 +93,12 @@ from evalbatch.options import METHODS, Method, Resources
     is_flag=True,
     help="Compare runs graded differently (suite vs host record, other suite file or grading "
     "options); refused by default.",
+)
+@click.option(
+    "--allow-same-run",
+    is_flag=True,
+    help="Compare a run with itself or with a copy of its events (same events under another "
+    "name); refused by default, since such a gate always passes.",
 )
 @click.option(
     "--fail-on",
@@ -149,6 +157,7 @@ def regress_command(
     base_run: str | None,
     cand_run: str | None,
     allow_mixed: bool,
+    allow_same_run: bool,
     fail_on: str,
     correction: Literal["holm", "bh", "none"],
     with_plan: bool,
@@ -176,8 +185,8 @@ def regress_command(
 
     Exit codes: 0 no suite regressed; 1 some suite regressed (or, with --fail-on inconclusive,
     was inconclusive or on one side only); 2 nothing compared (a run of a pair not graded
-    included), an unknown run named, sides graded differently (without --allow-mixed), unusable
-    input or a usage error.
+    included), an unknown run named, a run compared with itself (without --allow-same-run), sides
+    graded differently (without --allow-mixed), unusable input or a usage error.
     """
     # the engine loads when the command runs, not for --help
     from evalbatch import api
@@ -204,6 +213,7 @@ def regress_command(
         cand_run=cand_run,
         run_filter=filters.build(run_ids, filter_suites, since, until),
         allow_mixed=allow_mixed,
+        allow_same_run=allow_same_run,
         resources=resources,
     )
     if as_json:

@@ -25,7 +25,11 @@ from evalbatch.commands.options import (
 from evalbatch.options import GradeOptions, OnMissDefault, Resources
 
 
-@click.command(name="verify", cls=faults.Command)
+@click.command(
+    name="verify",
+    cls=faults.Command,
+    short_help="Audit a host's records against the recomputation.",
+)
 @click.argument("events", nargs=-1, required=True)
 @suites_option
 @renamed_option(
@@ -42,7 +46,10 @@ from evalbatch.options import GradeOptions, OnMissDefault, Resources
 @on_miss_default_option
 @resources.resource_options(batch_events=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@quiet_option("Print only the verdict line: no findings, runs or host-field tables.")
+@quiet_option(
+    "Print only the verdict line: no findings, runs or host-field tables (with --conformance, "
+    "no requirement table)."
+)
 @click.option(
     "--conformance",
     is_flag=True,
@@ -67,7 +74,7 @@ def verify_command(
     since: datetime | None,
     until: datetime | None,
 ) -> None:
-    """Recompute every eval run in EVENTS and compare with what the host recorded (CONTRACT §8).
+    """Recompute every eval run in EVENTS and compare with the host's record (docs/rules.md §8).
 
     Checks each eval.scored (score, passed), eval.started and eval.completed, and any host
     EvalSummary given with --summaries, within RFC 0244 §B's tolerance (1e-9 relative), plus the
@@ -105,7 +112,7 @@ def verify_command(
         if as_json:
             click.echo(json.dumps(report.conformance.to_json(), indent=2, ensure_ascii=False))
         else:
-            printing.print_conformance(report.conformance)
+            printing.print_conformance(report.conformance, table=not quiet)
     elif as_json:
         click.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:

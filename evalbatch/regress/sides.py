@@ -101,6 +101,11 @@ class _Side:
     not_graded: dict[str, str]
     #: counted trials (run_id, task_id, score, gating_score), for a plan; None when not at hand
     trials: pl.DataFrame | None = None
+    #: each run's events fingerprint (runs table, E-50), where known: the same events under any
+    #: run id or file name have the same one (E-114)
+    fingerprints: dict[str, str] = field(default_factory=dict)
+    #: the files the side was read from, resolved (a tasks table: that file)
+    files: frozenset[Path] = frozenset()
 
     def runs_of(self, suite_id: str) -> list[str]:
         return self.tasks.filter(pl.col("suite_id") == suite_id)["run_id"].unique().sort().to_list()
@@ -207,7 +212,24 @@ def _task_table_side(name: str, path: Path, run_filter: event_files.RunFilter | 
     )
     for run in tasks["run_id"].unique().to_list():
         gradings.setdefault(run, unknown)
-    return _Side(name, str(path), tasks, gradings, not_graded, _trials_beside(path))
+    return _Side(
+        name,
+        str(path),
+        tasks,
+        gradings,
+        not_graded,
+        _trials_beside(path),
+        _fingerprints(runs),
+        frozenset({path.resolve()}),
+    )
+
+
+def _fingerprints(runs: pl.DataFrame | None) -> dict[str, str]:
+    """Each run's events fingerprint from a runs table, where it records one."""
+    if runs is None or runs.schema.get("events_fingerprint") != pl.String:
+        return {}
+    known = runs.select("run_id", "events_fingerprint").drop_nulls()
+    return dict(known.iter_rows())
 
 
 #: the trials columns a plan reads, with their types
@@ -289,7 +311,17 @@ def _side(
         run: "; ".join(errors.filter(pl.col("run_id") == run)["code"].unique().sort().to_list())
         for run in skipped
     }
-    return _Side(name, label, tasks, gradings, not_graded, _counted_trials(result.trials))
+    files = frozenset(Path(p).resolve() for p in event_files.expand_paths(list(paths)))
+    return _Side(
+        name,
+        label,
+        tasks,
+        gradings,
+        not_graded,
+        _counted_trials(result.trials),
+        _fingerprints(result.runs),
+        files,
+    )
 
 
 def _with_runs(
@@ -349,6 +381,24 @@ def _nothing_compared(base: _Side, cand: _Side, run_filter: event_files.RunFilte
     )
 
 
+def _same_run(suite_id: str, pairs: Sequence[tuple[_Side, str]]) -> str | None:
+    """Why the two runs of a suite are one run, when they are (E-114): the same events (their
+    fingerprints agree, whatever the run ids and file names), or the same run id read from the
+    same files. Compared with itself a run can only be unchanged, so a gate would always pass."""
+    (base, base_id), (cand, cand_id) = pairs
+    fingerprint = base.fingerprints.get(base_id)
+    if fingerprint is not None and fingerprint == cand.fingerprints.get(cand_id):
+        what = "are one run" if base_id == cand_id else "hold the same events"
+    elif base_id == cand_id and base.files and base.files == cand.files:
+        what = "are one run, read from the same files"
+    else:
+        return None
+    return (
+        f"suite {printable(suite_id)}: baseline {printable(base_id)} and candidate "
+        f"{printable(cand_id)} {what}"
+    )
+
+
 def _mixed(suite_id: str, pairs: Sequence[tuple[_Side, str]]) -> str | None:
     """How the two runs of a suite were graded, when not alike (D-4, issue 14)."""
     (base, base_id), (cand, cand_id) = pairs
@@ -373,6 +423,7 @@ def regress_paths(
     cand_run: str | None = None,
     run_filter: event_files.RunFilter | None = None,
     allow_mixed: bool = False,
+    allow_same_run: bool = False,
     resources: Resources | None = None,
 ) -> RegressionReport:
     """`evalbatch regress`: pair the runs of each suite found on both sides and give a verdict
@@ -381,14 +432,16 @@ def regress_paths(
     that `evalbatch run` wrote; `suite_paths=` is the old spelling of `suites=`, kept for one
     version with a `DeprecationWarning` (issue 17 item 5).
 
-    Fails closed (issue 14, E-65..E-67): nothing compared, a named run that is not on its side
-    or was not compared, and (unless `allow_mixed`) runs graded differently are errors.
+    Fails closed (E-65..E-67, E-114): nothing compared, a named run that is not on its side
+    or was not compared, (unless `allow_same_run`) a run paired with itself or with a copy of
+    its events, and (unless `allow_mixed`) runs graded differently are errors.
 
     Raises:
         InputError: a side holds several runs of one suite and none was chosen; a side holds no
             eval run; no suite is on both sides; `base_run`/`cand_run` names no run of its side,
             or one that was not compared; a suite named by the filter was not compared; two
-            paired runs were graded differently; a tasks table is not usable.
+            paired runs were graded differently; the two runs of a suite are one run; a tasks
+            table is not usable.
         SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
         TypeError: both `suites=` and `suite_paths=` are given.
     """
@@ -409,6 +462,14 @@ def regress_paths(
         for suite_id in common
     }
     _check_all_compared(base_side, cand_side, chosen, base_run, cand_run, run_filter)
+    same = [m for suite_id in common if (m := _same_run(suite_id, chosen[suite_id]))]
+    if same and not allow_same_run:
+        listed = "".join(f"\n  {line}" for line in same)
+        raise InputError(
+            "the baseline and the candidate are the same run, so the comparison could only say "
+            "unchanged and the gate would always pass (compare anyway with --allow-same-run):"
+            f"{listed}"
+        )
     mixed = [m for suite_id in common if (m := _mixed(suite_id, chosen[suite_id]))]
     if mixed and not allow_mixed:
         listed = "".join(f"\n  {line}" for line in mixed)
