@@ -14,18 +14,22 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import inspect_ai.log as inspect_log  # the extra evalbatch[inspect], installed by make test
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from evalbatch import verify
 from evalbatch.cli import cli
 from evalbatch.inputs import inspect_logs
 from tests.conftest import ROOT
+from tests.logbuilder import LogBuilder
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +50,8 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "arithmetic.eval",
         "arithmetic.json",
         "arithmetic-pass-at-k.eval",
+        "mean-scored.eval",
+        "best-epoch.eval",
         "two-scorers.eval",
         "judged.eval",
         "interrupted.eval",
@@ -527,3 +533,104 @@ def test_E111_a_log_is_read_off_its_content_whatever_its_name(
     report = json.loads(result.stdout)
     assert result.exit_code == 0, report["problems"]
     assert report["files"] == 3 and report["runs"] == 2  # the archive twice: one run
+
+
+# -- E-117: Inspect's own mean is the aggregate verify holds the recomputed one to ----------------
+
+
+def _events_of(events: Path, kind: str) -> list[dict[str, Any]]:
+    written = pl.read_parquet(sorted(events.rglob("*.parquet")))
+    return [json.loads(p) for p in written.filter(pl.col("type") == kind)["payload"].to_list()]
+
+
+def _verified(events: Path) -> tuple[int, dict[str, Any]]:
+    result = _invoke("verify", str(events), "--json")
+    return result.exit_code, json.loads(result.stdout)
+
+
+def _rewrite_completed(events: Path, change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """The ingested eval.completed of `events` changed by `change`, in place."""
+    for path in sorted(events.rglob("*.parquet")):
+        table = pq.read_table(path)
+        payloads = [
+            json.dumps(change(json.loads(p))) if t == "eval.completed" else p
+            for t, p in zip(table["type"].to_pylist(), table["payload"].to_pylist(), strict=True)
+        ]
+        column = table.schema.get_field_index("payload")
+        table = table.set_column(column, "payload", pa.array(payloads, pa.string()))
+        pq.write_table(table, path)
+
+
+def test_E117_inspects_mean_metric_is_the_aggregate_and_verify_agrees(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    """A numeric scorer whose metric is Inspect's `mean` (not `accuracy`): that mean is the
+    host's aggregateScore, equal to the recomputed one; a different aggregate still disagrees."""
+    path = logs["mean-scored.eval"]
+    log = _read(path)
+    (score,) = log.results.scores
+    assert "accuracy" not in score.metrics
+    mean = score.metrics["mean"].value
+    values = {s.scores["closeness"].value for s in log.samples}
+    assert values == {1.0, 1 / 3}  # scores that are not 0 or 1
+    result, events = _ingest(tmp_path, path)
+    assert result.exit_code == 0, result.output
+    (completed,) = _events_of(events, "eval.completed")
+    assert completed["aggregateScore"] == mean
+    code, report = _verified(events)
+    assert (code, report["verdict"]) == (0, "agrees"), report["findings"]
+    assert report["fields"]["eval.completed.aggregateScore"] == {"compared": 1, "disagree": 0}
+
+    _rewrite_completed(events, lambda done: {**done, "aggregateScore": mean + 0.01})
+    code, report = _verified(events)
+    assert (code, report["verdict"]) == (1, "disagrees")
+    (finding,) = report["findings"]
+    assert finding["field"] == "eval.completed.aggregateScore"
+    assert finding["host"] == mean + 0.01
+    assert math.isclose(finding["recomputed"], mean, rel_tol=1e-9)
+
+
+def test_E117_without_a_mean_from_inspect_there_is_no_aggregate_and_nothing_to_disagree(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    """Epochs reduced by `max`: Inspect's accuracy is not the mean of the epochs the recomputed
+    aggregate is, so no aggregateScore is written, and verify compares none."""
+    path = logs["best-epoch.eval"]
+    log = _read(path)
+    assert {s.reducer for s in log.results.scores} == {"max"}
+    result, events = _ingest(tmp_path, path)
+    assert result.exit_code == 0, result.output
+    (completed,) = _events_of(events, "eval.completed")
+    assert "aggregateScore" not in completed
+    code, report = _verified(events)
+    assert (code, report["verdict"]) == (0, "agrees"), report["findings"]
+    assert "eval.completed.aggregateScore" not in report["fields"]
+
+    # a figure Inspect did report is still held to the recomputed one
+    _rewrite_completed(events, lambda done: {**done, "aggregateScore": 0.0})
+    code, report = _verified(events)
+    assert (code, report["verdict"]) == (1, "disagrees")
+    assert [f["field"] for f in report["findings"]] == ["eval.completed.aggregateScore"]
+
+
+@pytest.mark.parametrize(
+    ("suite_id", "completed"),
+    [
+        ("acme.team.evals.support", {"taskCount": 1, "passed": True, "passedCount": 1}),
+        ("acme.team.evals.support", {"taskCount": 1}),
+        ("inspect.evals.arithmetic", {"taskCount": 1, "passed": True, "passedCount": 1}),
+    ],
+    ids=["openwop", "openwop-bare", "inspect-namespace-with-pass-figures"],
+)
+def test_E117_any_other_eval_completed_without_an_aggregate_disagrees(
+    suite_id: str, completed: dict[str, Any]
+) -> None:
+    """Only an eval.completed as ingest writes an Inspect log's (an Inspect suite, no pass
+    figures) may leave aggregateScore out: any other host must write it (§2.1, §3.6)."""
+    log = LogBuilder()
+    log.eval_started(suite_id)
+    log.trial("task-0", score=1, passed=True)
+    log.add("eval.completed", completed)
+    report = verify.verify_events(log.rows)
+    fields = {(f.field, f.host) for f in report.findings}
+    assert ("eval.completed.aggregateScore", "<absent>") in fields

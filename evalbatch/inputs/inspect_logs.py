@@ -16,7 +16,8 @@ id is the run id), and each sample x epoch one trial:
     eval.completed    only when the eval finished (status `success`)
 
 How a score that is not a number is read, which scorer counts and what is lost are in
-docs/decisions.md (E-111). Every row goes through `RowSink.event`, as any other input's.
+docs/decisions.md (E-111); which of Inspect's own figures becomes aggregateScore is E-117. Every
+row goes through `RowSink.event`, as any other input's.
 """
 
 from __future__ import annotations
@@ -116,6 +117,11 @@ def task_id(sample_id: int | str) -> str:
 def suite_id(task_name: str) -> str:
     """The suiteId of a log's task: `inspect.evals.<task name as a slug>`."""
     return f"{SUITE_NAMESPACE}.evals.{slug(task_name.rsplit('/', 1)[-1])}"
+
+
+def is_inspect_suite(suite: str | None) -> bool:
+    """Whether a suiteId is one `suite_id` makes: the suite of an Inspect log's eval run."""
+    return suite is not None and suite.startswith(f"{SUITE_NAMESPACE}.evals.")
 
 
 def suite_version(version: int | str | None) -> str:
@@ -243,15 +249,36 @@ def _task_count(log: EvalLog) -> int:
     return len(ids) if ids is not None else (log.eval.dataset.samples or 0)
 
 
-def _inspect_accuracy(log: EvalLog, scorer: str | None, key: str | None) -> float | None:
-    """Inspect's own `accuracy` of the scorer used (epochs reduced by their mean): the host's
-    aggregateScore, which `verify` holds the recomputed one to. None when Inspect has none."""
+#: Inspect's metrics that are the mean of the samples' values as `score_of` reads them (both
+#: apply Inspect's `value_to_float` and divide by the samples scored): its `accuracy` and `mean`
+MEAN_METRICS = ("accuracy", "mean")
+#: how Inspect names the reduction of a sample's epochs by their mean: `mean`, or no name for the
+#: default reducer (which is the mean)
+_MEAN_REDUCERS = (None, "mean")
+
+
+def inspect_mean(log: EvalLog, scorer: str | None, key: str | None) -> float | None:
+    """Inspect's own mean of the scorer used (E-117): its `accuracy` or `mean` metric over the
+    samples, each sample's epochs reduced by their mean, which is how aggregateScore is
+    recomputed from the same scores; the host's aggregateScore, which `verify` holds the
+    recomputed one to. None when Inspect reports no such figure: another reducer (`max`,
+    `pass_at_k`), other metrics only, or a metric given its own `to_float` or grouped."""
     name = key if key is not None else scorer
     for score in log.results.scores if log.results else []:
-        metric = score.metrics.get("accuracy")
-        if score.name == name and score.reducer in (None, "mean") and metric is not None:
-            value = metric.value
-            return float(value) if isinstance(value, int | float) else None
+        if score.name != name or score.reducer not in _MEAN_REDUCERS:
+            continue
+        if key is not None and score.scorer != scorer:
+            continue
+        for wanted in MEAN_METRICS:
+            for metric in score.metrics.values():
+                # Inspect's own metric (a package's is named `<package>/mean`), as it is made
+                # by default: params name what was given, such as another `to_float`
+                if metric.name != wanted or metric.group is not None or metric.params:
+                    continue
+                value = metric.value
+                if isinstance(value, int | float) and math.isfinite(value):
+                    return float(value)
+                return None
     return None
 
 
@@ -491,9 +518,9 @@ def _read(sink: RowSink, source: str, form: Format, options: InspectOptions) -> 
         )
     if log.status == "success":
         completed = Object([("taskCount", tasks)])
-        accuracy = _inspect_accuracy(log, scorer, key)
-        if accuracy is not None:
-            completed.insert(0, ("aggregateScore", _number(accuracy)))
+        mean = inspect_mean(log, scorer, key)
+        if mean is not None:
+            completed.insert(0, ("aggregateScore", _number(mean)))
         writer.emit("eval.completed", completed, log.stats.completed_at)
     else:
         sink.problem(
