@@ -7,25 +7,33 @@ project's reading of them.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import math
 import shutil
+import struct
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import inspect_ai.log as inspect_log  # the extra evalbatch[inspect], installed by make test
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from evalbatch import verify
 from evalbatch.cli import cli
 from evalbatch.inputs import inspect_logs
+from evalbatch.inputs.event_rows import RowSink
+from evalbatch.inputs.limits import InputLimits
 from tests.conftest import ROOT
+from tests.logbuilder import LogBuilder
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +54,8 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "arithmetic.eval",
         "arithmetic.json",
         "arithmetic-pass-at-k.eval",
+        "mean-scored.eval",
+        "best-epoch.eval",
         "two-scorers.eval",
         "judged.eval",
         "interrupted.eval",
@@ -527,3 +537,342 @@ def test_E111_a_log_is_read_off_its_content_whatever_its_name(
     report = json.loads(result.stdout)
     assert result.exit_code == 0, report["problems"]
     assert report["files"] == 3 and report["runs"] == 2  # the archive twice: one run
+
+
+# -- E-117: Inspect's own mean is the aggregate verify holds the recomputed one to ----------------
+
+
+def _events_of(events: Path, kind: str) -> list[dict[str, Any]]:
+    written = pl.read_parquet(sorted(events.rglob("*.parquet")))
+    return [json.loads(p) for p in written.filter(pl.col("type") == kind)["payload"].to_list()]
+
+
+def _verified(events: Path) -> tuple[int, dict[str, Any]]:
+    result = _invoke("verify", str(events), "--json")
+    return result.exit_code, json.loads(result.stdout)
+
+
+def _rewrite_completed(events: Path, change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """The ingested eval.completed of `events` changed by `change`, in place."""
+    for path in sorted(events.rglob("*.parquet")):
+        table = pq.read_table(path)
+        payloads = [
+            json.dumps(change(json.loads(p))) if t == "eval.completed" else p
+            for t, p in zip(table["type"].to_pylist(), table["payload"].to_pylist(), strict=True)
+        ]
+        column = table.schema.get_field_index("payload")
+        table = table.set_column(column, "payload", pa.array(payloads, pa.string()))
+        pq.write_table(table, path)
+
+
+def test_E117_inspects_mean_metric_is_the_aggregate_and_verify_agrees(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    """A numeric scorer whose metric is Inspect's `mean` (not `accuracy`): that mean is the
+    host's aggregateScore, equal to the recomputed one; a different aggregate still disagrees."""
+    path = logs["mean-scored.eval"]
+    log = _read(path)
+    (score,) = log.results.scores
+    assert "accuracy" not in score.metrics
+    mean = score.metrics["mean"].value
+    values = {s.scores["closeness"].value for s in log.samples}
+    assert values == {1.0, 1 / 3}  # scores that are not 0 or 1
+    result, events = _ingest(tmp_path, path)
+    assert result.exit_code == 0, result.output
+    (completed,) = _events_of(events, "eval.completed")
+    assert completed["aggregateScore"] == mean
+    code, report = _verified(events)
+    assert (code, report["verdict"]) == (0, "agrees"), report["findings"]
+    assert report["fields"]["eval.completed.aggregateScore"] == {"compared": 1, "disagree": 0}
+
+    _rewrite_completed(events, lambda done: {**done, "aggregateScore": mean + 0.01})
+    code, report = _verified(events)
+    assert (code, report["verdict"]) == (1, "disagrees")
+    (finding,) = report["findings"]
+    assert finding["field"] == "eval.completed.aggregateScore"
+    assert finding["host"] == mean + 0.01
+    assert math.isclose(finding["recomputed"], mean, rel_tol=1e-9)
+
+
+def test_E117_without_a_mean_from_inspect_there_is_no_aggregate_and_nothing_to_disagree(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    """Epochs reduced by `max`: Inspect's accuracy is not the mean of the epochs the recomputed
+    aggregate is, so no aggregateScore is written, and verify compares none."""
+    path = logs["best-epoch.eval"]
+    log = _read(path)
+    assert {s.reducer for s in log.results.scores} == {"max"}
+    result, events = _ingest(tmp_path, path)
+    assert result.exit_code == 0, result.output
+    (completed,) = _events_of(events, "eval.completed")
+    assert "aggregateScore" not in completed
+    code, report = _verified(events)
+    assert (code, report["verdict"]) == (0, "agrees"), report["findings"]
+    assert "eval.completed.aggregateScore" not in report["fields"]
+
+    # a figure Inspect did report is still held to the recomputed one
+    _rewrite_completed(events, lambda done: {**done, "aggregateScore": 0.0})
+    code, report = _verified(events)
+    assert (code, report["verdict"]) == (1, "disagrees")
+    assert [f["field"] for f in report["findings"]] == ["eval.completed.aggregateScore"]
+
+
+@pytest.mark.parametrize(
+    ("suite_id", "completed"),
+    [
+        ("acme.team.evals.support", {"taskCount": 1, "passed": True, "passedCount": 1}),
+        ("acme.team.evals.support", {"taskCount": 1}),
+        ("inspect.evals.arithmetic", {"taskCount": 1, "passed": True, "passedCount": 1}),
+    ],
+    ids=["openwop", "openwop-bare", "inspect-namespace-with-pass-figures"],
+)
+def test_E117_any_other_eval_completed_without_an_aggregate_disagrees(
+    suite_id: str, completed: dict[str, Any]
+) -> None:
+    """Only an eval.completed as ingest writes an Inspect log's (an Inspect suite, no pass
+    figures) may leave aggregateScore out: any other host must write it (§2.1, §3.6)."""
+    log = LogBuilder()
+    log.eval_started(suite_id)
+    log.trial("task-0", score=1, passed=True)
+    log.add("eval.completed", completed)
+    report = verify.verify_events(log.rows)
+    fields = {(f.field, f.host) for f in report.findings}
+    assert ("eval.completed.aggregateScore", "<absent>") in fields
+
+
+# -- E-115, E-116: nothing Inspect's reader would hold past the caps is read --------------------
+
+#: the member padded in the archives below (index 7 of the arithmetic archive)
+MEMBER = "samples/sum-2_epoch_2.json"
+#: caps small enough for the test's files: 1 MiB a member, the ratio checked past 256 KiB
+SMALL = InputLimits(max_member_bytes=1 << 20, ratio_floor_bytes=256 << 10)
+#: the same cap a member, the ratio never checked
+SIZE_ONLY = InputLimits(max_member_bytes=1 << 20, max_ratio=1 << 30)
+#: the same caps, at most 50 decompressed bytes per compressed byte
+RATIO = InputLimits(max_member_bytes=1 << 20, max_ratio=50, ratio_floor_bytes=256 << 10)
+
+
+def _padded(path: Path, out: Path, size: int, member: str = MEMBER, method: int = -1) -> Path:
+    """A copy of the Inspect archive `path` whose `member` is the same JSON followed by spaces up
+    to `size` bytes (JSON Inspect reads as before, compressing very well), written with
+    `method` (-1: as Inspect wrote it)."""
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(out, "w") as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename == member:
+                data = data.ljust(size)
+                item.compress_type = item.compress_type if method < 0 else method
+            target.writestr(item, data)
+    return out
+
+
+def _understated(path: Path, member: str, size: int) -> None:
+    """Make the archive at `path` declare `size` bytes for `member`, in its central directory
+    and its local header, whatever its data inflates to."""
+    raw = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        offset = archive.getinfo(member).header_offset
+    struct.pack_into("<I", raw, offset + 22, size)
+    at = 0
+    while (at := raw.find(b"PK\x01\x02", at + 1)) >= 0:
+        length = struct.unpack_from("<H", raw, at + 28)[0]
+        if raw[at + 46 : at + 46 + length] == member.encode():
+            struct.pack_into("<I", raw, at + 24, size)
+    path.write_bytes(bytes(raw))
+
+
+def _member_index(path: Path, member: str) -> int:
+    with zipfile.ZipFile(path) as archive:
+        return [i.filename for i in archive.infolist()].index(member)
+
+
+def _read_log(path: Path, limits: InputLimits) -> RowSink:
+    sink = RowSink(str(path))
+    inspect_logs.read_inspect_log(sink, inspect_logs.InspectOptions(), limits)
+    return sink
+
+
+def _written(sink: RowSink, kind: str) -> list[dict[str, Any]]:
+    return [json.loads(row[3]) for row in sink.rows if row[2] == kind]
+
+
+STORED, DEFLATED, ZSTD = zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, 93
+
+
+@pytest.mark.parametrize(
+    ("breach", "method", "size", "limits", "cap"),
+    [
+        ("declared", ZSTD, 2 << 20, SMALL, "past the cap of 1,048,576 bytes"),
+        ("declared", DEFLATED, 2 << 20, SMALL, "past the cap of 1,048,576 bytes"),
+        ("declared", STORED, 2 << 20, SMALL, "past the cap of 1,048,576 bytes"),
+        ("understated", ZSTD, 2 << 20, SIZE_ONLY, "past the cap of 1,048,576 bytes"),
+        ("understated", DEFLATED, 2 << 20, SIZE_ONLY, "past the cap of 1,048,576 bytes"),
+        ("understated", ZSTD, 2 << 20, SMALL, "past the cap of 200 decompressed bytes per"),
+        ("understated", DEFLATED, 2 << 20, SMALL, "past the cap of 200 decompressed bytes per"),
+        ("ratio", ZSTD, 600 << 10, RATIO, "past the cap of 50 decompressed bytes per"),
+        ("ratio", DEFLATED, 600 << 10, RATIO, "past the cap of 50 decompressed bytes per"),
+    ],
+)
+def test_E116_a_sample_member_past_a_cap_is_not_read_and_the_other_samples_are(
+    tmp_path: Path,
+    logs: dict[str, Path],
+    breach: str,
+    method: int,
+    size: int,
+    limits: InputLimits,
+    cap: str,
+) -> None:
+    """A sample member that declares more than the cap, inflates past it while declaring less
+    (Inspect's reader inflates all the data whatever the header says), or inflates past the
+    ratio: never read. Its trial fails closed, the other samples are read, the eval is left
+    without eval.completed, and the problem names the member and the cap, not its content."""
+    path = _padded(logs["arithmetic.eval"], tmp_path / "padded.eval", size, method=method)
+    index = _member_index(path, MEMBER)
+    if breach == "understated":
+        _understated(path, MEMBER, 11_000)
+        with zipfile.ZipFile(path) as archive:
+            assert archive.getinfo(MEMBER).file_size == 11_000
+        # Inspect's reader reads it, all of it, and the sample is as it was
+        sample = inspect_log.read_eval_log_sample(str(path), id="sum-2", epoch=2)
+        assert sample.scores is not None
+    sink = _read_log(path, limits)
+    problems = [(p.where, p.code, p.reason) for p in sink.problems]
+    assert [(where, code) for where, code, _ in problems] == [
+        (f"member {index}", "input-unreadable"),
+        (None, "inspect-sample-unscored"),
+    ]
+    reason = problems[0][2]
+    assert cap in reason and "samples/*.json" in reason and "sum-2" not in reason
+    assert ("inflates" if breach == "understated" else "declares") in reason
+    assert "1 past a cap" in problems[1][2]
+    scored = {(s["taskId"], s["trialIndex"]): s for s in _written(sink, "eval.scored")}
+    assert len(scored) == 12
+    refused = scored.pop(("sum-2", 1))
+    assert "score" not in refused and "passed" not in refused
+    expected = {
+        (s.id, s.epoch - 1): s.scores["match"].value == "C"
+        for s in _read(logs["arithmetic.eval"]).samples
+    }
+    assert {key: s["passed"] for key, s in scored.items()} == {
+        key: passed for key, passed in expected.items() if key != ("sum-2", 1)
+    }
+    assert _written(sink, "eval.completed") == []
+    # under the default caps the same archive is read whole, as Inspect wrote it
+    if breach != "understated":
+        whole = _read_log(path, InputLimits())
+        assert whole.problems == [] and len(_written(whole, "eval.completed")) == 1
+
+
+@pytest.mark.parametrize("member", ["header.json", "summaries.json"])
+def test_E116_another_member_past_the_cap_leaves_the_log_unread(
+    tmp_path: Path, logs: dict[str, Path], member: str
+) -> None:
+    path = _padded(logs["arithmetic.eval"], tmp_path / "padded.eval", 2 << 20, member=member)
+    sink = _read_log(path, SMALL)
+    (problem,) = sink.problems
+    index = _member_index(path, member)
+    assert (problem.where, problem.code) == (None, "input-unreadable")
+    assert problem.reason == (
+        f"not read: archive member {index} ({member}) declares a size past the cap of "
+        "1,048,576 bytes"
+    )
+    assert sink.rows == []
+
+
+def test_E116_a_log_past_a_cap_is_one_problem_and_the_other_files_are_ingested(
+    tmp_path: Path, logs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    _padded(logs["arithmetic.eval"], inputs / "big.eval", 2 << 20, member="header.json")
+    shutil.copy(logs["arithmetic.json"], inputs / "whole.json")
+    reader = functools.partial(inspect_logs.read_inspect_log, limits=SMALL)
+    monkeypatch.setattr(inspect_logs, "read_inspect_log", reader)
+    result, _ = _ingest(tmp_path, inputs)
+    report = json.loads(result.stdout)
+    assert result.exit_code == 3
+    assert [(Path(p["path"]).name, p["code"]) for p in report["problems"]] == [
+        ("big.eval", "input-unreadable")
+    ]
+    assert report["runs"] == 1 and report["events"] > 0
+
+
+@pytest.mark.parametrize("name", ["arithmetic.json", "arithmetic.eval"])
+def test_E116_a_gzip_compressed_log_is_decompressed_against_the_caps(
+    tmp_path: Path, logs: dict[str, Path], name: str
+) -> None:
+    if name.endswith(".json"):  # the log followed by spaces: JSON Inspect reads as before
+        data = logs[name].read_bytes().ljust(2 << 20)
+    else:
+        stored = _padded(logs[name], tmp_path / "padded.eval", 2 << 20, method=STORED)
+        data = stored.read_bytes()
+    packed = tmp_path / f"{name}.gz"
+    with gzip.open(packed, "wb") as target:
+        target.write(data)
+    (problem,) = _read_log(packed, SMALL).problems
+    assert problem.code == "input-unreadable"
+    assert problem.reason == "not read: it decompresses past the cap of 1,048,576 bytes"
+    # the ratio too: well compressed, and past the floor
+    ratio = InputLimits(max_member_bytes=8 << 20, max_ratio=20, ratio_floor_bytes=256 << 10)
+    (problem,) = _read_log(packed, ratio).problems
+    assert "past the cap of 20 decompressed bytes per compressed byte" in problem.reason
+    assert _read_log(packed, InputLimits(max_member_bytes=8 << 20)).problems == []
+
+
+def test_E116_a_json_log_is_read_whole_only_within_the_cap(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    path = logs["arithmetic.json"]
+    size = path.stat().st_size
+    (problem,) = _read_log(path, InputLimits(max_member_bytes=size - 1)).problems
+    assert (problem.code, problem.reason) == (
+        "input-unreadable",
+        f"not read: a JSON log is read whole: {size:,} bytes, past the cap of {size - 1:,} bytes",
+    )
+    assert _read_log(path, InputLimits(max_member_bytes=size)).problems == []
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_E115_a_json_log_nested_past_the_depth_cap_is_not_read(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    """Inspect's reader streams a `.json` log's header with a parser that nests as deep as the
+    file does: a log nested deeper than the cap is refused before that reader sees it."""
+    document = json.loads(logs["arithmetic.json"].read_text())
+    document["eval"]["metadata"] = {"deep": _nested(100)}
+    deep = tmp_path / "deep.json"
+    deep.write_text(json.dumps(document))
+    assert inspect_log.read_eval_log(str(deep), header_only=True).eval.metadata is not None
+    sink = _read_log(deep, InputLimits())
+    assert [(p.code, p.reason) for p in sink.problems] == [
+        ("input-unreadable", "not read: nested deeper than 64 levels")
+    ]
+    assert sink.rows == []
+    assert _read_log(deep, InputLimits(max_depth=128)).problems == []
+
+
+def test_E116_samples_are_read_in_groups_of_bounded_size(
+    logs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inspect holds a group's samples until the group is read: a group holds at most
+    GROUP_BYTES of them (a sample is about 11 KB here), in the log's order."""
+    groups: list[int] = []
+    by_id = inspect_log.read_eval_log_samples_by_id
+
+    def counted(source: str, group: list[Any], **options: Any) -> Any:
+        groups.append(len(group))
+        return by_id(source, group, **options)
+
+    monkeypatch.setattr(inspect_log, "read_eval_log_samples_by_id", counted)
+    monkeypatch.setattr(inspect_logs, "GROUP_BYTES", 30_000)
+    sink = _read_log(logs["arithmetic.eval"], InputLimits())
+    assert groups == [2] * 6
+    order = [(s.id, s.epoch - 1) for s in _read(logs["arithmetic.eval"]).samples]
+    scored = [(s["taskId"], s["trialIndex"]) for s in _written(sink, "eval.scored")]
+    assert sorted(scored) == sorted(order) and len(_written(sink, "eval.completed")) == 1

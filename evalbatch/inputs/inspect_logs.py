@@ -16,7 +16,15 @@ id is the run id), and each sample x epoch one trial:
     eval.completed    only when the eval finished (status `success`)
 
 How a score that is not a number is read, which scorer counts and what is lost are in
-docs/decisions.md (E-111). Every row goes through `RowSink.event`, as any other input's.
+docs/decisions.md (E-111); which of Inspect's own figures becomes aggregateScore is E-117. Every
+row goes through `RowSink.event`, as any other input's.
+
+Before Inspect's reader reads anything, what it would hold is bounded (`InputLimits`, E-115,
+E-116): a gzip-compressed log is decompressed against the caps; a `.json` log, which that reader
+reads whole, is capped in size and nesting depth; and every member of an `.eval` archive is
+measured as that reader would inflate it (its declared sizes, then its data, counted without
+being held). A member past a cap is never read: a sample's trial fails closed, any other member
+leaves the whole log unread.
 """
 
 from __future__ import annotations
@@ -26,17 +34,27 @@ import gzip
 import hashlib
 import json
 import math
+import os
 import re
-import shutil
+import struct
 import tempfile
+import zlib
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, Literal, TypeAlias, cast
 
 from evalbatch.inputs.event_rows import RowSink
+from evalbatch.inputs.limits import (
+    DEFAULT_LIMITS,
+    InputLimits,
+    TooDeep,
+    TooLarge,
+    check_depth,
+    check_inflated,
+)
 from evalbatch.inputs.lossless_json import Number, Object, parse
 
 if TYPE_CHECKING:
@@ -116,6 +134,11 @@ def task_id(sample_id: int | str) -> str:
 def suite_id(task_name: str) -> str:
     """The suiteId of a log's task: `inspect.evals.<task name as a slug>`."""
     return f"{SUITE_NAMESPACE}.evals.{slug(task_name.rsplit('/', 1)[-1])}"
+
+
+def is_inspect_suite(suite: str | None) -> bool:
+    """Whether a suiteId is one `suite_id` makes: the suite of an Inspect log's eval run."""
+    return suite is not None and suite.startswith(f"{SUITE_NAMESPACE}.evals.")
 
 
 def suite_version(version: int | str | None) -> str:
@@ -243,15 +266,36 @@ def _task_count(log: EvalLog) -> int:
     return len(ids) if ids is not None else (log.eval.dataset.samples or 0)
 
 
-def _inspect_accuracy(log: EvalLog, scorer: str | None, key: str | None) -> float | None:
-    """Inspect's own `accuracy` of the scorer used (epochs reduced by their mean): the host's
-    aggregateScore, which `verify` holds the recomputed one to. None when Inspect has none."""
+#: Inspect's metrics that are the mean of the samples' values as `score_of` reads them (both
+#: apply Inspect's `value_to_float` and divide by the samples scored): its `accuracy` and `mean`
+MEAN_METRICS = ("accuracy", "mean")
+#: how Inspect names the reduction of a sample's epochs by their mean: `mean`, or no name for the
+#: default reducer (which is the mean)
+_MEAN_REDUCERS = (None, "mean")
+
+
+def inspect_mean(log: EvalLog, scorer: str | None, key: str | None) -> float | None:
+    """Inspect's own mean of the scorer used (E-117): its `accuracy` or `mean` metric over the
+    samples, each sample's epochs reduced by their mean, which is how aggregateScore is
+    recomputed from the same scores; the host's aggregateScore, which `verify` holds the
+    recomputed one to. None when Inspect reports no such figure: another reducer (`max`,
+    `pass_at_k`), other metrics only, or a metric given its own `to_float` or grouped."""
     name = key if key is not None else scorer
     for score in log.results.scores if log.results else []:
-        metric = score.metrics.get("accuracy")
-        if score.name == name and score.reducer in (None, "mean") and metric is not None:
-            value = metric.value
-            return float(value) if isinstance(value, int | float) else None
+        if score.name != name or score.reducer not in _MEAN_REDUCERS:
+            continue
+        if key is not None and score.scorer != scorer:
+            continue
+        for wanted in MEAN_METRICS:
+            for metric in score.metrics.values():
+                # Inspect's own metric (a package's is named `<package>/mean`), as it is made
+                # by default: params name what was given, such as another `to_float`
+                if metric.name != wanted or metric.group is not None or metric.params:
+                    continue
+                value = metric.value
+                if isinstance(value, int | float) and math.isfinite(value):
+                    return float(value)
+                return None
     return None
 
 
@@ -291,6 +335,21 @@ def _unusable(sample: EvalSample) -> str | None:
     if sample.invalidation is not None:
         return "invalidated"
     return None
+
+
+@dataclass(frozen=True)
+class _Refused:
+    """A sample of an archive whose member was refused before it was read (past a cap, E-116):
+    its trial fails closed (`_refused_trial`)."""
+
+    id: int | str
+    epoch: int
+
+
+def _refused_trial(writer: _RunWriter, refused: _Refused) -> None:
+    """A refused sample's eval.scored, without score or passed: its trial fails closed (D-11)."""
+    payload = Object([("taskId", task_id(refused.id)), ("trialIndex", _number(refused.epoch - 1))])
+    writer.emit("eval.scored", payload, None)
 
 
 def _trial(
@@ -358,12 +417,27 @@ class LogRead:
 #: samples read from an archive at a time: Inspect reads each group with one pass over the
 #: archive's directory (one sample at a time would read the directory once per sample)
 SAMPLE_GROUP = 256
+#: and at most this many decompressed bytes of samples per group (a larger sample is read
+#: alone): Inspect holds a group's samples, eight read at once, until the group is read
+GROUP_BYTES = 64 << 20
+#: compressed bytes read, and decompressed bytes handed out, at a time while measuring
+_READ = 64 << 10
+_OUT = 1 << 20
+#: the compression methods of an archive member Inspect's reader inflates (stored, deflate,
+#: zstd); it refuses any other
+_STORED, _DEFLATE, _ZSTD = 0, 8, 93
+#: the members Inspect's reader knows by name, shown in a message as they are (any other name
+#: may be the log's own, a sample id)
+_KNOWN_MEMBERS = frozenset(
+    {"header.json", "reductions.json", "summaries.json", "_journal/start.json"}
+)
 
 
 @contextlib.contextmanager
-def _readable(path: str) -> Iterator[tuple[str, Format]]:
+def _readable(path: str, limits: InputLimits) -> Iterator[tuple[str, Format]]:
     """The log at `path` as Inspect's reader opens it: its format read off the content (Inspect
-    goes by the suffix), and a gzip-compressed log decompressed into a temporary file."""
+    goes by the suffix), and a gzip-compressed log decompressed into a temporary file, against
+    the caps (`TooLarge`: nothing past them is written)."""
     with open(path, "rb") as handle:
         compressed = handle.read(2) == b"\x1f\x8b"
     if not compressed:
@@ -371,8 +445,19 @@ def _readable(path: str) -> Iterator[tuple[str, Format]]:
         return
     with tempfile.TemporaryDirectory(prefix="evalbatch-inspect-") as scratch:
         plain = Path(scratch) / "log"
-        with gzip.open(path, "rb") as source, open(plain, "wb") as target:
-            shutil.copyfileobj(source, target)
+        with (
+            open(path, "rb") as raw,
+            gzip.GzipFile(fileobj=raw) as source,
+            open(plain, "wb") as target,
+        ):
+            size = 0
+            while chunk := source.read(_OUT):
+                size += len(chunk)
+                try:
+                    check_inflated(size, raw.tell(), limits)
+                except TooLarge as exc:
+                    raise TooLarge(f"it decompresses {exc}") from None
+                target.write(chunk)
         yield str(plain), _format_of(str(plain))
 
 
@@ -381,42 +466,221 @@ def _format_of(path: str) -> Format:
         return "eval" if is_eval_archive(handle.read(4)) else "json"
 
 
-def _samples(source: str, form: Format) -> Iterator[EvalSample]:
-    """The samples of a log, a group at a time for an archive (attachments resolved, so a long
-    tool argument is its text, not a reference to it)."""
-    from inspect_ai.log import (
-        read_eval_log,
-        read_eval_log_sample,
-        read_eval_log_sample_summaries,
-        read_eval_log_samples_by_id,
-    )
+def _check_json_log(path: str, limits: InputLimits) -> None:
+    """A `.json` log is read whole by Inspect's reader, and its header first by a streaming
+    parser that nests as deep as the file does: at most `max_member_bytes` of it, nested at most
+    `max_depth` deep (`TooLarge`, `TooDeep`), before that reader sees it."""
+    size = os.path.getsize(path)
+    if size > limits.max_member_bytes:
+        raise TooLarge(
+            f"a JSON log is read whole: {size:,} bytes, past the cap of "
+            f"{limits.max_member_bytes:,} bytes"
+        )
+    with open(path, "rb") as handle:
+        check_depth(handle.read(), limits)
 
-    if form == "json":
-        yield from read_eval_log(source, resolve_attachments=True, format="json").samples or []
+
+def _is_sample_member(name: str) -> bool:
+    """Whether an archive member holds a sample, as Inspect's reader tells them."""
+    return name.startswith("samples/") and name.endswith(".json")
+
+
+def _member_label(name: str) -> str:
+    """A member as a message names it: Inspect's own names as they are, any other by its
+    pattern (a sample's name holds the sample's id)."""
+    if name in _KNOWN_MEMBERS:
+        return name
+    if _is_sample_member(name):
+        return "a sample, samples/*.json"
+    if name.startswith("_journal/summaries/"):
+        return "_journal/summaries/*"
+    return "not one Inspect's reader names"
+
+
+@dataclass
+class _Members:
+    """What measuring an archive found: each member's decompressed size by name (the largest,
+    should a name repeat), and the sample members refused, by name, with their index and why."""
+
+    sizes: dict[str, int] = field(default_factory=dict)
+    refused: dict[str, tuple[int, str]] = field(default_factory=dict)
+
+
+class _Range:
+    """The next `size` bytes of `handle`, read in pieces; `consumed` counts those read."""
+
+    def __init__(self, handle: BinaryIO, size: int) -> None:
+        self.handle = handle
+        self.left = size
+        self.consumed = 0
+
+    def read(self, size: int = -1) -> bytes:
+        wanted = _READ if size < 0 else size
+        data = self.handle.read(max(0, min(wanted, self.left)))
+        self.left -= len(data)
+        self.consumed += len(data)
+        return data
+
+
+def _directory(path: str) -> list[Any]:
+    """The archive's members as Inspect's reader lists them: its central directory read by
+    Inspect's own code, so the names, offsets and sizes measured are the ones it goes by."""
+    from inspect_ai._util._async import run_coroutine
+    from inspect_ai._util.async_zip import AsyncZipReader
+    from inspect_ai._util.asyncfiles import AsyncFilesystem
+
+    async def entries() -> list[Any]:
+        async with AsyncFilesystem() as filesystem:
+            return (await AsyncZipReader(filesystem, path).entries()).entries
+
+    return run_coroutine(entries())
+
+
+def _inflated_size(handle: BinaryIO, entry: Any, limits: InputLimits) -> int:
+    """The bytes member `entry` inflates to, its data found and inflated as Inspect's reader
+    does (after the local header's name and extra field, whatever size the directory
+    declares: that reader inflates all of it), counted without being held; `TooLarge` as soon
+    as they breach a cap. Data that cannot be inflated counts what came out: Inspect's reader
+    says it is damaged when it reads it."""
+    handle.seek(entry.local_header_offset)
+    local = handle.read(30)
+    if len(local) < 30:
+        return 0
+    name_length, extra_length = struct.unpack_from("<HH", local, 26)
+    handle.seek(entry.local_header_offset + 30 + name_length + extra_length)
+    data = _Range(handle, entry.compressed_size)
+    method = int(entry.compression_method)
+    if method == _STORED:
+        return int(entry.compressed_size)
+    size = 0
+    try:
+        if method == _DEFLATE:
+            inflater = zlib.decompressobj(-15)
+            while not inflater.eof and (chunk := data.read(_READ)):
+                while chunk:
+                    size += len(inflater.decompress(chunk, _OUT))
+                    check_inflated(size, data.consumed, limits)
+                    chunk = inflater.unconsumed_tail
+        elif method == _ZSTD:
+            import zstandard  # Inspect's own dependency, for its zstd members
+
+            source = cast(IO[bytes], data)  # read as a file is: `read(size)`
+            frames = zstandard.ZstdDecompressor().stream_reader(source, read_across_frames=True)
+            while piece := frames.read(_OUT):
+                size += len(piece)
+                check_inflated(size, data.consumed, limits)
+    except TooLarge:
+        raise
+    except Exception:  # damaged data: Inspect's reader says so when it reads the member
+        pass
+    return size
+
+
+def _measured(path: str, limits: InputLimits) -> _Members:
+    """Every member of the archive at `path`, measured before Inspect's reader reads any (E-116):
+    its declared sizes, then its data. A sample member past a cap is refused (`_Members`); any
+    other member past one raises `TooLarge`: the log is not read."""
+    members = _Members()
+    with open(path, "rb") as handle:
+        for index, entry in enumerate(_directory(path)):
+            name = entry.filename
+            try:
+                # Inspect's reader holds a member's compressed bytes whole, then all they inflate to
+                check_inflated(entry.compressed_size, entry.compressed_size, limits)
+                check_inflated(entry.uncompressed_size, entry.compressed_size, limits)
+            except TooLarge as exc:
+                why = f"declares a size {exc}"
+            else:
+                try:
+                    size = _inflated_size(handle, entry, limits)
+                except TooLarge as exc:
+                    why = f"inflates {exc}"
+                else:
+                    members.sizes[name] = max(size, members.sizes.get(name, 0))
+                    continue
+            if not _is_sample_member(name):
+                raise TooLarge(f"archive member {index} ({_member_label(name)}) {why}")
+            members.refused.setdefault(name, (index, why))
+    return members
+
+
+SampleKey: TypeAlias = tuple[int | str, int]
+
+
+def _sample_keys(source: str) -> list[SampleKey] | None:
+    """The (id, epoch) of every sample of an archive, in its order; None for an archive without
+    sample summaries (an older log, read whole)."""
+    from inspect_ai.log import read_eval_log_sample_summaries
+
+    try:
+        return [(s.id, s.epoch) for s in read_eval_log_sample_summaries(source, format="eval")]
+    except Exception:  # an archive without sample summaries (older logs)
+        return None
+
+
+def _member_names(keys: list[SampleKey]) -> dict[str, SampleKey] | None:
+    """The member each sample is read from, named as Inspect's reader names it; None when that
+    reader's naming cannot be found (an Inspect this reader does not know)."""
+    try:
+        from inspect_ai.log._recorders.eval import _sample_filename
+    except ImportError:
+        return None
+    return {_sample_filename(sample_id, epoch): (sample_id, epoch) for sample_id, epoch in keys}
+
+
+def _samples(
+    source: str,
+    form: Format,
+    keys: list[SampleKey] | None,
+    sizes: dict[SampleKey, int],
+    refused: frozenset[SampleKey],
+) -> Iterator[EvalSample | _Refused]:
+    """The samples of a log, in its order, a group at a time for an archive (attachments
+    resolved, so a long tool argument is its text, not a reference to it); a refused one as
+    `_Refused`, never read."""
+    from inspect_ai.log import read_eval_log
+
+    if keys is None:  # a .json log, or an archive without sample summaries: read whole
+        yield from read_eval_log(source, resolve_attachments=True, format=form).samples or []
+        return
+    group: list[SampleKey] = []
+    total = 0
+    for key in keys:
+        size = sizes.get(key, 0)
+        if key in refused or (group and (len(group) == SAMPLE_GROUP or total + size > GROUP_BYTES)):
+            yield from _group(source, group)
+            group, total = [], 0
+        if key in refused:
+            yield _Refused(*key)
+            continue
+        group.append(key)
+        total += size
+    yield from _group(source, group)
+
+
+def _group(source: str, group: list[SampleKey]) -> Iterator[EvalSample]:
+    """The samples `group` names, read with one pass over the archive's directory."""
+    from inspect_ai.log import read_eval_log_sample, read_eval_log_samples_by_id
+
+    if not group:
         return
     try:
-        keys = [(s.id, s.epoch) for s in read_eval_log_sample_summaries(source, format="eval")]
-    except Exception:  # an archive without sample summaries (older logs): read it whole
-        yield from read_eval_log(source, resolve_attachments=True, format="eval").samples or []
-        return
-    for start in range(0, len(keys), SAMPLE_GROUP):
-        group = keys[start : start + SAMPLE_GROUP]
-        try:
-            found = read_eval_log_samples_by_id(
-                source, group, resolve_attachments=True, format="eval"
+        found = read_eval_log_samples_by_id(source, group, resolve_attachments=True, format="eval")
+    except Exception:  # a damaged sample: those before it, one by one, then its error
+        for sample_id, epoch in group:
+            yield read_eval_log_sample(
+                source, id=sample_id, epoch=epoch, resolve_attachments=True, format="eval"
             )
-        except Exception:  # a damaged sample: those before it, one by one, then its error
-            for sample_id, epoch in group:
-                yield read_eval_log_sample(
-                    source, id=sample_id, epoch=epoch, resolve_attachments=True, format="eval"
-                )
-            raise
-        yield from found
+        raise
+    yield from found
 
 
-def read_inspect_log(sink: RowSink, options: InspectOptions) -> LogRead | None:
+def read_inspect_log(
+    sink: RowSink, options: InspectOptions, limits: InputLimits = DEFAULT_LIMITS
+) -> LogRead | None:
     """Every event of the Inspect log `sink.path` into `sink`, and what else the read found
-    (None when the log could not be read: one problem, this file only)."""
+    (None when the log could not be read: one problem, this file only). Nothing Inspect's
+    reader would hold past `limits` is read (E-115, E-116)."""
     try:
         import inspect_ai.log  # noqa: F401  (Inspect's log reader: the extra evalbatch[inspect])
     except ImportError:
@@ -427,16 +691,34 @@ def read_inspect_log(sink: RowSink, options: InspectOptions) -> LogRead | None:
         )
         return None
     try:
-        with _readable(sink.path) as (source, form):
-            return _read(sink, source, form, options)
+        with _readable(sink.path, limits) as (source, form):
+            return _read(sink, source, form, options, limits)
     except OSError as exc:
         sink.problem(None, "input-unreadable", f"cannot be read ({type(exc).__name__})")
         return None
+    except (TooLarge, TooDeep) as exc:
+        sink.problem(None, "input-unreadable", f"not read: {exc}")
+        return None
 
 
-def _read(sink: RowSink, source: str, form: Format, options: InspectOptions) -> LogRead | None:
+def _read(
+    sink: RowSink, source: str, form: Format, options: InspectOptions, limits: InputLimits
+) -> LogRead | None:
     from inspect_ai.log import read_eval_log
 
+    members = _Members()
+    if form == "json":
+        _check_json_log(source, limits)
+    else:
+        try:
+            members = _measured(source, limits)
+        except TooLarge:
+            raise
+        except Exception as exc:  # a directory Inspect's reader cannot read either
+            sink.problem(
+                None, "input-unreadable", f"not a readable Inspect log ({type(exc).__name__})"
+            )
+            return None
     version = _json_log_version(source)
     if version is None or version in KNOWN_VERSIONS:
         try:
@@ -454,6 +736,23 @@ def _read(sink: RowSink, source: str, form: Format, options: InspectOptions) -> 
             f"({', '.join(map(str, sorted(KNOWN_VERSIONS)))})",
         )
         return None
+    keys = _sample_keys(source) if form == "eval" else None
+    names = _member_names(keys) if keys is not None else None
+    if members.refused and names is None:
+        index, breach = next(iter(members.refused.values()))
+        raise TooLarge(
+            f"archive member {index} (a sample, samples/*.json) {breach}, and which sample it "
+            "holds cannot be told without reading the whole log"
+        )
+    refused = frozenset(names[name] for name in members.refused if names and name in names)
+    for index, breach in members.refused.values():
+        sink.problem(
+            f"member {index}",
+            "input-unreadable",
+            f"a sample (samples/*.json) that {breach} is not read: its trial fails closed (D-11) "
+            "and the eval is left without eval.completed",
+        )
+    sizes = {key: members.sizes.get(name, 0) for name, key in (names or {}).items()}
     writer = _RunWriter(sink, log.eval.eval_id)
     tasks = _number(_task_count(log))
     started = Object(
@@ -469,7 +768,11 @@ def _read(sink: RowSink, source: str, form: Format, options: InspectOptions) -> 
     unscored: Counter[str] = Counter()
     read = LogRead(log, {})
     try:
-        for sample in _samples(source, form):
+        for sample in _samples(source, form, keys, sizes, refused):
+            if isinstance(sample, _Refused):
+                _refused_trial(writer, sample)
+                unscored["past a cap"] += 1
+                continue
             read.inputs.setdefault(task_id(sample.id), _input(sample.input))
             if (why := _trial(writer, sample, scorer, key, options.pass_score)) is not None:
                 unscored[why] += 1
@@ -490,11 +793,13 @@ def _read(sink: RowSink, source: str, form: Format, options: InspectOptions) -> 
             f"({counts}): each fails closed (D-11)",
         )
     if log.status == "success":
-        completed = Object([("taskCount", tasks)])
-        accuracy = _inspect_accuracy(log, scorer, key)
-        if accuracy is not None:
-            completed.insert(0, ("aggregateScore", _number(accuracy)))
-        writer.emit("eval.completed", completed, log.stats.completed_at)
+        # a log not read whole has no eval.completed: Inspect's figures cover what was not read
+        if not members.refused:
+            completed = Object([("taskCount", tasks)])
+            mean = inspect_mean(log, scorer, key)
+            if mean is not None:
+                completed.insert(0, ("aggregateScore", _number(mean)))
+            writer.emit("eval.completed", completed, log.stats.completed_at)
     else:
         sink.problem(
             None,
@@ -505,10 +810,10 @@ def _read(sink: RowSink, source: str, form: Format, options: InspectOptions) -> 
     return read
 
 
-def starting_suite(path: str) -> dict[str, Any] | None:
+def starting_suite(path: str, limits: InputLimits = DEFAULT_LIMITS) -> dict[str, Any] | None:
     """A starting suite file for the task of the Inspect log at `path` (`suite_of`); None when
     the log cannot be read."""
-    read = read_inspect_log(RowSink(path), InspectOptions())
+    read = read_inspect_log(RowSink(path), InspectOptions(), limits)
     return suite_of(read) if read is not None else None
 
 

@@ -95,3 +95,17 @@ def check_depth(text: str | bytes, limits: InputLimits = DEFAULT_LIMITS) -> None
         return
     if json_depth(text) > limits.max_depth:
         raise TooDeep(limits.max_depth)
+
+
+def check_inflated(size: int, compressed: int, limits: InputLimits = DEFAULT_LIMITS) -> None:
+    """Raise `TooLarge` when `size` bytes decompressed from `compressed` bytes breach E-116's
+    caps: more than `limits.max_member_bytes`, or, once more than `limits.ratio_floor_bytes`
+    have come out, more than `limits.max_ratio` per compressed byte. Call it as the bytes come
+    out (or with a size a header declares), so that a breach stops the read."""
+    if size > limits.max_member_bytes:
+        raise TooLarge(f"past the cap of {limits.max_member_bytes:,} bytes")
+    if size > limits.ratio_floor_bytes and size > limits.max_ratio * max(compressed, 1):
+        raise TooLarge(
+            f"past the cap of {limits.max_ratio} decompressed bytes per compressed byte "
+            f"(checked past {limits.ratio_floor_bytes:,} bytes)"
+        )

@@ -11,6 +11,10 @@ archives and `.json` logs. What the logs hold:
   reports its tokens and a cost.
 - arithmetic-pass-at-k (4 epochs): as above, reduced by Inspect with `mean` and `pass_at_2`, so
   its own pass@k stands beside evalbatch's.
+- mean-scored (3 epochs): scored by a numeric scorer (1 for the right sum, 1/3 for any other
+  answer) whose metrics are Inspect's `mean` and `stderr`, not `accuracy`.
+- best-epoch (2 epochs): as arithmetic, each sample's epochs reduced by Inspect with `max`, so
+  Inspect reports no mean of the epochs.
 - two-scorers: each sample scored by `match` and by a scorer whose value is a dict of scores.
 - judged (2 epochs): scored by `model_graded_qa`, whose grader is a second mock model that
   answers `GRADE: C` for a right sum and `GRADE: I` otherwise: a judge whose calls and cost are
@@ -39,7 +43,16 @@ from inspect_ai import Epochs, Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessageTool, ModelOutput, ModelUsage, get_model
-from inspect_ai.scorer import Score, Target, accuracy, match, model_graded_qa, scorer, stderr
+from inspect_ai.scorer import (
+    Score,
+    Target,
+    accuracy,
+    match,
+    mean,
+    model_graded_qa,
+    scorer,
+    stderr,
+)
 from inspect_ai.solver import Generate, TaskState, generate, solver, use_tools
 from inspect_ai.tool import tool
 
@@ -132,6 +145,17 @@ def graded():  # type: ignore[no-untyped-def]
     return score
 
 
+@scorer(metrics=[mean(), stderr()])
+def closeness():  # type: ignore[no-untyped-def]
+    """A numeric scorer: 1.0 for the right sum, 1/3 for any other answer."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        right = state.output.completion.strip() == target.text
+        return Score(value=1.0 if right else 1 / 3)
+
+    return score
+
+
 @solver
 def interrupt_at_third():  # type: ignore[no-untyped-def]
     """Interrupts the eval (as Ctrl-C does) when it reaches sample `sum-3`."""
@@ -183,6 +207,8 @@ def write_logs(out: Path) -> None:
     run(arithmetic("arithmetic"), 3, "eval")
     run(arithmetic("arithmetic"), 3, "json")
     run(arithmetic("arithmetic-pass-at-k"), Epochs(4, ["mean", "pass_at_2"]))
+    run(arithmetic("mean-scored", [closeness()]), 3)
+    run(arithmetic("best-epoch"), Epochs(2, "max"))
     run(arithmetic("two-scorers", [match(), graded()]), 2)
     run(arithmetic("judged", [model_graded_qa(model=scripted_judge())]), 2)
     FAILING_TOOL = True
