@@ -594,11 +594,12 @@ def test_E117_inspects_mean_metric_is_the_aggregate_and_verify_agrees(
     assert math.isclose(finding["recomputed"], mean, rel_tol=1e-9)
 
 
-def test_E117_without_a_mean_from_inspect_there_is_no_aggregate_and_nothing_to_disagree(
+def test_E117_without_a_mean_from_inspect_there_is_no_aggregate_and_verify_says_so(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     """Epochs reduced by `max`: Inspect's accuracy is not the mean of the epochs the recomputed
-    aggregate is, so no aggregateScore is written, and verify compares none."""
+    aggregate is, so no aggregateScore is written; an absent required figure is a finding
+    whoever wrote the log (fail closed), and nothing else disagrees."""
     path = logs["best-epoch.eval"]
     log = _read(path)
     assert {s.reducer for s in log.results.scores} == {"max"}
@@ -607,14 +608,10 @@ def test_E117_without_a_mean_from_inspect_there_is_no_aggregate_and_nothing_to_d
     (completed,) = _events_of(events, "eval.completed")
     assert "aggregateScore" not in completed
     code, report = _verified(events)
-    assert (code, report["verdict"]) == (0, "agrees"), report["findings"]
-    assert "eval.completed.aggregateScore" not in report["fields"]
-
-    # a figure Inspect did report is still held to the recomputed one
-    _rewrite_completed(events, lambda done: {**done, "aggregateScore": 0.0})
-    code, report = _verified(events)
     assert (code, report["verdict"]) == (1, "disagrees")
-    assert [f["field"] for f in report["findings"]] == ["eval.completed.aggregateScore"]
+    assert [(f["field"], f["host"]) for f in report["findings"]] == [
+        ("eval.completed.aggregateScore", "<absent>")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -622,15 +619,15 @@ def test_E117_without_a_mean_from_inspect_there_is_no_aggregate_and_nothing_to_d
     [
         ("acme.team.evals.support", {"taskCount": 1, "passed": True, "passedCount": 1}),
         ("acme.team.evals.support", {"taskCount": 1}),
-        ("inspect.evals.arithmetic", {"taskCount": 1, "passed": True, "passedCount": 1}),
+        ("inspect.evals.arithmetic", {"taskCount": 1}),
     ],
-    ids=["openwop", "openwop-bare", "inspect-namespace-with-pass-figures"],
+    ids=["openwop", "openwop-bare", "inspect-namespace"],
 )
-def test_E117_any_other_eval_completed_without_an_aggregate_disagrees(
+def test_E117_any_eval_completed_without_an_aggregate_disagrees(
     suite_id: str, completed: dict[str, Any]
 ) -> None:
-    """Only an eval.completed as ingest writes an Inspect log's (an Inspect suite, no pass
-    figures) may leave aggregateScore out: any other host must write it (§2.1, §3.6)."""
+    """An absent aggregateScore is a finding whatever the suite's name (§2.1, §3.6): a name
+    in the log cannot excuse a record the log lacks."""
     log = LogBuilder()
     log.eval_started(suite_id)
     log.trial("task-0", score=1, passed=True)

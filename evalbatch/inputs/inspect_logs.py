@@ -136,11 +136,6 @@ def suite_id(task_name: str) -> str:
     return f"{SUITE_NAMESPACE}.evals.{slug(task_name.rsplit('/', 1)[-1])}"
 
 
-def is_inspect_suite(suite: str | None) -> bool:
-    """Whether a suiteId is one `suite_id` makes: the suite of an Inspect log's eval run."""
-    return suite is not None and suite.startswith(f"{SUITE_NAMESPACE}.evals.")
-
-
 def suite_version(version: int | str | None) -> str:
     """A task_version as a suiteVersion: `N` -> `N.0.0`, a semantic version as it is, anything
     else `0.0.0`."""

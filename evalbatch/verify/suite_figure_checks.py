@@ -3,18 +3,15 @@
 
 Both places are checked the same way, so a host that decided the suite on output scores (D-10),
 or counted trials as tasks (RFC 0244 R1), is named the same on either; a near tie of the gating
-aggregate may be answered either way (D-17). An Inspect log's eval.completed has no
-aggregateScore where Inspect reports no mean to hold the recomputed one to: that is not compared
-(E-117).
+aggregate may be answered either way (D-17).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from evalbatch.inputs.inspect_logs import is_inspect_suite
 from evalbatch.verify.causes import suite_passed_cause, task_count_cause
-from evalbatch.verify.compare import MISSING, Checker, field_of
+from evalbatch.verify.compare import Checker, field_of
 from evalbatch.verify.near_ties import near_tie_answers
 from evalbatch.verify.run_context import RunContext
 
@@ -27,15 +24,13 @@ def check_suite_fields(check: Checker, ctx: RunContext, prefix: str, doc: Any) -
     """
     summary = ctx.summary
     seq = ctx.run["end_seq"] if prefix == "eval.completed" else None
-    host_score = field_of(doc, "aggregateScore")
-    if not (prefix == "eval.completed" and host_score is MISSING and _inspect_record(ctx, doc)):
-        check.check(
-            f"{prefix}.aggregateScore",
-            host_score,
-            summary["aggregateScore"],
-            ("§3.6", None),
-            sequence=seq,
-        )
+    check.check(
+        f"{prefix}.aggregateScore",
+        field_of(doc, "aggregateScore"),
+        summary["aggregateScore"],
+        ("§3.6", None),
+        sequence=seq,
+    )
     host_count = field_of(doc, "taskCount")
     check.check(
         f"{prefix}.taskCount",
@@ -61,16 +56,4 @@ def check_suite_fields(check: Checker, ctx: RunContext, prefix: str, doc: Any) -
         summary["passedCount"],
         ("§3.5", None),
         sequence=seq,
-    )
-
-
-def _inspect_record(ctx: RunContext, doc: Any) -> bool:
-    """Whether an eval.completed is one `ingest` wrote for an Inspect log (E-111): the run's suite
-    is an Inspect task's, and it has neither `passed` nor `passedCount`, which Inspect never
-    records (an OpenWOP host must). Its absent aggregateScore means Inspect reported no mean of
-    the scorer used (E-117): there is nothing to compare, which is not a disagreement."""
-    return (
-        is_inspect_suite(ctx.plan.suite_id)
-        and field_of(doc, "passed") is MISSING
-        and field_of(doc, "passedCount") is MISSING
     )
