@@ -12,6 +12,7 @@ through Python's gzip and zipfile, nothing kept), each ingested by its own child
     python bench/hostile_inputs.py                        # all three
     python bench/hostile_inputs.py --case gzip-line       # one of them
     python bench/hostile_inputs.py --timeout 120          # kill a child after 120 s
+    python bench/hostile_inputs.py --ingest-args='--max-ratio 100000'   # the next cap in line
 
 Each child runs with this checkout first on PYTHONPATH; its wall time is the clock's and its peak
 RSS the operating system's (wait4), never a timed unit test. A child still running after
@@ -128,13 +129,13 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def measure(case: str, directory: Path, timeout: float) -> Measured:
+def measure(case: str, directory: Path, timeout: float, extra: list[str]) -> Measured:
     """Generate the case's file, then ingest it in a child: wall time from the clock, peak RSS
     from wait4 (a child killed at `timeout` reports the peak it had reached)."""
     what, generate = CASES[case]
     source = generate(directory)
     out = directory / f"out-{case}"
-    command = [str(EVALBATCH), "ingest", str(source), "--out", str(out)]
+    command = [str(EVALBATCH), "ingest", str(source), "--out", str(out), *extra]
     with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
         started = time.perf_counter()
         proc = subprocess.Popen(command, env=child_env(), stdout=stdout, stderr=stderr)
@@ -184,12 +185,15 @@ def main() -> None:
         "--case", choices=sorted(CASES), action="append", help="a case to run (default: all)"
     )
     parser.add_argument("--timeout", type=float, default=600.0, help="kill a child after this")
+    parser.add_argument(
+        "--ingest-args", default="", help="more options for each ingest, as one string"
+    )
     args = parser.parse_args()
     cases = args.case or ["baseline", "gzip-line", "eval-archive"]
     rows = []
     for case in cases:
         with tempfile.TemporaryDirectory(prefix="evalbatch-hostile-") as scratch:
-            rows.append(measure(case, Path(scratch), args.timeout))
+            rows.append(measure(case, Path(scratch), args.timeout, shlex.split(args.ingest_args)))
             print(f"{case}: done", file=sys.stderr)
     uname = platform.uname()
     python = Path(sys.executable)
