@@ -93,13 +93,22 @@ def json_depth(text: str | bytes) -> int:
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     if raw.count(b"[") + raw.count(b"{") == 0:
         return 0
-    steps = np.frombuffer(_STRING.sub(b"", raw).translate(_STEPS, _NOT_BRACKETS), np.int8)
+    steps = np.frombuffer(_outside_strings(raw).translate(_STEPS, _NOT_BRACKETS), np.int8)
     deepest = level = 0
     for start in range(0, len(steps), _SPAN):
-        running = np.cumsum(steps[start : start + _SPAN], dtype=np.int32) + level
+        running = np.add.accumulate(steps[start : start + _SPAN], dtype=np.int32) + level
         deepest = max(deepest, int(running.max()))
         level = int(running[-1])
     return deepest
+
+
+def _outside_strings(raw: bytes) -> bytes:
+    """JSON text without its strings. With no escaped quote, every quote opens or closes one,
+    so splitting at quotes is exact (and ten times faster than the pattern, which pays per
+    string); else the pattern, which reads escapes."""
+    if b'\\"' not in raw:
+        return b"".join(raw.split(b'"')[0::2])
+    return _STRING.sub(b"", raw)
 
 
 def check_depth(text: str | bytes, limits: InputLimits = DEFAULT_LIMITS) -> None:
