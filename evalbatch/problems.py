@@ -142,10 +142,19 @@ CODES: dict[str, tuple[Severity, str]] = {
     # ingest (§1.2): `error` means the line, frame, item or file was skipped, not a run
     "input-unreadable": (
         "error",
-        "an input file cannot be read or is not JSON, JSON lines or an SSE stream (§1.2)",
+        "an input file cannot be read, is not JSON, JSON lines or an SSE stream (§1.2), or "
+        "is past a limit on input (E-115, E-116)",
     ),
-    "line-invalid": ("error", "a JSON-lines line is not JSON; the other lines are read (§1.2)"),
-    "frame-invalid": ("error", "an SSE frame's data is not JSON; the other frames are read"),
+    "line-invalid": (
+        "error",
+        "a JSON-lines line is not JSON, nests too deep or is too long (E-115, E-116); the other "
+        "lines are read (§1.2)",
+    ),
+    "frame-invalid": (
+        "error",
+        "an SSE frame's data is not JSON, nests too deep or is too long (E-115, E-116); the "
+        "other frames are read",
+    ),
     "event-invalid": (
         "error",
         "an item is not a RunEventDoc: no string runId or type, or no integer sequence >= 0",

@@ -7,7 +7,6 @@ project's reading of them.
 
 from __future__ import annotations
 
-import functools
 import gzip
 import json
 import math
@@ -639,6 +638,8 @@ def test_E117_any_eval_completed_without_an_aggregate_disagrees(
 
 # -- E-115, E-116: nothing Inspect's reader would hold past the caps is read --------------------
 
+#: what a problem says of a member past SMALL's size cap
+CAP = "past the cap of 1,048,576 bytes (--max-member-bytes)"
 #: the member padded in the archives below (index 7 of the arithmetic archive)
 MEMBER = "samples/sum-2_epoch_2.json"
 #: caps small enough for the test's files: 1 MiB a member, the ratio checked past 256 KiB
@@ -699,11 +700,11 @@ STORED, DEFLATED, ZSTD = zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, 93
 @pytest.mark.parametrize(
     ("breach", "method", "size", "limits", "cap"),
     [
-        ("declared", ZSTD, 2 << 20, SMALL, "past the cap of 1,048,576 bytes"),
-        ("declared", DEFLATED, 2 << 20, SMALL, "past the cap of 1,048,576 bytes"),
-        ("declared", STORED, 2 << 20, SMALL, "past the cap of 1,048,576 bytes"),
-        ("understated", ZSTD, 2 << 20, SIZE_ONLY, "past the cap of 1,048,576 bytes"),
-        ("understated", DEFLATED, 2 << 20, SIZE_ONLY, "past the cap of 1,048,576 bytes"),
+        ("declared", ZSTD, 2 << 20, SMALL, CAP),
+        ("declared", DEFLATED, 2 << 20, SMALL, CAP),
+        ("declared", STORED, 2 << 20, SMALL, CAP),
+        ("understated", ZSTD, 2 << 20, SIZE_ONLY, CAP),
+        ("understated", DEFLATED, 2 << 20, SIZE_ONLY, CAP),
         ("understated", ZSTD, 2 << 20, SMALL, "past the cap of 200 decompressed bytes per"),
         ("understated", DEFLATED, 2 << 20, SMALL, "past the cap of 200 decompressed bytes per"),
         ("ratio", ZSTD, 600 << 10, RATIO, "past the cap of 50 decompressed bytes per"),
@@ -771,7 +772,7 @@ def test_E116_another_member_past_the_cap_leaves_the_log_unread(
     assert (problem.where, problem.code) == (None, "input-unreadable")
     assert problem.reason == (
         f"not read: archive member {index} ({member}) declares a size past the cap of "
-        "1,048,576 bytes"
+        "1,048,576 bytes (--max-member-bytes)"
     )
     assert sink.rows == []
 
@@ -783,9 +784,7 @@ def test_E116_a_log_past_a_cap_is_one_problem_and_the_other_files_are_ingested(
     inputs.mkdir()
     _padded(logs["arithmetic.eval"], inputs / "big.eval", 2 << 20, member="header.json")
     shutil.copy(logs["arithmetic.json"], inputs / "whole.json")
-    reader = functools.partial(inspect_logs.read_inspect_log, limits=SMALL)
-    monkeypatch.setattr(inspect_logs, "read_inspect_log", reader)
-    result, _ = _ingest(tmp_path, inputs)
+    result, _ = _ingest(tmp_path, inputs, extra=("--max-member-bytes", "1MiB"))
     report = json.loads(result.stdout)
     assert result.exit_code == 3
     assert [(Path(p["path"]).name, p["code"]) for p in report["problems"]] == [
@@ -808,7 +807,9 @@ def test_E116_a_gzip_compressed_log_is_decompressed_against_the_caps(
         target.write(data)
     (problem,) = _read_log(packed, SMALL).problems
     assert problem.code == "input-unreadable"
-    assert problem.reason == "not read: it decompresses past the cap of 1,048,576 bytes"
+    assert problem.reason == (
+        "not read: it decompresses past the cap of 1,048,576 bytes (--max-member-bytes)"
+    )
     # the ratio too: well compressed, and past the floor
     ratio = InputLimits(max_member_bytes=8 << 20, max_ratio=20, ratio_floor_bytes=256 << 10)
     (problem,) = _read_log(packed, ratio).problems
@@ -848,7 +849,10 @@ def test_E115_a_json_log_nested_past_the_depth_cap_is_not_read(
     assert inspect_log.read_eval_log(str(deep), header_only=True).eval.metadata is not None
     sink = _read_log(deep, InputLimits())
     assert [(p.code, p.reason) for p in sink.problems] == [
-        ("input-unreadable", "not read: nested deeper than 64 levels")
+        (
+            "input-unreadable",
+            "not read: nested deeper than 64 levels, the limit on JSON input (E-115)",
+        )
     ]
     assert sink.rows == []
     assert _read_log(deep, InputLimits(max_depth=128)).problems == []

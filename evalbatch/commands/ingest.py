@@ -15,11 +15,17 @@ import click
 from evalbatch.commands import faults, resources
 from evalbatch.commands.options import out_option, quiet_option
 from evalbatch.commands.printing import plural
-from evalbatch.commands.types import FiniteFloatRange, printable
+from evalbatch.commands.types import ByteSize, FiniteFloatRange, printable
+from evalbatch.inputs.limits import DEFAULT_LIMITS, InputLimits, size_text
 from evalbatch.options import Resources
 
 if TYPE_CHECKING:
     from evalbatch.inputs.ingest import IngestReport
+
+
+def _size(count: int) -> str:
+    """A default cap as the option takes it: 64MiB."""
+    return size_text(count).replace(" ", "")
 
 
 @click.command(name="ingest", cls=faults.Command)
@@ -57,6 +63,31 @@ if TYPE_CHECKING:
     help="Inspect logs: write a starting suite file for each log's task into this directory "
     "(an existing file is left as it is; default: none is written).",
 )
+@click.option(
+    "--max-line-bytes",
+    type=ByteSize(),
+    default=_size(DEFAULT_LIMITS.max_line_bytes),
+    show_default=True,
+    help="The most one line, SSE frame or whole JSON document may hold, decompressed (64MiB, "
+    "1GiB, or bytes); a longer one is skipped and reported (E-116).",
+)
+@click.option(
+    "--max-member-bytes",
+    type=ByteSize(),
+    default=_size(DEFAULT_LIMITS.max_member_bytes),
+    show_default=True,
+    help="The most one compressed file may inflate to; past it the file is read no further "
+    "and reported (E-116).",
+)
+@click.option(
+    "--max-ratio",
+    type=click.IntRange(min=1),
+    default=DEFAULT_LIMITS.max_ratio,
+    show_default=True,
+    help="The most decompressed bytes per compressed byte, once "
+    f"{size_text(DEFAULT_LIMITS.ratio_floor_bytes)} have come out of a compressed file; past "
+    "it the file is read no further and reported (E-116).",
+)
 @resources.resource_options()
 def ingest_command(
     inputs: tuple[str, ...],
@@ -66,6 +97,9 @@ def ingest_command(
     inspect_scorer: str | None,
     inspect_pass_score: float,
     suites_dir: str | None,
+    max_line_bytes: int,
+    max_member_bytes: int,
+    max_ratio: int,
     resources: Resources,
 ) -> None:
     """Convert OpenWOP event exports to the canonical Parquet layout (CONTRACT §1.2).
@@ -74,7 +108,8 @@ def ingest_command(
     *.eval) or globs, or - for standard input: JSON lines, JSON arrays of RunEventDocs, poll
     responses, v1 debug bundles, captured SSE streams, and Inspect eval logs (.eval or .json;
     one run per log, one trial per sample and epoch; needs evalbatch[inspect]). A bad line,
-    frame or item is reported and skipped.
+    frame or item is reported and skipped: so is JSON nested deeper than 64 levels, and a line
+    or file that inflates past the caps below (a gzip file stops being read there).
 
     \b
     Example:
@@ -83,8 +118,8 @@ def ingest_command(
       evalbatch ingest logs/ --out events/ --write-suites suites/   # Inspect logs
 
     Exit codes: 0 everything ingested; 3 something skipped or known to be missing (a bad line,
-    a truncated debug bundle, a damaged gzip file); 2 nothing usable or a usage error; 4 the
-    Parquet files could not be written (a full disk: nothing is added).
+    a truncated debug bundle, a damaged gzip file, a cap reached); 2 nothing usable or a usage
+    error; 4 the Parquet files could not be written (a full disk: nothing is added).
     """
     from evalbatch import api  # the engine loads when the command runs, not for --help
     from evalbatch.inputs.inspect_logs import InspectOptions
@@ -95,6 +130,9 @@ def ingest_command(
         resources=resources,
         inspect=InspectOptions(inspect_scorer, inspect_pass_score),
         suites_dir=suites_dir,
+        limits=InputLimits(
+            max_line_bytes=max_line_bytes, max_member_bytes=max_member_bytes, max_ratio=max_ratio
+        ),
     )
     shown = report.problems if not quiet else []
     for problem in shown[:20]:

@@ -11,7 +11,7 @@ import click
 
 from evalbatch.text import printable
 
-__all__ = ["FiniteFloatRange", "MemoryLimit", "printable"]
+__all__ = ["ByteSize", "FiniteFloatRange", "MemoryLimit", "printable"]
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -102,3 +102,32 @@ class EpochSeconds(click.ParamType):
         if not _EPOCH_SECONDS.fullmatch(text):
             self.fail(f"{printable(value)!r} is not a number of seconds (1793620800).", param, ctx)
         return text
+
+
+class ByteSize(click.ParamType):
+    """A size in bytes, as a whole number (1048576) or a number and a unit (64MiB, 1GiB, 500MB):
+    the caps on decompressed input (E-116). At least 1 byte; the value is an int."""
+
+    name = "size"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip()
+        found = _MEMORY_SIZE.fullmatch(text)
+        unit = found.group(2).lower() if found else ""
+        number = float("nan")
+        if text.isascii() and text.isdigit():
+            number = int(text)
+        elif found is not None and unit in _MEMORY_UNITS:
+            number = float(found.group(1)) * _MEMORY_UNITS[unit]
+        if not math.isfinite(number):
+            self.fail(
+                f"{printable(value)!r} is not a size (bytes, or a number and a unit: 64MiB, "
+                "1GiB, 500MB).",
+                param,
+                ctx,
+            )
+        if not 1 <= number <= MAX_MEMORY_BYTES // 2:
+            self.fail(f"{printable(value)!r}: a size is from 1 byte to 8 EiB.", param, ctx)
+        return int(number)

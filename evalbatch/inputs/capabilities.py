@@ -19,13 +19,13 @@ read as "everything advertised" or "nothing advertised".
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeGuard
 
 from evalbatch.errors import EvalbatchError
+from evalbatch.inputs import limits
 from evalbatch.inputs.suites import format_path, schema_faults
 
 CAPABILITY_SCHEMA = "agents-eval-suite-capability.schema.json"
@@ -176,7 +176,8 @@ def read_capabilities(path: str | Path) -> EvalSuiteFacets:
     """Read a capabilities document from a JSON file (see `facets_of`).
 
     Raises:
-        CapabilitiesError: the file cannot be read, is not JSON, or is no capabilities document.
+        CapabilitiesError: the file cannot be read, is not JSON (or nests deeper than E-115
+            allows), or is no capabilities document.
     """
     source = str(path)
     try:
@@ -185,7 +186,9 @@ def read_capabilities(path: str | Path) -> EvalSuiteFacets:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
         raise CapabilitiesError(f"{source}: cannot be read ({reason})") from None
     try:
-        doc = json.loads(text, parse_constant=_reject_constant)
+        doc = limits.loads(text, parse_constant=_reject_constant)
+    except limits.TooDeep as exc:  # before the schema validator recurses (E-115)
+        raise CapabilitiesError(f"{source}: {exc}") from None
     except ValueError:
         raise CapabilitiesError(f"{source}: not JSON") from None
     return facets_of(doc, source)

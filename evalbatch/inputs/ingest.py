@@ -6,8 +6,9 @@ canonical columns, every other envelope field in `extra`, numbers and key order 
 E-32), hands the rows to the writer of the layout (`parquet_layout`: one directory per run, E-33,
 files linked into place complete, E-34, nothing left behind by a failed or killed ingest, E-75,
 the same export again adds nothing, issue 17 item 7), and reports what it read, wrote and
-skipped. An Inspect eval log becomes one run (`inspect_logs`, E-111) and, when asked, a
-starting suite file for its task.
+skipped. Each input is read within `InputLimits` (E-115, E-116): a breach is a problem of that
+line, frame or file, and the other inputs are still ingested. An Inspect eval log becomes one
+run (`inspect_logs`, E-111) and, when asked, a starting suite file for its task.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from evalbatch.errors import EXIT_OK, EXIT_SKIPPED, EXIT_UNUSABLE
 from evalbatch.inputs import inspect_logs
 from evalbatch.inputs.event_rows import IngestProblem, RowSink
 from evalbatch.inputs.inspect_logs import InspectOptions
+from evalbatch.inputs.limits import DEFAULT_LIMITS, InputLimits
 from evalbatch.inputs.openwop_formats import expand_inputs, read_into
 from evalbatch.inputs.parquet_layout import DEFAULT_FLUSH_ROWS, LayoutWriter
 from evalbatch.inputs.path_forms import Paths, as_paths
@@ -58,6 +60,7 @@ def ingest_paths(
     resources: Resources | None = None,
     inspect: InspectOptions | None = None,
     suites_dir: str | Path | None = None,
+    limits: InputLimits = DEFAULT_LIMITS,
 ) -> IngestReport:
     """`evalbatch ingest`: convert every event in `paths` (one path or a list: files,
     directories, globs, `-` for standard input) to Parquet under `out_dir`, one directory per run.
@@ -65,7 +68,9 @@ def ingest_paths(
     A line, frame or item that cannot be used is reported (file, line or frame, reason) and
     skipped; every other event is written. Nothing is written when no event is usable. An
     Inspect eval log's scores are read as `inspect` says (E-111); with `suites_dir`, a starting
-    suite file is written there for each Inspect log's task.
+    suite file is written there for each Inspect log's task. Every input is read within
+    `limits`: JSON nested or a line, frame, document or compressed file inflating past them is
+    that item's or that file's problem (E-115, E-116).
 
     Raises:
         InputError: an input path matches no file.
@@ -78,7 +83,7 @@ def ingest_paths(
     try:
         for path in files:
             sink = RowSink(path, drain=writer.add)
-            read = read_into(sink, inspect)
+            read = read_into(sink, inspect, limits)
             report.problems += sink.problems
             if suites_dir is not None and read is not None:
                 written = _write_suite(read, Path(suites_dir))

@@ -12,6 +12,8 @@ import json
 from decimal import Decimal
 from typing import Any
 
+from evalbatch.inputs.limits import InputLimits, loads
+
 _INT64_MAX = 2**63 - 1
 
 
@@ -50,15 +52,17 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def parse(text: str | bytes) -> Any:
-    """Parse JSON strictly, keeping number texts, key order and repeated keys."""
-    return json.loads(
-        text,
-        object_pairs_hook=Object,
-        parse_float=Number,
-        parse_int=Number,
-        parse_constant=_reject_constant,
-    )
+def parse(text: str | bytes, limits: InputLimits | None = None) -> Any:
+    """Parse JSON strictly, keeping number texts, key order and repeated keys. With `limits`
+    (text a user gave), text nested past their depth is refused with `TooDeep` before it is
+    parsed (E-115); without, it is text parsed once already (a written row, Inspect's values)."""
+    options: dict[str, Any] = {
+        "object_pairs_hook": Object,
+        "parse_float": Number,
+        "parse_int": Number,
+        "parse_constant": _reject_constant,
+    }
+    return json.loads(text, **options) if limits is None else loads(text, limits, **options)
 
 
 def _dump_into(value: Any, out: list[str], ascii_only: bool) -> None:

@@ -7,7 +7,10 @@ captured SSE stream (`id:`/`event:`/`data:` frames, `event: batch` arrays includ
 eval logs (`.eval` archives and `.json` logs: `inspect_logs`, E-111). Files may be
 gzip-compressed (a damaged one is one problem, E-75). Each reader puts what it finds into a
 `RowSink` (`event_rows`) with where it found it, so a bad line, frame or item is reported and
-skipped and every other event is kept (E-35). `expand_inputs` says which files a list of paths,
+skipped and every other event is kept (E-35). Every input is read a buffer at a time against
+`InputLimits` (E-115, E-116): a line, frame or document nested too deep or too long is that
+item's problem, and a compressed file that inflates past its caps is that file's, never the
+whole command's or the machine's. `expand_inputs` says which files a list of paths,
 directories and globs names.
 """
 
@@ -15,10 +18,12 @@ from __future__ import annotations
 
 import glob
 import gzip
+import io
 import json
 import sys
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,12 +31,34 @@ from evalbatch.errors import InputError
 from evalbatch.inputs import inspect_logs
 from evalbatch.inputs.event_rows import IngestProblem, RowSink
 from evalbatch.inputs.inspect_logs import InspectOptions
+from evalbatch.inputs.limits import (
+    DEFAULT_LIMITS,
+    CappedReader,
+    CountedReader,
+    InputLimits,
+    TooDeep,
+    TooLarge,
+    size_text,
+)
 from evalbatch.inputs.lossless_json import Object, as_int, is_array, is_text, parse
 
 #: file suffixes picked up below a directory (a file named directly is read whatever its name)
 SUFFIXES = (".json", ".jsonl", ".ndjson", ".sse", ".eval")
 
 Format = Literal["json", "ndjson", "sse"]
+
+#: decompressed input is read this much at a time: the most read past a cap before it is seen
+_CHUNK = 1 << 20
+#: how much of an input its format is read off
+_HEAD = 256
+
+
+class _Overlong:
+    """A line past `InputLimits.max_line_bytes`: skipped to its newline, never held whole."""
+
+
+_OVERLONG = _Overlong()
+Line = bytes | _Overlong
 
 
 # --------------------------------------------------------------------------------------------
@@ -89,7 +116,15 @@ def _bundle_checks(sink: RowSink, bundle: Object, count: int, where: str | None)
         )
 
 
+def _too_long(what: str, limits: InputLimits) -> str:
+    return (
+        f"longer than {size_text(limits.max_line_bytes)}, the cap on one {what} (--max-line-bytes)"
+    )
+
+
 def _reason(exc: Exception) -> str:
+    if isinstance(exc, TooDeep):
+        return str(exc)
     if isinstance(exc, json.JSONDecodeError):
         return f"not JSON ({exc.msg}, column {exc.colno})"
     if isinstance(exc, UnicodeDecodeError):
@@ -99,28 +134,38 @@ def _reason(exc: Exception) -> str:
     return f"not JSON ({exc})"
 
 
-def _read_ndjson(sink: RowSink, lines: Iterable[bytes]) -> None:
+def _read_ndjson(sink: RowSink, lines: Iterable[Line], limits: InputLimits) -> None:
     for number, raw in enumerate(lines, start=1):
+        if isinstance(raw, _Overlong):
+            sink.problem(f"line {number}", "line-invalid", _too_long("line", limits))
+            continue
         line = raw.strip()
         if not line:
             continue
         if number == 1 and line.startswith(b"\xef\xbb\xbf"):
             line = line[3:]
         try:
-            value = parse(line.decode("utf-8"))
+            value = parse(line.decode("utf-8"), limits)
         except (ValueError, RecursionError) as exc:
             sink.problem(f"line {number}", "line-invalid", _reason(exc))
             continue
         _document(sink, value, f"line {number}")
 
 
-def _sse_frames(lines: Iterable[bytes]) -> Iterator[tuple[int, int, dict[str, Any]]]:
+def _sse_frames(
+    lines: Iterable[Line], limits: InputLimits
+) -> Iterator[tuple[int, int, dict[str, Any]]]:
     """(frame number, first line, fields) per frame; fields: `id`, `event` and the raw `data`
     lines (SSE: one leading space after the colon is dropped; a line starting with `:` is a
-    comment; a blank line ends the frame)."""
+    comment; a blank line ends the frame), or `overlong` for a frame past
+    `limits.max_line_bytes`, whose data is dropped as it comes."""
     fields: dict[str, Any] = {}
-    frame, first = 0, 0
+    frame, first, size = 0, 0, 0
     for number, raw in enumerate(lines, start=1):
+        if isinstance(raw, _Overlong):
+            first = first if fields else number
+            fields = {"overlong": True}
+            continue
         line = raw.rstrip(b"\r\n")
         if number == 1:
             line = line.removeprefix(b"\xef\xbb\xbf")
@@ -128,7 +173,7 @@ def _sse_frames(lines: Iterable[bytes]) -> Iterator[tuple[int, int, dict[str, An
             if fields:
                 frame += 1
                 yield frame, first, fields
-            fields = {}
+            fields, size = {}, 0
             continue
         if line.startswith(b":"):
             continue
@@ -137,7 +182,11 @@ def _sse_frames(lines: Iterable[bytes]) -> Iterator[tuple[int, int, dict[str, An
         if not fields:
             first = number
         if name == b"data":
-            fields.setdefault("data", []).append(value)
+            size += len(value) + 1  # the frame's data: its lines joined by newlines
+            if size - 1 > limits.max_line_bytes:
+                fields = {"overlong": True}
+            elif "overlong" not in fields:
+                fields.setdefault("data", []).append(value)
         elif name in (b"id", b"event"):
             fields[name.decode("ascii")] = value.decode("utf-8", errors="replace")
         else:
@@ -146,13 +195,16 @@ def _sse_frames(lines: Iterable[bytes]) -> Iterator[tuple[int, int, dict[str, An
         yield frame + 1, first, fields
 
 
-def _read_sse(sink: RowSink, lines: Iterable[bytes]) -> None:
-    for frame, first, fields in _sse_frames(lines):
+def _read_sse(sink: RowSink, lines: Iterable[Line], limits: InputLimits) -> None:
+    for frame, first, fields in _sse_frames(lines, limits):
         where = f"frame {frame} (line {first})"
+        if "overlong" in fields:
+            sink.problem(where, "frame-invalid", _too_long("SSE frame", limits))
+            continue
         if "data" not in fields:
             continue  # a keep-alive or retry: frame carries no event
         try:
-            value = parse(b"\n".join(fields["data"]).decode("utf-8"))
+            value = parse(b"\n".join(fields["data"]).decode("utf-8"), limits)
         except (ValueError, RecursionError) as exc:
             sink.problem(where, "frame-invalid", _reason(exc))
             continue
@@ -186,86 +238,117 @@ def _sniff(head: bytes, suffix: str) -> Format | None:
     return None
 
 
-def _read_bytes(path: str) -> bytes:
-    """A whole input (standard input for `-`), gunzipped when it is gzip."""
-    data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+@contextmanager
+def _open(path: str, limits: InputLimits) -> Iterator[io.BufferedReader]:
+    """One input (standard input for `-`) as its decompressed bytes, read a buffer at a time;
+    a gzip one through the caps on a compressed file (E-116)."""
+    with ExitStack() as stack:
+        given = sys.stdin.buffer if path == "-" else stack.enter_context(open(path, "rb"))
+        source = (
+            given
+            if isinstance(given, io.BufferedReader)
+            else io.BufferedReader(
+                CountedReader(given)  # a stream that cannot peek (a test's standard input)
+            )
+        )
+        if source.peek(2)[:2] != b"\x1f\x8b":
+            yield source
+            return
+        counted = CountedReader(source)
+        inflated = stack.enter_context(gzip.GzipFile(fileobj=counted, mode="rb"))
+        capped = CappedReader(inflated, lambda: counted.count, limits)
+        yield stack.enter_context(io.BufferedReader(capped, _CHUNK))
 
 
-def _lines(path: str) -> Iterator[bytes]:
-    """The lines of a file, streamed (JSON lines and SSE need not fit in memory)."""
-    with open(path, "rb") as raw:
-        compressed = raw.read(2) == b"\x1f\x8b"
-    opener = gzip.open if compressed else open
-    with opener(path, "rb") as handle:
-        yield from handle
+def _lines(stream: io.BufferedReader, limits: InputLimits) -> Iterator[Line]:
+    """The lines of a stream, newlines kept; a line past `limits.max_line_bytes` is `_OVERLONG`
+    and is then read past a buffer at a time, so no line is ever held past the cap (E-116)."""
+    cap = limits.max_line_bytes
+    while line := stream.readline(cap + 1):
+        if len(line) <= cap or line.endswith(b"\n"):
+            yield line
+            continue
+        yield _OVERLONG
+        while line and not line.endswith(b"\n"):
+            line = stream.readline(_CHUNK)
 
 
-def _head(path: str) -> bytes:
-    with open(path, "rb") as raw:
-        start = raw.read(2)
-    if start == b"\x1f\x8b":
-        with gzip.open(path, "rb") as handle:
-            return handle.read(256)
-    with open(path, "rb") as handle:
-        return handle.read(256)
-
-
-def read_file(path: str) -> tuple[list[tuple[Any, ...]], list[IngestProblem]]:
+def read_file(
+    path: str, limits: InputLimits = DEFAULT_LIMITS
+) -> tuple[list[tuple[Any, ...]], list[IngestProblem]]:
     """Every event row of one input file, and what was skipped in it."""
     sink = RowSink(path)
-    read_into(sink)
+    read_into(sink, limits=limits)
     return sink.rows, sink.problems
 
 
-def read_into(sink: RowSink, inspect: InspectOptions | None = None) -> inspect_logs.LogRead | None:
-    """Read one input (named by `sink.path`) into `sink`, whatever its format; an Inspect log's
-    scores are read as `inspect` says (E-111), and what else its read found is returned."""
+def read_into(
+    sink: RowSink, inspect: InspectOptions | None = None, limits: InputLimits = DEFAULT_LIMITS
+) -> inspect_logs.LogRead | None:
+    """Read one input (named by `sink.path`) into `sink`, whatever its format, within `limits`
+    (E-115, E-116); an Inspect log's scores are read as `inspect` says (E-111), and what else
+    its read found is returned."""
     path = sink.path
     name = path.removesuffix(".gz").removesuffix(".GZ")
     suffix = Path(name).suffix.lower()
+    read = None
     try:
-        data = _read_bytes(path) if path == "-" else None
-        head = data[:256] if data is not None else _head(path)
-        if not head.strip():
-            return None  # an empty file holds no event
-        if inspect_logs.is_eval_archive(head) or inspect_logs.is_json_log(head):
-            read = None
-            if data is not None:
-                sink.problem(None, "input-unreadable", "an Inspect log is read from its file")
-            else:
-                read = inspect_logs.read_inspect_log(sink, inspect or InspectOptions())
-            sink.flush()
-            return read
-        kind = _sniff(head, suffix)
-        lines: Iterable[bytes] = data.splitlines(keepends=True) if data is not None else ()
-        if kind is None:
-            sink.problem(None, "input-unreadable", "not JSON, JSON lines or an SSE stream")
-        elif kind == "sse":
-            _read_sse(sink, lines if data is not None else _lines(path))
-        elif kind == "ndjson":
-            _read_ndjson(sink, lines if data is not None else _lines(path))
-        else:
-            _read_json_document(sink, data if data is not None else _read_bytes(path))
+        with _open(path, limits) as stream:
+            head = stream.peek(_HEAD)[:_HEAD]
+            if not head.strip():
+                return None  # an empty file holds no event
+            inspect_log = inspect_logs.is_eval_archive(head) or inspect_logs.is_json_log(head)
+            if not inspect_log:
+                _read_stream(sink, stream, _sniff(head, suffix), limits)
+        if inspect_log and path == "-":
+            sink.problem(None, "input-unreadable", "an Inspect log is read from its file")
+        elif inspect_log:
+            read = inspect_logs.read_inspect_log(sink, inspect or InspectOptions(), limits)
+    except TooLarge as exc:  # a cap on the whole file: this file only, the events before kept
+        sink.problem(None, "input-unreadable", f"read only in part: {exc}")
     except zlib.error:  # a gzip header over a damaged stream: this file only
         sink.problem(None, "input-unreadable", "cannot be read (damaged gzip data)")
     except (OSError, EOFError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         sink.problem(None, "input-unreadable", f"cannot be read ({reason})")
     sink.flush()
-    return None
+    return read
 
 
-def _read_json_document(sink: RowSink, data: bytes) -> None:
-    """A whole JSON document. A file that is not one document but whose lines are JSON objects
-    (JSON lines named `.json`, perhaps with a broken line) is read as JSON lines instead, so one
-    bad line never costs the others."""
+def _read_stream(
+    sink: RowSink, stream: io.BufferedReader, kind: Format | None, limits: InputLimits
+) -> None:
+    if kind is None:
+        sink.problem(None, "input-unreadable", "not JSON, JSON lines or an SSE stream")
+    elif kind == "sse":
+        _read_sse(sink, _lines(stream, limits), limits)
+    elif kind == "ndjson":
+        _read_ndjson(sink, _lines(stream, limits), limits)
+    else:
+        _read_json_document(sink, stream, limits)
+
+
+def _read_json_document(sink: RowSink, stream: io.BufferedReader, limits: InputLimits) -> None:
+    """A whole JSON document, at most `limits.max_line_bytes` (E-116). A file that is not one
+    document but whose lines are JSON objects (JSON lines named `.json`, perhaps with a broken
+    line, or past the cap as one document) is read as JSON lines instead, so one bad line never
+    costs the others."""
+    data = stream.read(limits.max_line_bytes + 1)
+    if len(data) > limits.max_line_bytes:
+        first = data.removeprefix(b"\xef\xbb\xbf").split(b"\n", 1)[0]
+        del data
+        if sink.path != "-" and _is_object_line(first, limits):
+            with _open(sink.path, limits) as again:
+                _read_ndjson(sink, _lines(again, limits), limits)
+        else:
+            sink.problem(None, "input-unreadable", _too_long("JSON document", limits))
+        return
     try:
-        value = parse(data.decode("utf-8-sig"))
+        value = parse(data.decode("utf-8-sig"), limits)
     except (ValueError, RecursionError) as exc:
         lines = data.splitlines()
-        if len(lines) > 1 and any(_is_object_line(line) for line in lines):
-            _read_ndjson(sink, lines)
+        if len(lines) > 1 and any(_is_object_line(line, limits) for line in lines):
+            _read_ndjson(sink, lines, limits)
             return
         where = f"line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else None
         sink.problem(where, "input-unreadable", _reason(exc))
@@ -273,12 +356,12 @@ def _read_json_document(sink: RowSink, data: bytes) -> None:
     _document(sink, value, None)
 
 
-def _is_object_line(line: bytes) -> bool:
+def _is_object_line(line: bytes, limits: InputLimits) -> bool:
     text = line.strip()
     if not text.startswith(b"{"):
         return False
     try:
-        return isinstance(parse(text.decode("utf-8")), Object)
+        return isinstance(parse(text.decode("utf-8"), limits), Object)
     except (ValueError, RecursionError):
         return False
 

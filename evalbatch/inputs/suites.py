@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 from evalbatch import jsonvalue
 from evalbatch.errors import SuiteError
+from evalbatch.inputs import limits
 from evalbatch.inputs.path_forms import Paths, as_paths
 from evalbatch.problems import MAX_TRIALS
 
@@ -461,7 +462,8 @@ def _finite_float(text: str) -> float:
 
 
 def _read_json(path: Path) -> Any:
-    """Strict JSON (no NaN/Infinity); any failure is a `SuiteFileError` naming the file."""
+    """Strict JSON (no NaN/Infinity) nested at most `limits.MAX_JSON_DEPTH` deep (E-115); any
+    failure is a `SuiteFileError` naming the file."""
     where = str(path)
     try:
         raw = path.read_bytes()
@@ -472,7 +474,9 @@ def _read_json(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise SuiteFileError(where, "is not JSON (not UTF-8 text)") from exc
     try:
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        return limits.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except limits.TooDeep as exc:  # before the validator or a comparison recurses (E-115)
+        raise SuiteFileError(where, f"is {exc}") from None
     except json.JSONDecodeError as exc:
         raise SuiteFileError(
             where, f"is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from evalbatch.errors import OutputError, OutputLocked
+from evalbatch.inputs import limits
 from evalbatch.outputs.output_format import LOCK_FILE
 
 
@@ -45,7 +46,7 @@ class Holder:
 def _read_holder(handle: Any) -> Holder:
     handle.seek(0)
     try:
-        doc = json.loads(handle.read() or "{}")
+        doc = limits.loads(handle.read() or "{}")  # too deep: no holder named (E-115)
     except (ValueError, UnicodeDecodeError):
         doc = {}
     if not isinstance(doc, dict):

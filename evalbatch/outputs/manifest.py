@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from evalbatch.inputs import limits
 from evalbatch.outputs.output_format import MANIFEST_FILE, MANIFEST_FORMAT, OUTPUT_FILES
 
 _CHUNK = 1 << 20
@@ -131,7 +132,7 @@ def read_manifest(out_dir: Path) -> Manifest:
     """
     path = out_dir / MANIFEST_FILE
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = limits.loads(path.read_text(encoding="utf-8"))  # a deep one is untrusted (E-115)
     except FileNotFoundError as exc:
         raise Untrusted(f"no {MANIFEST_FILE} in the output directory") from exc
     except (OSError, ValueError) as exc:

@@ -20,6 +20,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from evalbatch.errors import InputError, OutputError, write_failed
+from evalbatch.inputs import limits
 from evalbatch.outputs import manifest
 from evalbatch.outputs.output_format import (
     MANIFEST_FILE,
@@ -48,6 +49,8 @@ class RunOutputs:
 
 
 def _read_summaries(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """The `{runId, summary}` lines of summaries.jsonl. The directory may have been handed on
+    and changed since `run` wrote it, so each line is read as any user's JSON is (E-115)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -57,7 +60,9 @@ def _read_summaries(path: Path) -> list[tuple[str, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            doc = json.loads(line)
+            doc = limits.loads(line)
+        except limits.TooDeep as exc:
+            raise InputError(f"{path}: line {number}: {exc}") from None
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}: line {number}: not JSON ({exc.msg})") from exc
         if (

@@ -10,7 +10,6 @@ check accepts the RFC 0081 fields the log cannot supply; comparing the fields th
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from evalbatch.errors import InputError
-from evalbatch.inputs import suites
+from evalbatch.inputs import limits, suites
 
 #: RFC 0081 summary fields the log cannot supply: accepted in a host summary, not compared (§4)
 _RFC0081_TOP = {"pinnedNodeIds"}
@@ -47,10 +46,12 @@ class HostSummary:
 
 
 def _strict_json(text: str) -> Any:
+    """Strict JSON, refused with `limits.TooDeep` past the depth limit (E-115)."""
+
     def reject(name: str) -> Any:
         raise ValueError(f"{name} is not JSON")
 
-    return json.loads(text, parse_constant=reject)
+    return limits.loads(text, parse_constant=reject)
 
 
 def _summaries_in(value: Any, origin: str) -> list[HostSummary]:
@@ -73,7 +74,7 @@ def load_summaries(paths: Sequence[str | Path]) -> list[HostSummary]:
     JSON lines (one per line, as `summaries.jsonl`).
 
     Raises:
-        InputError: a file cannot be read or is not JSON.
+        InputError: a file cannot be read, is not JSON or nests past the depth limit (E-115).
     """
     found: list[HostSummary] = []
     for given in paths:
@@ -82,9 +83,12 @@ def load_summaries(paths: Sequence[str | Path]) -> list[HostSummary]:
             text = path.read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"{path}: cannot be read as a summary ({exc})") from exc
+        deep: limits.TooDeep | None = None
         try:
             found += _summaries_in(_strict_json(text), str(path))
             continue
+        except limits.TooDeep as exc:  # one deep document, or JSON lines with a deep line
+            deep = exc
         except (ValueError, RecursionError):
             pass
         for number, line in enumerate(text.splitlines(), start=1):
@@ -92,7 +96,11 @@ def load_summaries(paths: Sequence[str | Path]) -> list[HostSummary]:
                 continue
             try:
                 value = _strict_json(line)
+            except limits.TooDeep as exc:
+                raise InputError(f"{path}: line {number}: {exc}") from None
             except (ValueError, RecursionError) as exc:
+                if deep is not None:
+                    raise InputError(f"{path}: {deep}") from None
                 raise InputError(f"{path}: line {number}: not JSON ({exc})") from exc
             found += _summaries_in(value, f"{path} line {number}")
     return found
