@@ -120,7 +120,7 @@ REASON_LEGEND = (
 )
 
 
-def more_runs(views: Sequence[RunView], shown: Picked) -> str:
+def more_runs(views: Sequence[RunView], shown: Picked[RunView]) -> str:
     """Where the runs without a section of their own are, and the commands that show one: the
     target of their links (`#more-runs`, the run's id filled in by the page's script)."""
     rest = len(views) - len(shown.views)
@@ -139,7 +139,7 @@ def more_runs(views: Sequence[RunView], shown: Picked) -> str:
     )
 
 
-def by_run_section(views: Sequence[RunView], shown: Picked, whole: bool = False) -> str:
+def by_run_section(views: Sequence[RunView], shown: Picked[RunView], whole: bool = False) -> str:
     """The Run by run section: the reason codes explained, then the section of each run shown
     in full (`shown`: every run when they fit, else the worst or the runs named; `whole`: every
     failing trial of each, for the runs named by `report --run-id`), then where the others
@@ -159,7 +159,7 @@ def by_run_section(views: Sequence[RunView], shown: Picked, whole: bool = False)
     )
 
 
-def tasks_section(views: Sequence[RunView], shown: Picked, whole: bool = False) -> str:
+def tasks_section(views: Sequence[RunView], shown: Picked[RunView], whole: bool = False) -> str:
     """The Tasks section: the tasks of each run shown in full (at most MAX_TASKS_LISTED a run,
     every one when `whole`), folded under a <details>."""
     limit = None if whole else MAX_TASKS_LISTED
