@@ -108,6 +108,72 @@ def _parse(text: str) -> _Page:
     return page
 
 
+class _Texts(HTMLParser):
+    """The text of every element with an id, and of every `<code>` element, as a browser shows
+    it (character references resolved, tags dropped)."""
+
+    VOID = frozenset({"br", "hr", "img", "input", "link", "meta", "wbr"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.by_id: dict[str, str] = {}
+        self.codes: list[str] = []
+        self._open: list[tuple[str, str | None, list[str]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in self.VOID:
+            self._open.append((tag, dict(attrs).get("id"), []))
+
+    def handle_endtag(self, tag: str) -> None:
+        while self._open:
+            name, element_id, parts = self._open.pop()
+            text = "".join(parts)
+            if self._open:
+                self._open[-1][2].append(text)
+            if element_id is not None:
+                self.by_id[element_id] = text
+            if name == "code":
+                self.codes.append(text)
+            if name == tag:
+                break
+
+    def handle_data(self, data: str) -> None:
+        if self._open:
+            self._open[-1][2].append(data)
+
+
+def _texts(page: str) -> _Texts:
+    """`page` read back by the standard library's HTML parser."""
+    texts = _Texts()
+    texts.feed(page)
+    texts.close()
+    return texts
+
+
+def _compared_pair(root: Path, *, regressed: bool) -> Path:
+    """Two runs of one suite of four tasks graded into root/out, the second naming the first as
+    its baseline (eval.started baselineRunId), so the second carries a regression block (§5):
+    every trial passes in both, or (`regressed`) fails in the second."""
+    tasks = ("t0", "t1", "t2", "t3")
+    rows: list[dict[str, Any]] = []
+    for number, run_id in enumerate(("acme/pair-base", "acme/pair-cand")):
+        log = RunLog(run_id, T0 + timedelta(hours=number))
+        log.emit("run.started", {"runId": run_id})
+        extra = {"baselineRunId": "acme/pair-base"} if number else {}
+        log.eval_started(taskCount=len(tasks), **extra)
+        for task in tasks:
+            fails = regressed and number == 1
+            log.trial(task, score=0.0 if fails else 1.0, passed=not fails)
+        log.eval_completed()
+        log.emit("run.completed", {"outcome": "completed"})
+        rows += log.rows
+    events = write_events(root / "events" / "pair.parquet", rows)
+    suites = write_json(root / "suites" / "pair.json", make_suite(task_ids=tasks))
+    out = root / "out"
+    api.write_outputs([events], out, [suites])
+    return out
+
+
 def _sample_tool_names() -> set[str]:
     import pyarrow.parquet as pq
 
@@ -228,6 +294,29 @@ def test_regression_chart_shows_the_interval(all_out: Path) -> None:
     chart = comparison_charts.chart_regression(item, 1)
     assert "regressed" in chart.alt and "10 paired tasks" in chart.alt
     assert "95% interval" in chart.alt
+
+
+def test_the_verdict_line_says_no_regression_only_where_runs_were_compared(
+    samples_out: Path, all_page: Path, tmp_path: Path
+) -> None:
+    """The page's first line says "no regression" only where a run was compared with its
+    baseline (§5) and none regressed; where no run was compared (the three samples: none names
+    a baseline) it says so, and a regression is counted where one was found."""
+
+    def lead(page: str) -> str:
+        return _texts(page).by_id["verdict-lead"]
+
+    samples = reporting.write_report(samples_out, tmp_path / "samples.html")[0]
+    assert lead(samples.read_text(encoding="utf-8")) == (
+        "Not compared with a baseline · 2 of 3 suite runs failed · 6 failing tasks"
+    )
+    assert lead(all_page.read_text(encoding="utf-8")).startswith("1 regression · ")
+    for regressed, first in ((False, "No regression"), (True, "1 regression")):
+        out = _compared_pair(tmp_path / f"pair-{regressed}", regressed=regressed)
+        page = reporting.write_report(out)[0].read_text(encoding="utf-8")
+        (block,) = [s["regression"] for _, s in outdir.load(out).summaries if "regression" in s]
+        assert (block["verdict"] == "regressed") is regressed
+        assert lead(page).startswith(f"{first} · ")
 
 
 def test_report_command_output_option_and_errors(
