@@ -31,6 +31,7 @@ from tests.conftest import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
     SAMPLES,
+    WRITTEN_FILES,
     make_suite,
     read_outputs,
     standard_run,
@@ -316,7 +317,7 @@ def test_a_stale_lock_of_a_dead_run_is_taken_over(tmp_path: Path) -> None:
     )
     assert code in (0, 3), stderr
     assert f"took over the lock of a run that is gone (pid {holder.pid}" in stderr
-    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)
+    assert sorted(p.name for p in out.iterdir()) == sorted(WRITTEN_FILES)
 
 
 # --------------------------------------------------------------------------------------------
@@ -414,7 +415,7 @@ def test_sigkill_at_any_point_leaves_whole_files_and_a_rerun_completes(
     code, _, stderr = _main(*args)
     assert code in (0, 3), stderr
     assert read_outputs(out) == two_nights["new"]
-    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)
+    assert sorted(p.name for p in out.iterdir()) == sorted(WRITTEN_FILES)
 
 
 def test_sigkill_at_a_random_moment_then_rerun(two_nights: dict[str, Any], tmp_path: Path) -> None:
@@ -449,7 +450,7 @@ def test_sigkill_at_a_random_moment_then_rerun(two_nights: dict[str, Any], tmp_p
             assert (out / name).read_bytes() == two_nights["new"][name], name
         assert _main(*args)[0] in (0, 3)
         assert read_outputs(out) == two_nights["new"]
-        assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)
+        assert sorted(p.name for p in out.iterdir()) == sorted(WRITTEN_FILES)
 
 
 # --------------------------------------------------------------------------------------------
@@ -489,7 +490,7 @@ def test_a_full_disk_keeps_the_previous_outputs(
         cli.main()
     assert exit_.value.code == 4
     assert read_outputs(out) == two_nights["old"]
-    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)
+    assert sorted(p.name for p in out.iterdir()) == sorted(WRITTEN_FILES)
 
 
 def test_an_unwritable_output_is_a_clear_error(tmp_path: Path) -> None:
@@ -513,4 +514,4 @@ def test_stale_working_directories_are_cleared(tmp_path: Path) -> None:
     (out / f"{output_format.WORK_PREFIX}dead").mkdir(parents=True)
     (out / f"{output_format.WORK_PREFIX}dead" / "summaries.partial").write_text("half")
     api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES])
-    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)
+    assert sorted(p.name for p in out.iterdir()) == sorted(WRITTEN_FILES)

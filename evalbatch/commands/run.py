@@ -38,8 +38,9 @@ if TYPE_CHECKING:
     default="out",
     show_default=True,
     type=click.Path(),
-    help="Directory the outputs are written to: summaries.jsonl, the Parquet tables and "
-    "manifest.json (created if missing).",
+    help="Directory the outputs are written to (created if missing): summaries.jsonl, the "
+    "Parquet tables and run-inputs.json (the paths the run was given); with --incremental, "
+    "manifest.json too.",
 )
 @default_pass_score_option
 @on_miss_default_option

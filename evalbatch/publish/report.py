@@ -208,7 +208,7 @@ def build_report(
         else '<section id="cost" aria-labelledby="cost-h"><h2 id="cost-h">Cost</h2><p>No run '
         "here has a cost: its log has neither provider.usage costEstimateUsd nor eval.scored "
         "costUsd (D-14).</p></section>",
-        by_run_section(views, shown, whole=bool(run_ids)),
+        by_run_section(views, shown, whole=bool(run_ids), inputs=out.inputs),
         tasks_section(views, shown, whole=bool(run_ids)),
         "</main>",
         '<footer><div class="wrap">Ids, codes, counts and scores only: no tool names, arguments '
