@@ -517,3 +517,14 @@ def test_run_out_naming_a_file_is_a_usage_error(tmp_path: Path, suite_dir: Path)
         assert len(result.stderr.strip().splitlines()) == 1
     assert target.read_text() == "kept"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["night.txt", suite_dir.name]
+
+
+def test_run_help_names_the_files_out_gets() -> None:
+    """`run --help` says what --out gets: the outputs and run-inputs.json on every run (E-118),
+    manifest.json only with --incremental, which alone writes it."""
+    from evalbatch.commands.run import run
+
+    (option,) = [p for p in run.params if p.name == "out_dir"]
+    said = " ".join((getattr(option, "help", None) or "").split())
+    assert "summaries.jsonl" in said and "run-inputs.json" in said
+    assert said.count("manifest.json") == 1 and "with --incremental, manifest.json" in said

@@ -30,7 +30,9 @@ if TYPE_CHECKING:
     from evalbatch.pipeline.write import RunReport
 
 
-@click.command(name="run", cls=faults.Command)
+@click.command(
+    name="run", cls=faults.Command, short_help="Grade eval runs into summaries and tables."
+)
 @click.argument("events", nargs=-1, required=True)
 @suites_option
 @out_option(
