@@ -490,19 +490,22 @@ def test_a_full_disk_keeps_the_previous_outputs(
         cli.main()
     assert exit_.value.code == 4
     assert read_outputs(out) == two_nights["old"]
-    assert sorted(p.name for p in out.iterdir()) == sorted(WRITTEN_FILES)
+    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)  # as it was
 
 
 def test_an_unwritable_output_is_a_clear_error(tmp_path: Path) -> None:
-    """§4 atomic writing, E-51."""
+    """§4 atomic writing, E-51: a file where the output directory (or a directory above it)
+    should be is one clear line, a usage error said as such (exit 2), before anything is
+    written."""
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the output directory should be")
     code, _, stderr = _main(
         "run", str(SAMPLE_EVENTS), "--suites", str(SAMPLE_SUITES), "--out", str(blocker / "out")
     )
-    assert code == 4, stderr
-    assert stderr.startswith("evalbatch: ") and "cannot write here" in stderr
+    assert code == 2, stderr
+    assert stderr.startswith("evalbatch: ") and f"under {blocker}, which is a file" in stderr
     assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1
+    assert blocker.read_text() == "a file where the output directory should be"
 
 
 def test_stale_working_directories_are_cleared(tmp_path: Path) -> None:
