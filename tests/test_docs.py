@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -271,10 +272,51 @@ def _run_in(where: Path, code: str, language: str = "sh") -> subprocess.Complete
     )
 
 
-def _fenced_pairs(text: str) -> list[tuple[str, str, str]]:
-    """(language, code, output shown) for every fenced code block followed at once by a plain
-    fenced block, in order."""
-    return re.findall(r"```(sh|python)\n(.*?)```\n```\n(.*?)```", text, flags=re.S)
+def _fenced_blocks(text: str) -> list[tuple[str, str, str | None]]:
+    """(language, code, output shown) for every fenced sh or python block, in order: the output
+    is the plain fenced block that follows it at once, None where none does."""
+    pattern = r"^```(sh|python)\n(.*?)^```\n(?:```\n(.*?)^```\n)?"
+    return [m.groups() for m in re.finditer(pattern, text, flags=re.S | re.M)]
+
+
+def make_targets(code: str) -> list[str] | None:
+    """The targets of a block that only runs make (`make inspect   # once`), else None."""
+    lines = [line for line in code.splitlines() if line.strip()]
+    found = [re.fullmatch(r"make ([\w-]+)(?:\s+#.*)?", line.strip()) for line in lines]
+    if not lines or not all(found):
+        return None
+    return [match.group(1) for match in found if match]
+
+
+def installs_after_make_run(target: str, where: Path) -> list[str]:
+    """The extras `make TARGET` installs into a .venv that `make run` set up, as make itself
+    says it would (`make -n`, so nothing is installed here): only `pip install` lines with
+    `-c requirements.lock` (pinned) and extras may run; `make run`'s setup, up to date, does not
+    run again."""
+    venv = where / "venv-of-make-run"
+    (venv / "bin").mkdir(parents=True)
+    (venv / ".installed").touch()  # `make run`'s stamp, newer than pyproject.toml and the lock
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
+    done = subprocess.run(
+        ["make", "--no-print-directory", "-n", "-C", str(ROOT), f"VENV={venv}", target],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    extras = []
+    for line in done.stdout.splitlines():
+        if line.startswith("touch "):
+            continue
+        installed = re.fullmatch(
+            rf"{re.escape(str(venv))}/bin/python -m pip install --quiet "
+            r"-c requirements\.lock -e '\.\[([\w,]+)\]'",
+            line,
+        )
+        assert installed is not None, f"make {target} would run: {line}"
+        extras += installed.group(1).split(",")
+    return extras
 
 
 def _shows(shown: str, printed: str) -> bool:
@@ -337,13 +379,44 @@ def test_the_tour_prints_what_the_readme_shows(tmp_path: Path) -> None:
     assert _shows(shown, made.stdout), made.stdout
 
     tour = README.split("## A 5-minute tour", 1)[1].split("\n## ", 1)[0]
-    examples = _fenced_pairs(tour)
-    assert len(examples) == len(re.findall(r"^```(?:sh|python)$", tour, flags=re.M))
-    assert [lang for lang, _, _ in examples].count("sh") >= 5
-    for language, code, shown in examples:
+    blocks = _fenced_blocks(tour)
+    assert len(blocks) == len(re.findall(r"^```(?:sh|python)$", tour, flags=re.M))
+    assert [lang for lang, _, shown in blocks if shown is not None].count("sh") >= 5
+    for language, code, shown in blocks:
+        targets = make_targets(code)
+        if targets is not None:  # a step that installs what the next ones need, after `make run`
+            assert shown is None and targets, code
+            for target in targets:
+                assert installs_after_make_run(target, tmp_path / target), code
+            continue
+        assert shown is not None, f"the tour shows no output under {code}"
         done = run(language, code)
         assert (done.returncode, done.stderr) == (0, ""), code
         assert _shows(shown, done.stdout), f"{code}\nprinted:\n{done.stdout}"
+
+
+def test_the_tour_installs_what_it_uses_after_make_run(tmp_path: Path) -> None:
+    """A reader who ran only `make run` has the default engine: where the tour needs more
+    (step 7, Inspect's log reader), it says the one command that adds it, before the commands
+    that need it; that command installs that extra, pinned, and nothing `make run` did again."""
+    tour = README.split("## A 5-minute tour", 1)[1].split("\n## ", 1)[0]
+    steps = [make_targets(code) for _, code, _ in _fenced_blocks(tour)]
+    assert [targets for targets in steps if targets is not None] == [["inspect"]]
+    ingest = next(i for i, (_, code, _) in enumerate(_fenced_blocks(tour)) if "ingest" in code)
+    assert steps.index(["inspect"]) == ingest - 1
+    assert installs_after_make_run("inspect", tmp_path) == ["inspect"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    (reader,) = project["optional-dependencies"]["inspect"]
+    assert reader.startswith("inspect_ai")  # the extra `ingest` names when it is missing
+
+
+def test_make_steps_are_read_from_the_tour() -> None:
+    """A guard on the reading: a block of make lines is a step; a block with anything else, or
+    one shown with output, is not; blocks pair with the output shown right under them."""
+    assert make_targets("make inspect   # once\n") == ["inspect"]
+    assert make_targets("make inspect\nevalbatch run x\n") is None
+    text = "```sh\nmake a\n```\n\ntext\n\n```sh\nrun b\n```\n```\nout\n```\n"
+    assert _fenced_blocks(text) == [("sh", "make a\n", None), ("sh", "run b\n", "out\n")]
 
 
 # --- --help ------------------------------------------------------------------------------------
