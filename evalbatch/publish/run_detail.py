@@ -185,8 +185,8 @@ def _paths_told(inputs: RunInputs | None) -> str:
     if inputs is None:
         return (
             "EVENTS and SUITES stand for the event logs and suite files given to "
-            "<code>evalbatch run</code>: this directory holds no record of them (no "
-            "<code>run-inputs.json</code>, which every run writes since E-118). "
+            "<code>evalbatch run</code>: this directory holds no record of them for these "
+            "outputs (<code>run-inputs.json</code>, which every run writes, E-118). "
         )
     events, suites = given_words(inputs)
     told = (
