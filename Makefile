@@ -1,15 +1,18 @@
 # evalbatch: `make run` grades the samples, `make test` runs every test. Both set up .venv first:
-# `make run` with what the default (local) engine needs, `make test` adds the dev and Ray extras.
+# `make run` with what the default (local) engine needs, `make test` adds the dev and Ray extras;
+# `make inspect` adds only Inspect's log reader (the README's tour, step 7).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
+INSPECT_STAMP := $(VENV)/.installed-inspect
 
-.PHONY: help setup native native-deps browser run test test-duckdb check check-lint check-tests lint fmt samples bench clean
+.PHONY: help setup native native-deps browser run inspect test test-duckdb check check-lint check-tests lint fmt samples bench clean
 
 help:
 	@echo "make run      set up .venv (the default engine only) and grade data/samples into out/samples"
+	@echo "make inspect  add Inspect's log reader (the inspect extra) to .venv: ingest reads Inspect logs"
 	@echo "make test     add the dev and Ray extras to .venv and run the whole test suite"
 	@echo "make test-duckdb  the payload-reading tests again on the DuckDB extractor (CI runs both)"
 	@echo "make check    the fast loop: lint, then every test not marked slow, on two workers"
@@ -58,7 +61,15 @@ $(STAMP): pyproject.toml requirements.lock
 # Inspect (tests/test_inspect_logs.py writes its logs with Inspect's own mock model and writer)
 $(DEV_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[dev,ray,inspect]'
-	touch $(DEV_STAMP)
+	touch $(DEV_STAMP) $(INSPECT_STAMP)
+
+# Inspect's log reader alone (E-111), pinned as the rest: what `evalbatch ingest` needs to read an
+# Inspect eval log, and nothing else (`make test` installs it too)
+$(INSPECT_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[inspect]'
+	touch $(INSPECT_STAMP)
+
+inspect: $(INSPECT_STAMP)
 
 run: $(STAMP) native
 	$(BIN)/evalbatch run data/samples/events --suites data/samples/suites --out out/samples; \

@@ -56,16 +56,19 @@ def cli() -> None:
     """Grade exported OpenWOP eval-run event logs as RFC 0244 defines."""
 
 
-cli.add_command(run)
-cli.add_command(validate)
-cli.add_command(regress_command)
-cli.add_command(verify_command)
-cli.add_command(ingest_command)
-cli.add_command(sql_command)
-cli.add_command(export)
-cli.add_command(report)
-cli.add_command(explain)
-cli.add_command(history)
+for _command in (
+    run,
+    validate,
+    regress_command,
+    verify_command,
+    ingest_command,
+    sql_command,
+    export,
+    report,
+    explain,
+    history,
+):
+    cli.add_command(_command)
 
 
 def _route_library_messages(debug: bool) -> None:

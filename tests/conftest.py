@@ -54,6 +54,9 @@ OUTPUT_FILES = (
     "trials.parquet",
     "problems.parquet",
 )
+#: every file a run writes into --out: the outputs and the record of what it was given (E-118);
+#: an incremental run adds manifest.json
+WRITTEN_FILES = (*OUTPUT_FILES, "run-inputs.json")
 
 #: D-1: v2 name -> v1 spelling
 V1_NAMES = {

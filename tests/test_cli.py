@@ -25,12 +25,12 @@ from click.testing import CliRunner, Result
 from evalbatch.cli import cli
 from tests.conftest import (
     EVALBATCH_BIN,
-    OUTPUT_FILES,
     ROOT,
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
     SUITE_ID,
     TOOL,
+    WRITTEN_FILES,
     assert_content_free,
     make_suite,
     run_main,
@@ -128,7 +128,7 @@ def test_s4_run_samples_prints_table_and_writes_outputs(tmp_path: Path) -> None:
     assert "0.833" in trials_row and "yes" in trials_row and "1/3" in trials_row
     assert f"wrote 3 summaries to {out / 'summaries.jsonl'}" in result.stdout
     assert f"tables to {out}" in result.stdout
-    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)
+    assert sorted(p.name for p in out.iterdir()) == sorted(WRITTEN_FILES)
     assert [s["runId"] for s in summaries_of(out / "summaries.jsonl")] == SAMPLE_RUNS
 
 

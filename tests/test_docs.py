@@ -7,20 +7,27 @@
   `#anchor` to a heading of its target (GitHub's slugs);
 - the README stays a front door (under 400 lines) and links every page of docs/, as the index
   docs/README.md does;
-- the README's tour runs on the samples and prints what the README shows under each command.
+- the README's tour runs on the samples and prints what the README shows under each command;
+- `evalbatch --help` lists each command by a whole phrase, never one cut short; help texts cite
+  the rules as docs/rules.md names them (§n, D-n, E-n), not as a "CONTRACT";
+- every `Example:` line of every command's `--help` runs on the samples, after `make run` and
+  the tour's commands that make what it reads, and exits as it says (`# exit N`; else 0).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tomllib
 from collections import Counter
 from pathlib import Path
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from evalbatch.cli import cli
 from tests.conftest import EVALBATCH_BIN, ROOT
@@ -247,10 +254,68 @@ def test_the_readme_names_the_two_commands() -> None:
 MAKE_RUN = "evalbatch run data/samples/events --suites data/samples/suites --out out/samples"
 
 
-def _fenced_pairs(text: str) -> list[tuple[str, str, str]]:
-    """(language, code, output shown) for every fenced code block followed at once by a plain
-    fenced block, in order."""
-    return re.findall(r"```(sh|python)\n(.*?)```\n```\n(.*?)```", text, flags=re.S)
+def _shell_env() -> dict[str, str]:
+    """The environment the README's commands run in: the installed `evalbatch` on the path,
+    the terminal's size and colours left out (the printed tables do not depend on the test's)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env["PATH"] = f"{EVALBATCH_BIN.parent}{os.pathsep}{env.get('PATH', '')}"
+    env["NO_COLOR"] = "1"
+    return env
+
+
+def _run_in(where: Path, code: str, language: str = "sh") -> subprocess.CompletedProcess[str]:
+    """`code` run as a user runs it, in `where`: a shell's commands, or a Python program."""
+    argv = ["bash", "-c", code] if language == "sh" else [sys.executable, "-c", code]
+    return subprocess.run(
+        argv, cwd=where, env=_shell_env(), capture_output=True, text=True, timeout=600
+    )
+
+
+def _fenced_blocks(text: str) -> list[tuple[str, str, str | None]]:
+    """(language, code, output shown) for every fenced sh or python block, in order: the output
+    is the plain fenced block that follows it at once, None where none does."""
+    pattern = r"^```(sh|python)\n(.*?)^```\n(?:```\n(.*?)^```\n)?"
+    return [m.groups() for m in re.finditer(pattern, text, flags=re.S | re.M)]
+
+
+def make_targets(code: str) -> list[str] | None:
+    """The targets of a block that only runs make (`make inspect   # once`), else None."""
+    lines = [line for line in code.splitlines() if line.strip()]
+    found = [re.fullmatch(r"make ([\w-]+)(?:\s+#.*)?", line.strip()) for line in lines]
+    if not lines or not all(found):
+        return None
+    return [match.group(1) for match in found if match]
+
+
+def installs_after_make_run(target: str, where: Path) -> list[str]:
+    """The extras `make TARGET` installs into a .venv that `make run` set up, as make itself
+    says it would (`make -n`, so nothing is installed here): only `pip install` lines with
+    `-c requirements.lock` (pinned) and extras may run; `make run`'s setup, up to date, does not
+    run again."""
+    venv = where / "venv-of-make-run"
+    (venv / "bin").mkdir(parents=True)
+    (venv / ".installed").touch()  # `make run`'s stamp, newer than pyproject.toml and the lock
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
+    done = subprocess.run(
+        ["make", "--no-print-directory", "-n", "-C", str(ROOT), f"VENV={venv}", target],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    extras = []
+    for line in done.stdout.splitlines():
+        if line.startswith("touch "):
+            continue
+        installed = re.fullmatch(
+            rf"{re.escape(str(venv))}/bin/python -m pip install --quiet "
+            r"-c requirements\.lock -e '\.\[([\w,]+)\]'",
+            line,
+        )
+        assert installed is not None, f"make {target} would run: {line}"
+        extras += installed.group(1).split(",")
+    return extras
 
 
 def _shows(shown: str, printed: str) -> bool:
@@ -302,15 +367,9 @@ def test_the_tour_prints_what_the_readme_shows(tmp_path: Path) -> None:
     assert f"$(BIN)/{MAKE_RUN}" in makefile
     assert f"`make run` ran `{MAKE_RUN}`" in " ".join(README.split())
     (tmp_path / "data").symlink_to(ROOT / "data", target_is_directory=True)
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    env["PATH"] = f"{EVALBATCH_BIN.parent}{os.pathsep}{env.get('PATH', '')}"
-    env["NO_COLOR"] = "1"
 
     def run(language: str, code: str) -> subprocess.CompletedProcess[str]:
-        argv = ["bash", "-c", code] if language == "sh" else [sys.executable, "-c", code]
-        return subprocess.run(
-            argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
-        )
+        return _run_in(tmp_path, code, language)
 
     quickstart = README.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
     shown = quickstart.split("`make run` prints", 1)[1].split("```\n", 2)[1]
@@ -319,10 +378,155 @@ def test_the_tour_prints_what_the_readme_shows(tmp_path: Path) -> None:
     assert _shows(shown, made.stdout), made.stdout
 
     tour = README.split("## A 5-minute tour", 1)[1].split("\n## ", 1)[0]
-    examples = _fenced_pairs(tour)
-    assert len(examples) == len(re.findall(r"^```(?:sh|python)$", tour, flags=re.M))
-    assert [lang for lang, _, _ in examples].count("sh") >= 5
-    for language, code, shown in examples:
+    blocks = _fenced_blocks(tour)
+    assert len(blocks) == len(re.findall(r"^```(?:sh|python)$", tour, flags=re.M))
+    assert [lang for lang, _, shown in blocks if shown is not None].count("sh") >= 5
+    for language, code, shown in blocks:
+        targets = make_targets(code)
+        if targets is not None:  # a step that installs what the next ones need, after `make run`
+            assert shown is None and targets, code
+            for target in targets:
+                assert installs_after_make_run(target, tmp_path / target), code
+            continue
+        assert shown is not None, f"the tour shows no output under {code}"
         done = run(language, code)
         assert (done.returncode, done.stderr) == (0, ""), code
         assert _shows(shown, done.stdout), f"{code}\nprinted:\n{done.stdout}"
+
+
+def test_the_tour_installs_what_it_uses_after_make_run(tmp_path: Path) -> None:
+    """A reader who ran only `make run` has the default engine: where the tour needs more
+    (step 7, Inspect's log reader), it says the one command that adds it, before the commands
+    that need it; that command installs that extra, pinned, and nothing `make run` did again."""
+    tour = README.split("## A 5-minute tour", 1)[1].split("\n## ", 1)[0]
+    steps = [make_targets(code) for _, code, _ in _fenced_blocks(tour)]
+    assert [targets for targets in steps if targets is not None] == [["inspect"]]
+    ingest = next(i for i, (_, code, _) in enumerate(_fenced_blocks(tour)) if "ingest" in code)
+    assert steps.index(["inspect"]) == ingest - 1
+    assert installs_after_make_run("inspect", tmp_path) == ["inspect"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    (reader,) = project["optional-dependencies"]["inspect"]
+    assert reader.startswith("inspect_ai")  # the extra `ingest` names when it is missing
+
+
+def test_make_steps_are_read_from_the_tour() -> None:
+    """A guard on the reading: a block of make lines is a step; a block with anything else, or
+    one shown with output, is not; blocks pair with the output shown right under them."""
+    assert make_targets("make inspect   # once\n") == ["inspect"]
+    assert make_targets("make inspect\nevalbatch run x\n") is None
+    text = "```sh\nmake a\n```\n\ntext\n\n```sh\nrun b\n```\n```\nout\n```\n"
+    assert _fenced_blocks(text) == [("sh", "make a\n", None), ("sh", "run b\n", "out\n")]
+
+
+# --- --help ------------------------------------------------------------------------------------
+
+
+def _help_output(path: str) -> str:
+    """What `evalbatch PATH --help` prints on an 80-column terminal."""
+    result = CliRunner().invoke(cli, [*path.split(), "--help"], terminal_width=80)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _groups() -> list[tuple[str, click.Group]]:
+    return [("", cli), *((p, c) for p, c in COMMANDS if isinstance(c, click.Group))]
+
+
+@pytest.mark.parametrize(("path", "group"), _groups(), ids=[p or "evalbatch" for p, _ in _groups()])
+def test_the_command_list_shows_each_command_by_a_whole_phrase(
+    path: str, group: click.Group
+) -> None:
+    """`evalbatch --help` (and a group's) lists each command by its short help, whole: a
+    phrase of its own, never its first sentence cut off with "..." to fit the line."""
+    listing = _help_output(path).split("\nCommands:\n", 1)[1]
+    lines = [line.split(None, 1) for line in listing.splitlines() if line.strip()]
+    shown = {name: text for name, text in lines}
+    assert "..." not in listing, listing
+    assert shown == {
+        name: command.short_help for name, command in group.commands.items() if not command.hidden
+    }
+
+
+@pytest.mark.parametrize(("path", "command"), COMMANDS, ids=[path for path, _ in COMMANDS])
+def test_help_cites_the_rules_as_the_docs_name_them(path: str, command: click.Command) -> None:
+    """The README and docs/ call the contract docs/rules.md and cite it by its ids (§n, D-n;
+    the decisions E-n): a help text names no "CONTRACT" a reader cannot find."""
+    texts = [command.help or "", command.short_help or ""]
+    texts += [getattr(param, "help", None) or "" for param in command.params]
+    assert [text for text in texts if "CONTRACT" in text] == []
+
+
+def help_examples(text: str) -> list[str]:
+    """The commands under the `Example:` (or `Examples:`) heading of a help text, each on one
+    line (a line ending in `\\` goes on), up to the next blank line."""
+    found = re.search(r"^ *Examples?:\n((?: +\S.*\n?)+)", text, flags=re.M)
+    if found is None:
+        return []
+    joined = re.sub(r"\\\n\s*", " ", found.group(1))
+    return [" ".join(line.split()) for line in joined.splitlines() if line.strip()]
+
+
+def expected_exit(example: str) -> int:
+    """The exit code an example says it ends with (`# exit 1: ...`), else 0."""
+    said = re.search(r"#\s*exit (\d+)", example)
+    return int(said.group(1)) if said else 0
+
+
+def test_help_examples_are_read_whole() -> None:
+    """A guard on the reading: continued lines joined, comments kept, the block's end found."""
+    text = (
+        "Intro.\n\n  Examples:\n    evalbatch a x \\\n      --b y   # exit 1: no\n"
+        "    evalbatch c\n\n  Exit codes: 0.\n"
+    )
+    assert help_examples(text) == ["evalbatch a x --b y # exit 1: no", "evalbatch c"]
+    assert [expected_exit(e) for e in help_examples(text)] == [1, 0]
+    assert help_examples("No example here.\n") == []
+
+
+#: what `make run` and the README's tour (step 4) make before a help example may read it
+TOUR_SETUP = (
+    MAKE_RUN,
+    "evalbatch run data/samples/regress --suites data/samples/suites --out out/regress --quiet",
+)
+
+EXAMPLE_COMMANDS = [
+    (path, command) for path, command in COMMANDS if not isinstance(command, click.Group)
+]
+
+
+@pytest.fixture(scope="module")
+def toured(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory holding the samples and what `make run` and the tour's step 4 wrote."""
+    root = tmp_path_factory.mktemp("toured")
+    (root / "data").symlink_to(ROOT / "data", target_is_directory=True)
+    for command in TOUR_SETUP:
+        done = _run_in(root, command)
+        assert (done.returncode, done.stderr) == (0, ""), command
+    return root
+
+
+def test_the_examples_setup_is_the_tours() -> None:
+    """The help examples read what a reader of the README has: `make run`'s outputs and the
+    tour's, made by the very commands the README gives."""
+    tour = " ".join(README.split("## A 5-minute tour", 1)[1].split("\n## ", 1)[0].split())
+    assert f"`make run` ran `{MAKE_RUN}`" in " ".join(README.split())
+    assert TOUR_SETUP[1] in tour
+
+
+@pytest.mark.slow  # every help example, run in new processes
+@pytest.mark.parametrize("path", [path for path, _ in EXAMPLE_COMMANDS])
+def test_every_help_example_runs_on_the_samples(path: str, toured: Path, tmp_path: Path) -> None:
+    """Each `Example:` line of `evalbatch PATH --help`, in order, in a copy of a directory that
+    holds the samples, `make run`'s outputs and the tour's: it exits as the example says (0
+    unless it ends with `# exit N`), with nothing on stderr when it exits 0 and never a
+    traceback."""
+    examples = help_examples(_help_output(path))
+    assert examples, f"evalbatch {path} --help shows no example"
+    (tmp_path / "data").symlink_to(ROOT / "data", target_is_directory=True)
+    shutil.copytree(toured / "out", tmp_path / "out")
+    ran = []
+    for example in examples:
+        done = _run_in(tmp_path, example)
+        ran.append((example, done.returncode, done.stderr if done.returncode == 0 else ""))
+        assert "Traceback" not in done.stderr and "internal error" not in done.stderr, example
+    assert ran == [(example, expected_exit(example), "") for example in examples]

@@ -502,6 +502,7 @@ def test_export_errors_exit_2_with_one_line(
     # nothing half-written is left behind
     assert sorted(p.name for p in samples_out.iterdir()) == [
         "problems.parquet",
+        "run-inputs.json",
         "runs.parquet",
         "summaries.jsonl",
         "tasks.parquet",

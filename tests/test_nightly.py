@@ -31,6 +31,7 @@ from tests.conftest import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
     SAMPLES,
+    WRITTEN_FILES,
     make_suite,
     read_outputs,
     standard_run,
@@ -316,7 +317,7 @@ def test_a_stale_lock_of_a_dead_run_is_taken_over(tmp_path: Path) -> None:
     )
     assert code in (0, 3), stderr
     assert f"took over the lock of a run that is gone (pid {holder.pid}" in stderr
-    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)
+    assert sorted(p.name for p in out.iterdir()) == sorted(WRITTEN_FILES)
 
 
 # --------------------------------------------------------------------------------------------
@@ -414,7 +415,7 @@ def test_sigkill_at_any_point_leaves_whole_files_and_a_rerun_completes(
     code, _, stderr = _main(*args)
     assert code in (0, 3), stderr
     assert read_outputs(out) == two_nights["new"]
-    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)
+    assert sorted(p.name for p in out.iterdir()) == sorted(WRITTEN_FILES)
 
 
 def test_sigkill_at_a_random_moment_then_rerun(two_nights: dict[str, Any], tmp_path: Path) -> None:
@@ -449,7 +450,7 @@ def test_sigkill_at_a_random_moment_then_rerun(two_nights: dict[str, Any], tmp_p
             assert (out / name).read_bytes() == two_nights["new"][name], name
         assert _main(*args)[0] in (0, 3)
         assert read_outputs(out) == two_nights["new"]
-        assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)
+        assert sorted(p.name for p in out.iterdir()) == sorted(WRITTEN_FILES)
 
 
 # --------------------------------------------------------------------------------------------
@@ -489,19 +490,22 @@ def test_a_full_disk_keeps_the_previous_outputs(
         cli.main()
     assert exit_.value.code == 4
     assert read_outputs(out) == two_nights["old"]
-    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)
+    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)  # as it was
 
 
 def test_an_unwritable_output_is_a_clear_error(tmp_path: Path) -> None:
-    """§4 atomic writing, E-51."""
+    """§4 atomic writing, E-51: a file where the output directory (or a directory above it)
+    should be is one clear line, a usage error said as such (exit 2), before anything is
+    written."""
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the output directory should be")
     code, _, stderr = _main(
         "run", str(SAMPLE_EVENTS), "--suites", str(SAMPLE_SUITES), "--out", str(blocker / "out")
     )
-    assert code == 4, stderr
-    assert stderr.startswith("evalbatch: ") and "cannot write here" in stderr
+    assert code == 2, stderr
+    assert stderr.startswith("evalbatch: ") and f"under {blocker}, which is a file" in stderr
     assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1
+    assert blocker.read_text() == "a file where the output directory should be"
 
 
 def test_stale_working_directories_are_cleared(tmp_path: Path) -> None:
@@ -513,4 +517,4 @@ def test_stale_working_directories_are_cleared(tmp_path: Path) -> None:
     (out / f"{output_format.WORK_PREFIX}dead").mkdir(parents=True)
     (out / f"{output_format.WORK_PREFIX}dead" / "summaries.partial").write_text("half")
     api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES])
-    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)
+    assert sorted(p.name for p in out.iterdir()) == sorted(WRITTEN_FILES)

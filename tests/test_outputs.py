@@ -21,7 +21,8 @@ from click.testing import CliRunner
 from evalbatch import api, problems
 from evalbatch.cli import cli
 from evalbatch.inputs.suites import validate_summary
-from evalbatch.outputs import writer
+from evalbatch.outputs import outdir, writer
+from evalbatch.outputs.run_inputs import RunInputs
 from evalbatch.pipeline.grading import write_result
 from tests.conftest import (
     AGENT,
@@ -30,6 +31,7 @@ from tests.conftest import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
     SAMPLES,
+    WRITTEN_FILES,
     RunLog,
     assert_content_free,
     make_suite,
@@ -409,8 +411,9 @@ def test_s4_thread_count_does_not_change_bytes(mixed: dict[str, Any], tmp_path: 
 
 
 def test_s4_no_temporary_files_left(mixed: dict[str, Any]) -> None:
-    """§4 "write aside, then rename": after a run the out dir holds the five outputs only."""
-    assert sorted(p.name for p in mixed["out"].iterdir()) == sorted(OUTPUT_FILES)
+    """§4 "write aside, then rename": after a run the out dir holds the five outputs and the
+    record of what the run was given (E-118) only."""
+    assert sorted(p.name for p in mixed["out"].iterdir()) == sorted(WRITTEN_FILES)
 
 
 def test_s4_existing_outputs_are_replaced(mixed: dict[str, Any], tmp_path: Path) -> None:
@@ -427,7 +430,7 @@ def test_s4_existing_outputs_are_replaced(mixed: dict[str, Any], tmp_path: Path)
     run_cli(events, suites=mixed["suites"], out=fresh)
     assert read_outputs(out) == read_outputs(fresh)
     assert [d["runId"] for d in summaries_of(out / "summaries.jsonl")] == [FIRST]
-    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)
+    assert sorted(p.name for p in out.iterdir()) == sorted(WRITTEN_FILES)
 
 
 def test_s4_failed_write_keeps_previous_file(
@@ -462,6 +465,66 @@ def test_s4_output_files_get_ordinary_permissions(mixed: dict[str, Any], tmp_pat
     probe = tmp_path / "probe"
     probe.write_text("x")
     expected = stat.S_IMODE(os.stat(probe).st_mode)
-    for name in OUTPUT_FILES:
+    for name in WRITTEN_FILES:
         mode = stat.S_IMODE(os.stat(mixed["out"] / name).st_mode)
         assert mode == expected, f"{name}: {oct(mode)} != {oct(expected)}"
+
+
+# --------------------------------------------------------------------------------------------
+# run-inputs.json (E-118)
+
+
+def test_e118_every_run_records_the_paths_it_was_given(
+    mixed: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """E-118: every run writes run-inputs.json, the event and suite paths exactly as given
+    (relative ones stay relative; no suite given is none), read back with the outputs
+    (`outdir.load`, as the report reads it); the five outputs do not depend on how the paths
+    were spelled. A write that is given no paths (`write_result`) leaves no record of the
+    previous run's."""
+    events, suites = mixed["root"] / "events" / "all.parquet", mixed["suites"]
+    assert outdir.load(mixed["out"]).inputs == RunInputs(
+        events=(str(events),), suites=tuple(map(str, suites))
+    )
+    monkeypatch.chdir(mixed["root"])
+    relative = [Path(os.path.relpath(p)) for p in suites]
+    result = run_cli("events", suites=relative, out=tmp_path / "relative")
+    assert result.exit_code == 3, result.output
+    read = outdir.load(tmp_path / "relative")
+    assert read.inputs == RunInputs(events=("events",), suites=tuple(map(str, relative)))
+    assert read_outputs(tmp_path / "relative") == read_outputs(mixed["out"])
+
+    result = run_cli("events", suites=[], out=tmp_path / "host")
+    assert outdir.load(tmp_path / "host").inputs == RunInputs(events=("events",), suites=())
+
+    write_result(api.grade_paths("events", relative), tmp_path / "relative")
+    assert sorted(p.name for p in (tmp_path / "relative").iterdir()) == sorted(OUTPUT_FILES)
+    assert outdir.load(tmp_path / "relative").inputs is None
+
+
+def test_run_out_naming_a_file_is_a_usage_error(tmp_path: Path, suite_dir: Path) -> None:
+    """`run --out FILE` (or a path under a file) says the path is a file, not a directory, as a
+    usage error (exit 2), and writes nothing: not the OS's "File exists" as a write fault."""
+    target = tmp_path / "night.txt"
+    target.write_text("kept")
+    for out, said in (
+        (target, f"--out {target} is a file, not a directory"),
+        (target / "sub" / "dir", f"--out {target}/sub/dir is under {target}, which is a file"),
+    ):
+        result = run_cli(SAMPLE_EVENTS, suites=[suite_dir], out=out)
+        assert result.exit_code == 2, result.output
+        assert said in result.stderr and "exists" not in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert target.read_text() == "kept"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["night.txt", suite_dir.name]
+
+
+def test_run_help_names_the_files_out_gets() -> None:
+    """`run --help` says what --out gets: the outputs and run-inputs.json on every run (E-118),
+    manifest.json only with --incremental, which alone writes it."""
+    from evalbatch.commands.run import run
+
+    (option,) = [p for p in run.params if p.name == "out_dir"]
+    said = " ".join((getattr(option, "help", None) or "").split())
+    assert "summaries.jsonl" in said and "run-inputs.json" in said
+    assert said.count("manifest.json") == 1 and "with --incremental, manifest.json" in said

@@ -108,6 +108,72 @@ def _parse(text: str) -> _Page:
     return page
 
 
+class _Texts(HTMLParser):
+    """The text of every element with an id, and of every `<code>` element, as a browser shows
+    it (character references resolved, tags dropped)."""
+
+    VOID = frozenset({"br", "hr", "img", "input", "link", "meta", "wbr"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.by_id: dict[str, str] = {}
+        self.codes: list[str] = []
+        self._open: list[tuple[str, str | None, list[str]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in self.VOID:
+            self._open.append((tag, dict(attrs).get("id"), []))
+
+    def handle_endtag(self, tag: str) -> None:
+        while self._open:
+            name, element_id, parts = self._open.pop()
+            text = "".join(parts)
+            if self._open:
+                self._open[-1][2].append(text)
+            if element_id is not None:
+                self.by_id[element_id] = text
+            if name == "code":
+                self.codes.append(text)
+            if name == tag:
+                break
+
+    def handle_data(self, data: str) -> None:
+        if self._open:
+            self._open[-1][2].append(data)
+
+
+def _texts(page: str) -> _Texts:
+    """`page` read back by the standard library's HTML parser."""
+    texts = _Texts()
+    texts.feed(page)
+    texts.close()
+    return texts
+
+
+def _compared_pair(root: Path, *, regressed: bool) -> Path:
+    """Two runs of one suite of four tasks graded into root/out, the second naming the first as
+    its baseline (eval.started baselineRunId), so the second carries a regression block (§5):
+    every trial passes in both, or (`regressed`) fails in the second."""
+    tasks = ("t0", "t1", "t2", "t3")
+    rows: list[dict[str, Any]] = []
+    for number, run_id in enumerate(("acme/pair-base", "acme/pair-cand")):
+        log = RunLog(run_id, T0 + timedelta(hours=number))
+        log.emit("run.started", {"runId": run_id})
+        extra = {"baselineRunId": "acme/pair-base"} if number else {}
+        log.eval_started(taskCount=len(tasks), **extra)
+        for task in tasks:
+            fails = regressed and number == 1
+            log.trial(task, score=0.0 if fails else 1.0, passed=not fails)
+        log.eval_completed()
+        log.emit("run.completed", {"outcome": "completed"})
+        rows += log.rows
+    events = write_events(root / "events" / "pair.parquet", rows)
+    suites = write_json(root / "suites" / "pair.json", make_suite(task_ids=tasks))
+    out = root / "out"
+    api.write_outputs([events], out, [suites])
+    return out
+
+
 def _sample_tool_names() -> set[str]:
     import pyarrow.parquet as pq
 
@@ -228,6 +294,29 @@ def test_regression_chart_shows_the_interval(all_out: Path) -> None:
     chart = comparison_charts.chart_regression(item, 1)
     assert "regressed" in chart.alt and "10 paired tasks" in chart.alt
     assert "95% interval" in chart.alt
+
+
+def test_the_verdict_line_says_no_regression_only_where_runs_were_compared(
+    samples_out: Path, all_page: Path, tmp_path: Path
+) -> None:
+    """The page's first line says "no regression" only where a run was compared with its
+    baseline (§5) and none regressed; where no run was compared (the three samples: none names
+    a baseline) it says so, and a regression is counted where one was found."""
+
+    def lead(page: str) -> str:
+        return _texts(page).by_id["verdict-lead"]
+
+    samples = reporting.write_report(samples_out, tmp_path / "samples.html")[0]
+    assert lead(samples.read_text(encoding="utf-8")) == (
+        "Not compared with a baseline · 2 of 3 suite runs failed · 6 failing tasks"
+    )
+    assert lead(all_page.read_text(encoding="utf-8")).startswith("1 regression · ")
+    for regressed, first in ((False, "No regression"), (True, "1 regression")):
+        out = _compared_pair(tmp_path / f"pair-{regressed}", regressed=regressed)
+        page = reporting.write_report(out)[0].read_text(encoding="utf-8")
+        (block,) = [s["regression"] for _, s in outdir.load(out).summaries if "regression" in s]
+        assert (block["verdict"] == "regressed") is regressed
+        assert lead(page).startswith(f"{first} · ")
 
 
 def test_report_command_output_option_and_errors(
@@ -587,7 +676,8 @@ def _runs_data(page: str) -> list[list[Any]]:
 
 def _assert_failing_trials_listed(page: str, night_out: Path, run_ids: set[str]) -> None:
     """The section of each run in `run_ids` lists its failing trials (failed and missing, D-12)
-    with the reason code and the `evalbatch explain --run-id` command for each, ids only."""
+    with the reason code and the `evalbatch explain --run-id` command for each: ids, and the
+    paths `write_night` gave the run (E-118)."""
     anchors = _anchors(page)
     failures = _expected_failures(night_out).sort("run_id", "task_id", "trial_index")
     for (run_id,), expected in failures.group_by("run_id"):
@@ -600,7 +690,8 @@ def _assert_failing_trials_listed(page: str, night_out: Path, run_ids: set[str])
             "task_id", "trial_index", "reason", "count"
         ).iter_rows():
             trial = ["--trial", str(index)] if index is not None else []
-            command = ["evalbatch", "explain", "EVENTS", "--suites", "SUITES"]
+            command = ["evalbatch", "explain", str(night_out.parent / "events" / "night.parquet")]
+            command += ["--suites", str(night_out.parent / "suites")]
             command += ["--run-id", str(run_id), "--task-id", task, *trial]
             want.append(
                 (task, str(index) if index is not None else f"{count} missing", reason, command)
@@ -687,9 +778,10 @@ def test_issue17_item6_explain_commands_show_the_failing_trials(
     all_out: Path, all_page: Path
 ) -> None:
     """Issue 17 item 6: the command a run's section gives for each failing trial of the samples,
-    with EVENTS and SUITES put back, explains exactly that trial, and `explain` finds it failed
-    for the reason code the page shows. data/samples/README.md for the three sample runs; every
-    failed trial of the regression pair too."""
+    naming the event and suite paths the run was given (E-118), runs as it stands, explains
+    exactly that trial, and `explain` finds it failed for the reason code the page shows.
+    data/samples/README.md for the three sample runs; every failed trial of the regression pair
+    too."""
     found = _failing_rows(all_page.read_text(encoding="utf-8"))
     listed = {(run_id, row[0], row[1], row[2]) for run_id, row, _ in found}
     assert len(listed) == len(found) == _expected_failures(all_out).height
@@ -702,15 +794,14 @@ def test_issue17_item6_explain_commands_show_the_failing_trials(
         ("acme/run-trials-k2-0001", "apology-tone", "0", "output"),
         ("acme/run-trials-k2-0001", "apology-tone", "2", "output"),
     }
+    events = [str(SAMPLE_EVENTS), str(SAMPLES / "regress")]
     for run_id, (task, trial, reason, *_), words in found:
-        head = ["evalbatch", "explain", "EVENTS", "--suites", "SUITES", "--run-id", run_id]
-        assert words[:7] == head
-        options = dict(zip(words[7::2], words[8::2], strict=True))
+        head = ["evalbatch", "explain", *events, "--suites", str(SAMPLE_SUITES), "--run-id", run_id]
+        assert words[:8] == head
+        options = dict(zip(words[8::2], words[9::2], strict=True))
         assert options.get("--trial") == trial and options["--task-id"] == task
-        # the command as printed runs, with no renamed-option note (EVENTS, SUITES put back)
-        events = [str(SAMPLE_EVENTS), str(SAMPLES / "regress")]
-        args = [*events, *words[3:4], str(SAMPLE_SUITES), *words[5:], "--json"]
-        ran = CliRunner().invoke(cli.cli, ["explain", *args])
+        # the command as printed runs, with no renamed-option note
+        ran = CliRunner().invoke(cli.cli, [*words[1:], "--json"])
         assert ran.exit_code == 0 and "note:" not in ran.stderr, ran.output
         explanation = run_explanation.explain_paths(
             [SAMPLE_EVENTS, SAMPLES / "regress"], [SAMPLE_SUITES], run_id, task, int(trial)
@@ -744,6 +835,66 @@ def test_issue17_item6_explain_command_carries_the_runs_options(tmp_path: Path) 
     assert {run_id for run_id, _, _ in found} == set(anchors)
     for run_id, _, words in found:
         assert words[5:9] == ["--run-id", run_id, "--default-pass-score", "0.5"]
+
+
+def _explain_commands(page: str) -> list[list[str]]:
+    """The words of every `evalbatch explain` command the page shows."""
+    return [
+        shlex.split(code) for code in _texts(page).codes if code.startswith("evalbatch explain ")
+    ]
+
+
+def test_e118_explain_commands_name_the_paths_run_was_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """E-118: `evalbatch run` records the event and suite paths as it was given them, and the
+    page's `explain` commands name them (quoted for the shell), so a command runs as it stands
+    from where `run` ran; EVENTS and SUITES stand where the directory holds no record (an older
+    directory), where its record belongs to other summaries (an older evalbatch ran into it
+    since), for suites given as documents, and for a path that cannot be shown on one line."""
+    monkeypatch.chdir(tmp_path)
+    write_events(tmp_path / "logs" / "night.parquet", standard_run("acme/run-e118").rows)
+    write_json(tmp_path / "suites a" / "basic.json", make_suite())
+    ran = CliRunner().invoke(cli.cli, ["run", "logs", "--suites", "suites a", "--out", "out"])
+    assert ran.exit_code == 0, ran.output
+    given = ["evalbatch", "explain", "logs", "--suites", "suites a", "--run-id", "acme/run-e118"]
+
+    def page() -> str:
+        return reporting.write_report("out")[0].read_text(encoding="utf-8")
+
+    text = page()
+    commands = _explain_commands(text)
+    assert commands and all(words[:7] == given for words in commands)
+    assert "'suites a'" in html.unescape(text)  # shell-quoted as printed
+    told = _texts(text).by_id["by-run"]
+    assert "as they were given to evalbatch run" in told and "EVENTS" not in told
+    for words in commands:  # each runs as it stands, here, where `run` ran
+        explained = CliRunner().invoke(cli.cli, [*words[1:], "--json"])
+        assert explained.exit_code == 0, explained.output
+
+    record = Path("out", "run-inputs.json")
+    kept = record.read_text(encoding="utf-8")
+    placeholders = ["evalbatch", "explain", "EVENTS", "--suites", "SUITES", "--run-id"]
+    record.unlink()
+    text = page()
+    assert all(words[:6] == placeholders for words in _explain_commands(text))
+    assert "holds no record of them" in _texts(text).by_id["by-run"]
+    other = json.loads(kept) | {"summariesSha256": "0" * 64}
+    record.write_text(json.dumps(other), encoding="utf-8")
+    assert all(words[:6] == placeholders for words in _explain_commands(page()))
+
+    api.write_outputs(["logs"], "documents", suite_docs=[make_suite()])
+    text = reporting.write_report("documents")[0].read_text(encoding="utf-8")
+    assert all(words[2:5] == ["logs", "--suites", "SUITES"] for words in _explain_commands(text))
+    assert "given as documents" in _texts(text).by_id["by-run"]
+
+    odd = write_events(tmp_path / "two\nlines" / "night.parquet", standard_run("acme/run-x").rows)
+    api.write_outputs([odd], "odd", ["suites a"])
+    text = reporting.write_report("odd")[0].read_text(encoding="utf-8")
+    assert all(
+        words[2:5] == ["EVENTS", "--suites", "suites a"] for words in _explain_commands(text)
+    )
+    assert "cannot be shown on one line" in _texts(text).by_id["by-run"]
 
 
 def test_issue27_runs_of_many_tasks_draw_and_list_their_worst(tmp_path: Path) -> None:

@@ -272,7 +272,7 @@ def test_issue17_item1_run_json_shape(night: dict[str, Path]) -> None:
     ]
     assert doc["out"] == str(out) and doc["exitCode"] == 3 and doc["incremental"] is None
     assert doc["files"]["summaries"] == str(out / "summaries.jsonl")
-    assert set(doc["files"]) == {"summaries", "runs", "tasks", "trials", "problems"}
+    assert set(doc["files"]) == {"summaries", "runs", "tasks", "trials", "problems", "run-inputs"}
     graded = NIGHT_RUNS - len(SKIPPED)
     assert doc["summaries"] == graded
     totals = doc["totals"]

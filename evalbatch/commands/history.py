@@ -315,7 +315,11 @@ def _nothing_shown(history: History, filters_given: list[str]) -> InputError:
     return InputError(f"no graded run {where}: nothing to show")
 
 
-@click.command(name="history", cls=faults.Command)
+@click.command(
+    name="history",
+    cls=faults.Command,
+    short_help="Runs across nights: flaky tasks and change points.",
+)
 @click.argument("out_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the series as JSON.")
 @click.option(
@@ -344,7 +348,7 @@ def history(
 
     \b
     Example:
-      evalbatch history out/2026-12-0* --suite-id acme.support.evals.basic
+      evalbatch history out/regress --suite-id acme.support.evals.regression
 
     Exit codes: 0 shown; 2 no directory usable, no graded run (matching the filters) or a
     usage error; 3 shown, but a directory was skipped (named on stderr).

@@ -28,7 +28,11 @@ def _size(count: int) -> str:
     return size_text(count).replace(" ", "")
 
 
-@click.command(name="ingest", cls=faults.Command)
+@click.command(
+    name="ingest",
+    cls=faults.Command,
+    short_help="Convert event exports and Inspect logs to Parquet.",
+)
 @click.argument("inputs", nargs=-1, required=True)
 @out_option(
     "out_dir",
@@ -102,7 +106,7 @@ def ingest_command(
     max_ratio: int,
     resources: Resources,
 ) -> None:
-    """Convert OpenWOP event exports to the canonical Parquet layout (CONTRACT §1.2).
+    """Convert OpenWOP event exports to the canonical Parquet layout (docs/rules.md §1.2).
 
     INPUTS are files, directories (every *.json, *.jsonl, *.ndjson, *.sse, optionally .gz, and
     *.eval) or globs, or - for standard input: JSON lines, JSON arrays of RunEventDocs, poll
@@ -113,9 +117,9 @@ def ingest_command(
 
     \b
     Example:
-      evalbatch ingest exports/*.ndjson --out events/
-      evalbatch run events/ --suites suites/
-      evalbatch ingest logs/ --out events/ --write-suites suites/   # Inspect logs
+      evalbatch ingest data/samples/inspect --out out/inspect-events \\
+        --write-suites out/inspect-suites
+      evalbatch run out/inspect-events --suites out/inspect-suites --out out/inspect
 
     Exit codes: 0 everything ingested; 3 something skipped or known to be missing (a bad line,
     a truncated debug bundle, a damaged gzip file, a cap reached); 2 nothing usable or a usage

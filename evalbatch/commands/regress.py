@@ -181,7 +181,7 @@ def regress_command(
     \b
     Example:
       evalbatch regress data/samples/regress/baseline.parquet \\
-        data/samples/regress/candidate.parquet --suites data/samples/suites
+        data/samples/regress/candidate.parquet --suites data/samples/suites   # exit 1: regressed
 
     Exit codes: 0 no suite regressed; 1 some suite regressed (or, with --fail-on inconclusive,
     was inconclusive or on one side only); 2 nothing compared (a run of a pair not graded

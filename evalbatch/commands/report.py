@@ -74,10 +74,10 @@ def report(
     its script the runs table shows its first rows.
 
     \b
-    Example:
+    Examples:
       evalbatch report out/samples
-      evalbatch report out/2026-12-03 --history out/2026-12-01 --history out/2026-12-02
-      evalbatch report out/2026-12-03 --run-id acme/run-0042 -o run-0042.html
+      evalbatch report out/samples --history out/regress   # another night's outputs
+      evalbatch report out/samples --run-id acme/run-trajectory-0001 -o run.html
 
     Exit codes: 0 written; 2 OUT_DIR is unusable; 4 the page could not be written.
     """

@@ -30,7 +30,9 @@ if TYPE_CHECKING:
     from evalbatch.pipeline.write import RunReport
 
 
-@click.command(name="run", cls=faults.Command)
+@click.command(
+    name="run", cls=faults.Command, short_help="Grade eval runs into summaries and tables."
+)
 @click.argument("events", nargs=-1, required=True)
 @suites_option
 @out_option(
@@ -38,8 +40,9 @@ if TYPE_CHECKING:
     default="out",
     show_default=True,
     type=click.Path(),
-    help="Directory the outputs are written to: summaries.jsonl, the Parquet tables and "
-    "manifest.json (created if missing).",
+    help="Directory the outputs are written to (created if missing): summaries.jsonl, the "
+    "Parquet tables and run-inputs.json (the paths the run was given); with --incremental, "
+    "manifest.json too.",
 )
 @default_pass_score_option
 @on_miss_default_option

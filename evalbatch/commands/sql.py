@@ -288,7 +288,9 @@ def _grading_options_given(ctx: click.Context) -> list[str]:
     return given
 
 
-@click.command(name="sql", cls=faults.Command)
+@click.command(
+    name="sql", cls=faults.Command, short_help="Run SQL over graded outputs or event logs."
+)
 @click.argument("sources", nargs=-1, required=True, metavar="OUT_DIR|EVENTS...")
 @suites_option
 @click.option(
@@ -363,7 +365,7 @@ def sql_command(
 
     \b
     Examples:
-      evalbatch sql out/nightly -e "SELECT run_id, aggregate_score FROM runs"
+      evalbatch sql out/samples -e "SELECT run_id, aggregate_score FROM runs"
       evalbatch sql data/samples/events --suites data/samples/suites \\
         -e "SELECT task_id, count(*) FILTER (passed) AS passed FROM trials GROUP BY 1"
 

@@ -20,7 +20,11 @@ from evalbatch.errors import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE
 from evalbatch.inputs import capabilities, suites
 
 
-@click.command(name="validate", cls=faults.Command)
+@click.command(
+    name="validate",
+    cls=faults.Command,
+    short_help="Check suite files, and whether a host would accept them.",
+)
 @click.argument("suite_paths", nargs=-1, required=True)
 @capabilities_option
 @quiet_option("Print only the errors: no line for a valid file, no warnings.")
@@ -40,9 +44,12 @@ def validate(
     with --capabilities, whether a host would accept them (RFC 0244 §G).
 
     \b
-    Example:
+    Examples:
       evalbatch validate data/samples/suites
-      evalbatch validate data/samples/suites --capabilities host-capabilities.json
+      evalbatch validate data/samples/suites \\
+        --capabilities data/samples/capabilities/full-host.json
+      evalbatch validate data/samples/suites \\
+        --capabilities data/samples/capabilities/rfc0081-host.json   # exit 1: refused
 
     Prints each fault with its JSON path; with --capabilities, each field the host would refuse
     the suite on (400 validation_error, or 501 capability_not_provided when it runs no eval

@@ -84,7 +84,7 @@ def verify_command(
 
     \b
     Example:
-      evalbatch verify data/samples/events --suites data/samples/suites
+      evalbatch verify data/samples/events --suites data/samples/suites   # exit 1: disagrees
 
     With --conformance, one row per RFC 0244 requirement instead: executed-pass, executed-fail,
     inapplicable (no run exercised it: the row says what would) or unwitnessable, with the runs

@@ -8,6 +8,7 @@ missing or unreadable is an `InputError` naming the file, so a command stops wit
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -34,25 +35,30 @@ from evalbatch.outputs.output_format import (
     TRIAL_SCHEMA,
     table_file,
 )
+from evalbatch.outputs.run_inputs import RunInputs, read_run_inputs
 
 
 @dataclass
 class RunOutputs:
-    """What one `evalbatch run` wrote: the summaries in runId order and the tables asked for."""
+    """What one `evalbatch run` wrote: the summaries in runId order, the tables asked for, and
+    the paths the run was given, where the directory records them for these summaries (E-118)."""
 
     path: Path
     summaries: list[tuple[str, dict[str, Any]]]
     tables: dict[str, pl.DataFrame]
+    inputs: RunInputs | None = None
 
     def table(self, name: str) -> pl.DataFrame:
         return self.tables[name]
 
 
-def _read_summaries(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    """The `{runId, summary}` lines of summaries.jsonl. The directory may have been handed on
-    and changed since `run` wrote it, so each line is read as any user's JSON is (E-115)."""
+def _read_summaries(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], str]:
+    """The `{runId, summary}` lines of summaries.jsonl in runId order, and the sha256 of the file
+    they were read from. The directory may have been handed on and changed since `run` wrote
+    it, so each line is read as any user's JSON is (E-115)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot be read ({exc.__class__.__name__})") from exc
     found: list[tuple[str, dict[str, Any]]] = []
@@ -72,7 +78,7 @@ def _read_summaries(path: Path) -> list[tuple[str, dict[str, Any]]]:
         ):
             raise InputError(f"{path}: line {number}: not a {{runId, summary}} line")
         found.append((doc["runId"], doc["summary"]))
-    return sorted(found, key=lambda item: item[0])
+    return sorted(found, key=lambda item: item[0]), hashlib.sha256(data).hexdigest()
 
 
 def _read_table(path: Path, name: str) -> pl.DataFrame:
@@ -113,7 +119,9 @@ def load(
         path = root / table_file(name)
         if path.is_file():
             read[name] = _read_table(path, name)
-    return RunOutputs(path=root, summaries=_read_summaries(summaries_path), tables=read)
+    summaries, summaries_sha256 = _read_summaries(summaries_path)
+    inputs = read_run_inputs(root, summaries_sha256)
+    return RunOutputs(path=root, summaries=summaries, tables=read, inputs=inputs)
 
 
 def _file_mode() -> int:

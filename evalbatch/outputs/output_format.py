@@ -30,6 +30,10 @@ SUMMARIES_FILE = "summaries.jsonl"
 TABLE_NAMES = ("runs", "tasks", "trials", "problems")
 #: what `run --incremental` needs to carry rows over (E-50, E-71); only incremental runs write it
 MANIFEST_FILE = "manifest.json"
+#: what every run was given: its event and suite paths as given (E-118), for `evalbatch report`
+RUN_INPUTS_FILE = "run-inputs.json"
+#: 1: events, suites (null when suites were given as documents) and summariesSha256
+RUN_INPUTS_FORMAT = 1
 #: what `evalbatch report` and `evalbatch export otel|eee` write into OUT_DIR when not told where
 REPORT_FILE = "report.html"
 OTEL_FILE = "otel-evaluations.jsonl"
@@ -50,7 +54,8 @@ def table_file(table: str) -> str:
     return f"{table}.parquet"
 
 
-#: every file a run writes, the manifest aside, in the order they are put in place
+#: every file a run writes, the manifest and the record of its inputs aside, in the order they are
+#: put in place
 OUTPUT_FILES = (SUMMARIES_FILE, *(table_file(name) for name in TABLE_NAMES))
 
 # --------------------------------------------------------------------------------------------

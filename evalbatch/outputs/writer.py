@@ -30,12 +30,14 @@ from evalbatch.outputs.output_format import (
     DERIVED_FILES,
     MANIFEST_FILE,
     OUTPUT_FILES,
+    RUN_INPUTS_FILE,
     SUMMARIES_FILE,
     TASK_SCHEMA,
     TRIAL_SCHEMA,
     WORK_PREFIX,
     table_file,
 )
+from evalbatch.outputs.run_inputs import RunInputs, file_sha256
 
 
 def clear_stale_work(out_dir: Path) -> int:
@@ -136,6 +138,9 @@ _PENDING = "\x00"
 _NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK}
 #: the prefix, in the working directory, of a hard link to a file about to be replaced
 _PREVIOUS = "previous."
+#: what describes the previous outputs, removed before any file is replaced (and put back, the
+#: manifest last, when a rename fails): a run that writes none leaves none of the old ones
+_REPLACED = (MANIFEST_FILE, RUN_INPUTS_FILE)
 
 
 class OutputWriter:
@@ -203,6 +208,7 @@ class OutputWriter:
         runs: pl.DataFrame,
         problems: pl.DataFrame,
         manifest: Manifest | None = None,
+        run_inputs: RunInputs | None = None,
     ) -> dict[str, Path]:
         """Complete every file and rename each into the output directory.
 
@@ -210,7 +216,9 @@ class OutputWriter:
         the next incremental run can check them before carrying a row (E-71). The previous
         `manifest.json` goes first and the new one comes last, so a crash in between leaves no
         manifest and the next incremental run grades everything rather than trusting rows that
-        may have been replaced."""
+        may have been replaced. `run_inputs`, what the run was given, is recorded with the
+        sha256 of the summaries written (E-118); the previous record goes with the previous
+        manifest, so a directory never holds the record of other outputs."""
         assert self.trials is not None and self.tasks is not None
         self.summaries.close()
         with (
@@ -230,8 +238,14 @@ class OutputWriter:
         for name, frame in (("runs", runs), ("problems", problems)):
             _write_table(self.work / table_file(name), frame, name)
         names = list(OUTPUT_FILES)
+        if run_inputs is not None:
+            summaries_sha256 = file_sha256(self.work / SUMMARIES_FILE)
+            (self.work / RUN_INPUTS_FILE).write_text(
+                run_inputs.text(summaries_sha256), encoding="utf-8"
+            )
+            names.append(RUN_INPUTS_FILE)
         if manifest is not None:
-            manifest.files = {name: describe_file(self.work / name) for name in names}
+            manifest.files = {name: describe_file(self.work / name) for name in OUTPUT_FILES}
             (self.work / MANIFEST_FILE).write_text(manifest.text(), encoding="utf-8")
             names.append(MANIFEST_FILE)
         self._put_in_place(names)
@@ -241,14 +255,14 @@ class OutputWriter:
 
     def _put_in_place(self, names: list[str]) -> None:
         """Rename each finished file over its previous version, the manifest last (the old one
-        is removed first, as are the report and export files made from the previous tables,
-        `DERIVED_FILES`: stale from now on). Each file about to be replaced or removed is first
-        hard-linked into the working directory, so when a rename fails the ones already done are
-        undone and the directory is as it was (where the file system has no hard links, a failed
-        rename can only stop)."""
+        is removed first, as are the record of the previous run's inputs and the report and
+        export files made from the previous tables, `DERIVED_FILES`: stale from now on). Each
+        file about to be replaced or removed is first hard-linked into the working directory,
+        so when a rename fails the ones already done are undone and the directory is as it was
+        (where the file system has no hard links, a failed rename can only stop)."""
         derived = [name for name in DERIVED_FILES if (self.out / name).is_file()]
         kept: dict[str, Path] = {}
-        for name in dict.fromkeys([*names, MANIFEST_FILE, *derived]):
+        for name in dict.fromkeys([*names, *_REPLACED, *derived]):
             backup = self.work / f"{_PREVIOUS}{name}"
             try:
                 os.link(self.out / name, backup, follow_symlinks=False)
@@ -262,7 +276,7 @@ class OutputWriter:
         mode = _file_mode()
         done: list[str] = []
         try:
-            for name in [MANIFEST_FILE, *derived]:
+            for name in [*_REPLACED, *derived]:
                 (self.out / name).unlink(missing_ok=True)
             for name in names:
                 os.chmod(self.work / name, mode)
@@ -273,15 +287,15 @@ class OutputWriter:
             raise
 
     def _put_back(self, done: list[str], kept: dict[str, Path]) -> None:
-        """Undo the renames `done`, then the removals: the report and export files, the previous
-        manifest last (best effort: never raises)."""
+        """Undo the renames `done`, then the removals: the report and export files, the record
+        of the previous run's inputs, the previous manifest last (best effort: never raises)."""
         for name in reversed(done):
             with contextlib.suppress(OSError):
                 if name in kept:
                     os.replace(kept[name], self.out / name)
                 else:
                     (self.out / name).unlink()
-        for name in [*DERIVED_FILES, MANIFEST_FILE]:
+        for name in [*DERIVED_FILES, *reversed(_REPLACED)]:
             if name in kept:
                 with contextlib.suppress(OSError):
                     os.replace(kept[name], self.out / name)

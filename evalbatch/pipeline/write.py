@@ -24,6 +24,7 @@ from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.manifest import MANIFEST_FILE, Manifest, RunEntry
 from evalbatch.outputs.output_format import TASK_SCHEMA, TRIAL_SCHEMA
+from evalbatch.outputs.run_inputs import RunInputs
 from evalbatch.pipeline import incremental
 from evalbatch.pipeline.grading import Paths, as_paths, suites_keyword
 from evalbatch.pipeline.local import Pass, Progress, chooser, grading_pass
@@ -87,6 +88,21 @@ def _without_outputs(events: Sequence[str | Path], out: Path) -> list[str]:
     return paths
 
 
+def _not_a_directory(out: Path) -> InputError | None:
+    """`--out` names a file, or a path under one: a usage error, said as such before anything
+    is locked or written (not the OS's "File exists" from making the directory)."""
+    for path in (out, *out.parents):
+        if path.is_dir():
+            return None
+        if path.exists():
+            where = "is" if path == out else f"is under {path}, which is"
+            return InputError(
+                f"--out {out} {where} a file, not a directory: --out names the directory the "
+                "outputs are written to (created if missing)"
+            )
+    return None
+
+
 def _nothing_to_grade(
     out: Path, run_filter: event_files.RunFilter | None, grading: Pass
 ) -> InputError:
@@ -126,10 +142,12 @@ def write_outputs(
     into `out_dir` are graded and the others' rows are carried over (E-50), once every previous
     file is checked against the manifest (E-71); the files are still identical to a full
     regrade's. Files inside `out_dir` are never read as events (E-74). `events` and `suites` are
-    one path or a list; `suite_paths=` is the deprecated spelling of `suites=`.
+    one path or a list; `suite_paths=` is the deprecated spelling of `suites=`. Beside the
+    outputs, `run-inputs.json` records the event and suite paths as given (E-118).
 
     Raises:
-        InputError: no eval run was selected (E-70; unless `allow_empty`), or no event file.
+        InputError: no eval run was selected (E-70; unless `allow_empty`), no event file, or
+            `out_dir` is a file (or under one).
         OutputLocked: another live run is writing to `out_dir`.
         OutputError: the outputs could not be written (a full disk at any point, E-72); the
             previous ones are left as they were, and nothing is left behind.
@@ -140,6 +158,12 @@ def write_outputs(
     out = Path(out_dir)
     options = options or GradeOptions()
     suite_list = suites_keyword(suites, suite_paths, "write_outputs")
+    not_a_directory = _not_a_directory(out)
+    if not_a_directory is not None:
+        raise not_a_directory
+    given = RunInputs(
+        events=tuple(as_paths(events)), suites=None if suite_docs else tuple(suite_list)
+    )
     event_paths = _without_outputs(as_paths(events), out)
     with OutputLock(out) as lock:
         writer.clear_stale_work(out)
@@ -208,7 +232,7 @@ def write_outputs(
             manifest = None
             if incremental_run and selection is not None:
                 manifest = _manifest(selection, merged, runs, choices, options)
-            written = files.finish(merged.pending, runs, problem_frame, manifest)
+            written = files.finish(merged.pending, runs, problem_frame, manifest, given)
         except OSError as exc:
             files.abort()
             raise _write_error(out, exc) from exc

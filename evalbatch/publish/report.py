@@ -208,12 +208,15 @@ def build_report(
         else '<section id="cost" aria-labelledby="cost-h"><h2 id="cost-h">Cost</h2><p>No run '
         "here has a cost: its log has neither provider.usage costEstimateUsd nor eval.scored "
         "costUsd (D-14).</p></section>",
-        by_run_section(views, shown, whole=bool(run_ids)),
+        by_run_section(views, shown, whole=bool(run_ids), inputs=out.inputs),
         tasks_section(views, shown, whole=bool(run_ids)),
         "</main>",
-        '<footer><div class="wrap">Ids, codes, counts and scores only: no tool names, arguments '
-        "or outputs (RFC 0244 §H). Made from <code>summaries.jsonl</code>, "
-        "<code>tasks.parquet</code> and <code>trials.parquet</code>.</div></footer>",
+        '<footer><div class="wrap">Ids, codes, counts and scores only'
+        + (", and the paths given to <code>evalbatch run</code>" if out.inputs else "")
+        + ": no tool names, arguments or outputs (RFC 0244 §H). Made from "
+        "<code>summaries.jsonl</code>, <code>tasks.parquet</code> and <code>trials.parquet</code>"
+        + (" (and <code>run-inputs.json</code>, E-118)" if out.inputs else "")
+        + ".</div></footer>",
         f"<script>{RUNS_SCRIPT}</script>",
     ]
     page = (

@@ -64,7 +64,7 @@ REASON_COLOURS: dict[str, str] = {
 }
 
 
-def _drawn(picked: Picked) -> tuple[str, str]:
+def _drawn(picked: Picked[RunView]) -> tuple[str, str]:
     """What a chart's caption adds and the HTML under it when it draws only some runs: which
     ones, with links to them and to the runs table; nothing when it draws them all."""
     if not picked.described:

@@ -2,9 +2,10 @@
 command that shows why (Run by run), and every task of every run (Tasks).
 
 A failing trial is listed with its reason code (E-47's order) and the command with the run's
-non-default grading options, so the explanation grades as `run` did; EVENTS and SUITES stand for
-what `run` was given, since the output directory does not record paths (E-95). Ids only, shell-
-quoted and HTML-escaped (RFC 0244 §H).
+non-default grading options, so the explanation grades as `run` did, and the event and suite
+paths `run` was given, as `run-inputs.json` records them (E-118); EVENTS and SUITES stand for
+them where the directory holds no record (E-95). Ids and paths only, shell-quoted and
+HTML-escaped (RFC 0244 §H).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import shlex
 from collections.abc import Sequence
 
 from evalbatch.options import GradeOptions
+from evalbatch.outputs.run_inputs import RunInputs
 from evalbatch.publish.page_markup import (
     esc,
     fmt,
@@ -35,12 +37,43 @@ from evalbatch.publish.worst_runs import (
 MAX_FAILING_ROWS = 100
 
 
-def explain_command(view: RunView, task_id: str | None, trial_index: int | None) -> str:
+def _showable(path: str) -> bool:
+    """A path a command on the page can name as it is: one printable line of UTF-8 (a name
+    that is not UTF-8 reads back with lone surrogates, which no page can hold)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return path.isprintable()
+
+
+def given_words(inputs: RunInputs | None) -> tuple[list[str], list[str]]:
+    """The words of an `evalbatch explain` command that name the events and the suites: the
+    paths `evalbatch run` was given (E-118), or EVENTS and `--suites SUITES` where the directory
+    holds no record of them (or a path cannot be shown on one line)."""
+    events = ["EVENTS"]
+    suites = ["--suites", "SUITES"]
+    if inputs is None:
+        return events, suites
+    if inputs.events and all(map(_showable, inputs.events)):
+        events = list(inputs.events)
+    if inputs.suites is not None and all(map(_showable, inputs.suites)):
+        suites = [word for path in inputs.suites for word in ("--suites", path)]
+    return events, suites
+
+
+def explain_command(
+    view: RunView,
+    task_id: str | None,
+    trial_index: int | None,
+    inputs: RunInputs | None = None,
+) -> str:
     """The `evalbatch explain` command that shows why a trial of `view` graded as it did: the
-    run's grading options when they are not the defaults, ids shell-quoted. EVENTS and SUITES
-    stand for what `evalbatch run` was given (the output directory does not record paths)."""
+    event and suite paths `evalbatch run` was given (`given_words`), the run's grading options
+    when they are not the defaults, ids and paths shell-quoted."""
     defaults = GradeOptions()
-    words = ["evalbatch", "explain", "EVENTS", "--suites", "SUITES", "--run-id", view.run_id]
+    events, suites = given_words(inputs)
+    words = ["evalbatch", "explain", *events, *suites, "--run-id", view.run_id]
     pass_score = view.options.get("default_pass_score")
     if pass_score is not None and float(pass_score) != defaults.default_pass_score:
         words += ["--default-pass-score", repr(float(pass_score))]
@@ -55,7 +88,10 @@ def explain_command(view: RunView, task_id: str | None, trial_index: int | None)
 
 
 def run_section(
-    view: RunView, views_by_id: dict[str, RunView], limit: int | None = MAX_FAILING_ROWS
+    view: RunView,
+    views_by_id: dict[str, RunView],
+    limit: int | None = MAX_FAILING_ROWS,
+    inputs: RunInputs | None = None,
 ) -> str:
     """A run's verdict line and its failing trials, each with the command that explains it: the
     first `limit` of them (every one when None: a run named by `report --run-id`)."""
@@ -86,8 +122,9 @@ def run_section(
         + f"<td><code>{esc(f.reason)}</code></td>"
         + num_cell(f.score, fmt(f.score))
         + num_cell(f.gating_score, fmt(f.gating_score))
-        + f'<td><code class="cmd">{esc(explain_command(view, f.task_id, f.trial_index))}</code>'
-        "</td></tr>"
+        + '<td><code class="cmd">'
+        + esc(explain_command(view, f.task_id, f.trial_index, inputs))
+        + "</code></td></tr>"
         for f in view.failing[:limit]
     ]
     failing_table = (
@@ -97,7 +134,7 @@ def run_section(
     )
     if limit is not None and len(view.failing) > limit:
         rest = len(view.failing) - limit
-        every = explain_command(view, None, None)
+        every = explain_command(view, None, None, inputs)
         failing_table += (
             f'<p class="drawn">The first {limit} failing trials; '
             f'{esc(quantity(rest, "more"))}: <code class="cmd">{esc(every)}</code> explains '
@@ -120,11 +157,15 @@ REASON_LEGEND = (
 )
 
 
-def more_runs(views: Sequence[RunView], shown: Picked) -> str:
+def more_runs(
+    views: Sequence[RunView], shown: Picked[RunView], inputs: RunInputs | None = None
+) -> str:
     """Where the runs without a section of their own are, and the commands that show one: the
     target of their links (`#more-runs`, the run's id filled in by the page's script)."""
     rest = len(views) - len(shown.views)
     template = "evalbatch report OUT_DIR --run-id RUN --out run.html"
+    events, suites = given_words(inputs)
+    explain = shlex.join(["evalbatch", "explain", *events, *suites, "--run-id", "RUN"])
     return (
         '<div id="more-runs" class="more"><h3>The other runs</h3>'
         f"<p>{esc(quantity(rest, 'run'))} {'has' if rest == 1 else 'have'} no section here "
@@ -133,13 +174,43 @@ def more_runs(views: Sequence[RunView], shown: Picked) -> str:
         "run is in <code>runs.parquet</code>, <code>tasks.parquet</code> and "
         "<code>trials.parquet</code>. One run in full: "
         f'<code class="cmd" id="more-runs-command" data-template="{esc(template)}">'
-        f'{esc(template)}</code> (the page of that run), or <code class="cmd">evalbatch '
-        "explain EVENTS --suites SUITES --run-id RUN</code> (its trials call by call); any "
+        f'{esc(template)}</code> (the page of that run), or <code class="cmd">'
+        f"{esc(explain)}</code> (its trials call by call); any "
         'question of every run: <code class="cmd">evalbatch sql OUT_DIR</code>.</p></div>'
     )
 
 
-def by_run_section(views: Sequence[RunView], shown: Picked, whole: bool = False) -> str:
+def _paths_told(inputs: RunInputs | None) -> str:
+    """What the page says of the event and suite paths in its `explain` commands."""
+    if inputs is None:
+        return (
+            "EVENTS and SUITES stand for the event logs and suite files given to "
+            "<code>evalbatch run</code>: this directory holds no record of them for these "
+            "outputs (<code>run-inputs.json</code>, which every run writes, E-118). "
+        )
+    events, suites = given_words(inputs)
+    told = (
+        "The event logs and suite files are named as they were given to <code>evalbatch "
+        "run</code> (a relative path from the directory it ran in). "
+    )
+    if "EVENTS" in events:
+        told += "EVENTS stands for the event logs: a path given cannot be shown on one line. "
+    if "SUITES" in suites:
+        why = (
+            "the suites were given as documents, not files"
+            if inputs.suites is None
+            else "a path given cannot be shown on one line"
+        )
+        told += f"SUITES stands for the suite files: {why}. "
+    return told
+
+
+def by_run_section(
+    views: Sequence[RunView],
+    shown: Picked[RunView],
+    whole: bool = False,
+    inputs: RunInputs | None = None,
+) -> str:
     """The Run by run section: the reason codes explained, then the section of each run shown
     in full (`shown`: every run when they fit, else the worst or the runs named; `whole`: every
     failing trial of each, for the runs named by `report --run-id`), then where the others
@@ -149,17 +220,17 @@ def by_run_section(views: Sequence[RunView], shown: Picked, whole: bool = False)
     return (
         '<section id="by-run" aria-labelledby="by-run-h"><h2 id="by-run-h">Run by run</h2>'
         f"<p>Each run's failed trials with their reason code ({REASON_LEGEND}). The command "
-        "shows the detail: expected and observed calls and the check that failed. EVENTS and "
-        "SUITES stand for the event logs and suite files given to <code>evalbatch run</code>. "
-        "Its output names tools and arguments, so it is for the team's own eyes and is not in "
+        "shows the detail: expected and observed calls and the check that failed. "
+        + _paths_told(inputs)
+        + "Its output names tools and arguments, so it is for the team's own eyes and is not in "
         "this page.</p>"
-        + "".join(run_section(v, views_by_id, limit) for v in shown.views)
-        + (more_runs(views, shown) if len(shown.views) < len(views) else "")
+        + "".join(run_section(v, views_by_id, limit, inputs) for v in shown.views)
+        + (more_runs(views, shown, inputs) if len(shown.views) < len(views) else "")
         + "</section>"
     )
 
 
-def tasks_section(views: Sequence[RunView], shown: Picked, whole: bool = False) -> str:
+def tasks_section(views: Sequence[RunView], shown: Picked[RunView], whole: bool = False) -> str:
     """The Tasks section: the tasks of each run shown in full (at most MAX_TASKS_LISTED a run,
     every one when `whole`), folded under a <details>."""
     limit = None if whole else MAX_TASKS_LISTED

@@ -19,6 +19,8 @@ from evalbatch.publish.worst_runs import MAX_REGRESSIONS, by_score, regressions_
 #: them (a suite of 1,000 failing tasks lists its worst 200; the rest is `evalbatch sql` away)
 VERDICT_ROWS = 10
 FOLDED_ROWS = 200
+#: the verdict line's first part when no run here was compared with a baseline (§5)
+NOT_COMPARED = "not compared with a baseline"
 
 
 def _folded(
@@ -167,14 +169,22 @@ def _failing_tasks_part(views: Sequence[RunView], failing: Sequence[FailingTask]
 def verdict_section(
     views: Sequence[RunView], items: Sequence[RegressionView], failing: Sequence[FailingTask]
 ) -> str:
-    """The section the page opens with: one line of verdict, then regressions, failing suites
-    and failing tasks (`report_views.failing_tasks`), each worst first."""
+    """The section the page opens with: one line of verdict (regressions, or "no regression"
+    when runs were compared and none regressed, or NOT_COMPARED when none was; failed suite
+    runs; failing tasks), then regressions, failing suites and failing tasks
+    (`report_views.failing_tasks`), each worst first."""
     views_by_id = {v.run_id: v for v in views}
     regressed = sum(i.block["verdict"] == "regressed" for i in items)
     failed = sum(not v.summary["passed"] for v in views)
     failing_tasks = len(failing)
     parts = [
-        quantity(regressed, "regression") if regressed else "no regression",
+        # "no regression" only where a run was compared with its baseline (§5): where none was,
+        # nothing is known of regressions, and the line says so
+        quantity(regressed, "regression")
+        if regressed
+        else "no regression"
+        if items
+        else NOT_COMPARED,
         f"{failed} of {quantity(len(views), 'suite run')} failed"
         if failed
         else f"{quantity(len(views), 'suite run')} passed",

@@ -4,17 +4,44 @@ A night can hold hundreds of runs; a chart holds a few dozen. Each chart then dr
 runs by its own rank (the lowest-scoring, those with the most failed trials, the costliest; the
 regression blocks by their drop), ties broken by runId (E-47), and says which it drew. The
 tables hold every run. The limits and the ranks live here so every part of the page that shows
-only some runs chooses them the same way.
+only some runs chooses them the same way. The ranks read a run through `RankedRun` (and a
+regression block through `RankedBlock`), which `report_views`' views are: this module imports
+none of the page's modules, so `report_views` can rank with it and no import goes in a circle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, Protocol, TypeVar
 
-if TYPE_CHECKING:  # the limits load with the command line, which loads no data library
-    from evalbatch.publish.report_views import RegressionView, RunView
+
+class RankedRun(Protocol):
+    """What the ranks read of a run (`report_views.RunView` is one)."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def summary(self) -> dict[str, Any]: ...
+
+    @property
+    def failed_trials(self) -> int: ...
+
+
+class RankedBlock(Protocol):
+    """What `regressions_first` reads of a regression block (`report_views.RegressionView`)."""
+
+    @property
+    def candidate(self) -> RankedRun: ...
+
+    @property
+    def block(self) -> dict[str, Any]: ...
+
+
+#: a run, and a regression block, of whichever type the caller ranks (its own type comes back)
+Run = TypeVar("Run", bound=RankedRun)
+Block = TypeVar("Block", bound=RankedBlock)
 
 #: runs drawn in a per-task chart, and in a per-run chart; the tables hold every run
 MAX_TASK_RUNS = 12
@@ -35,35 +62,35 @@ MAX_TASKS_DRAWN = 20
 MAX_TASKS_LISTED = 100
 
 
-def by_score(view: RunView) -> tuple[Any, ...]:
+def by_score(view: RankedRun) -> tuple[Any, ...]:
     """Worst first: failed suites, then the lowest aggregate score."""
     return (bool(view.summary["passed"]), float(view.summary["aggregateScore"]), view.run_id)
 
 
-def by_failed_trials(view: RunView) -> tuple[Any, ...]:
+def by_failed_trials(view: RankedRun) -> tuple[Any, ...]:
     return (-view.failed_trials, view.run_id)
 
 
-def by_cost(view: RunView) -> tuple[Any, ...]:
+def by_cost(view: RankedRun) -> tuple[Any, ...]:
     return (-float(view.summary.get("totalCostUsd") or 0.0), view.run_id)
 
 
 @dataclass(frozen=True)
-class Picked:
+class Picked(Generic[Run]):
     """The runs to show and, when they are only some, how they were chosen ("the 30
     lowest-scoring of 500 runs"; empty when they are all)."""
 
-    views: list[RunView]
+    views: list[Run]
     described: str = ""
 
 
 def pick(
-    views: Sequence[RunView],
+    views: Sequence[Run],
     limit: int,
-    rank: Callable[[RunView], tuple[Any, ...]],
+    rank: Callable[[Run], tuple[Any, ...]],
     which: str,
     of: str = "runs",
-) -> Picked:
+) -> Picked[Run]:
     """All `views` in runId order when they fit, else the `limit` worst by `rank`, worst first;
     `which` says how they were chosen ("lowest-scoring": "the 30 lowest-scoring of 500 runs")."""
     if len(views) <= limit:
@@ -71,7 +98,7 @@ def pick(
     return Picked(sorted(views, key=rank)[:limit], f"the {limit} {which} of {len(views):,} {of}")
 
 
-def regressions_first(items: Sequence[RegressionView]) -> list[RegressionView]:
+def regressions_first(items: Sequence[Block]) -> list[Block]:
     """Regression blocks worst first: regressed ones, then by score delta, then runId."""
     return sorted(
         items,
@@ -84,8 +111,8 @@ def regressions_first(items: Sequence[RegressionView]) -> list[RegressionView]:
 
 
 def detail_views(
-    views: Sequence[RunView], limit: int = DETAIL_RUNS, named: Sequence[str] = ()
-) -> Picked:
+    views: Sequence[Run], limit: int = DETAIL_RUNS, named: Sequence[str] = ()
+) -> Picked[Run]:
     """The runs the page shows in full: the runs `named` (`report --run-id`), in runId order,
     else the `limit` lowest-scoring (`by_score`), all of them when they fit."""
     if named:
