@@ -170,7 +170,7 @@ def test_regress_filter_on_logs_and_on_task_tables(tmp_path: Path) -> None:
         "regress", tasks, tasks, *pair, "--suite-id", "acme.support.evals.regression", "--json"
     )
     assert result.exit_code == 1, result.output
-    result = _invoke("regress", tasks, tasks, "--run-id", "*candidate*")
+    result = _invoke("regress", tasks, tasks, "--run-id", "*candidate*", "--allow-same-run")
     assert result.exit_code == 0, result.output  # the candidate against itself: unchanged
     assert (
         "baseline acme/run-regress-candidate-0001 -> candidate acme/run-regress-candidate-0001"

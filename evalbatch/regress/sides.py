@@ -384,8 +384,12 @@ def _nothing_compared(base: _Side, cand: _Side, run_filter: event_files.RunFilte
 def _same_run(suite_id: str, pairs: Sequence[tuple[_Side, str]]) -> str | None:
     """Why the two runs of a suite are one run, when they are (E-114): the same events (their
     fingerprints agree, whatever the run ids and file names), or the same run id read from the
-    same files. Compared with itself a run can only be unchanged, so a gate would always pass."""
+    same files. Compared with itself a run can only be unchanged, so a gate would always pass.
+    A run that was not graded compares nothing whatever it is paired with (E-65), which is the
+    reason given then."""
     (base, base_id), (cand, cand_id) = pairs
+    if base_id in base.not_graded or cand_id in cand.not_graded:
+        return None
     fingerprint = base.fingerprints.get(base_id)
     if fingerprint is not None and fingerprint == cand.fingerprints.get(cand_id):
         what = "are one run" if base_id == cand_id else "hold the same events"
