@@ -45,9 +45,10 @@ Categories of cases (each across every command that reads that kind of input):
 - `bad-options`: negative, zero, huge, NaN, infinite and non-numeric values for every numeric,
   size and time option of every command.
 
-Every invocation records the command line, exit code, wall time, peak RSS (`os.wait4` on the
-child), whether stdout or stderr holds a Python traceback or "internal error", whether a marker
-string planted in tool names, arguments, prompts and outputs of the hostile logs appears in a
+Every invocation records the command line, exit code, wall time, peak RSS (the child's VmHWM,
+read until it exits: wait4's ru_maxrss also counts the harness the child was forked from),
+whether stdout or stderr holds a Python traceback or "internal error", whether a marker string
+planted in tool names, arguments, prompts and outputs of the hostile logs appears in a
 printed line, an EvalSummary, a `problems.parquet` message, a report or an export (a leak),
 whether it hung (killed after `--timeout`, 120 s) and a verdict: `ok`, or `FAIL` with the reasons:
 traceback, internal error, crash (a signal), exit code outside the documented ones, exit 0 where
@@ -327,10 +328,12 @@ def spawn(
 
             threading.Thread(target=feed, daemon=True).start()
         timed_out = killed = False
+        hwm_kb = 0
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
+            hwm_kb = peak_rss_kb(proc.pid, hwm_kb)
             elapsed = time.monotonic() - start
             purposeful = (kill_after is not None and elapsed >= kill_after) or (
                 kill_when is not None and kill_when()
@@ -353,12 +356,28 @@ def spawn(
             argv=list(argv),
             rc=proc.returncode,
             wall=wall,
-            rss_mb=usage.ru_maxrss / 1024.0,
+            rss_mb=(hwm_kb or usage.ru_maxrss) / 1024.0,
             stdout=out_f.read(),
             stderr=err_f.read(),
             timed_out=timed_out,
             killed_by_harness=killed,
         )
+
+
+def peak_rss_kb(pid: int, last: int) -> int:
+    """The child's peak RSS so far (VmHWM of its program, in KB), or `last` when it cannot be
+    read. wait4's ru_maxrss is not used when this is known: it also counts the copy of the
+    harness that the child was forked from before it ran evalbatch, which is large after the
+    harness builds its bombs. VmHWM belongs to the program the child runs now, only grows, and
+    is read every few milliseconds until the child exits."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return last
 
 
 # ------------------------------------------------------------------------------------------
