@@ -4183,7 +4183,10 @@ def main(argv: list[str] | None = None) -> int:
     root.mkdir(parents=True, exist_ok=True)
     ws = Workspace(root.resolve(), samples, evalbatch, args.quick)
 
+    stopping = threading.Event()
+
     def stop(signum: int, _frame: Any) -> None:  # unmount and clean up on SIGTERM too
+        stopping.set()  # the cases not yet started are not started
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, stop)
@@ -4209,6 +4212,8 @@ def main(argv: list[str] | None = None) -> int:
         lock = threading.Lock()
 
         def one(case: Case) -> Result:
+            if stopping.is_set():
+                raise SystemExit(2)
             result = run_case(ws, case)
             with lock:
                 done[0] += 1
