@@ -1,11 +1,12 @@
 """Hostile review harness: runs `evalbatch` on hundreds of damaged, hostile and adversarial inputs
 and judges every outcome.
 
-    .venv/bin/python bench/hostile_review.py                      # every case (about 15 minutes)
-    .venv/bin/python bench/hostile_review.py --quick              # a subset (a few minutes)
+    .venv/bin/python bench/hostile_review.py                      # every case (~1,400; 30 min)
+    .venv/bin/python bench/hostile_review.py --quick              # a subset (~450 cases)
     .venv/bin/python bench/hostile_review.py --json report.json   # also write a JSON report
     .venv/bin/python bench/hostile_review.py --only 'regress|same-path' --keep /tmp/hostile
-    .venv/bin/python bench/hostile_review.py --evalbatch 'python -m evalbatch.cli' --jobs 1
+    .venv/bin/python bench/hostile_review.py --categories kill-9,full-disk   # some families
+    .venv/bin/python bench/hostile_review.py --evalbatch /path/to/other/evalbatch --jobs 1
 
 It builds every input in a temporary directory from the samples (`data/samples`, or
 `--samples DIR`), never touching the files it was given, runs the evalbatch command it is told
