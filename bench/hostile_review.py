@@ -2,7 +2,7 @@
 and judges every outcome.
 
     .venv/bin/python bench/hostile_review.py                      # every case (~1,400; 30 min)
-    .venv/bin/python bench/hostile_review.py --quick              # a subset (~450 cases)
+    .venv/bin/python bench/hostile_review.py --quick              # a subset (~550 cases)
     .venv/bin/python bench/hostile_review.py --json report.json   # also write a JSON report
     .venv/bin/python bench/hostile_review.py --only 'regress|same-path' --keep /tmp/hostile
     .venv/bin/python bench/hostile_review.py --categories kill-9,full-disk   # some families
