@@ -442,6 +442,17 @@ HOSTILE: dict[str, Any] = {
     "a-second-eval-completed-repeats": lambda rows: _completed_again(
         rows, aggregateScore=1, passed=True, taskCount=2, passedCount=2
     ),
+    "latency-negative": lambda rows: _edited(rows, "eval.scored", lambda p: p | {"latencyMs": -5}),
+    "latency-written-as-text": lambda rows: _edited(
+        rows, "eval.scored", lambda p: p | {"latencyMs": "fast"}
+    ),
+    "cost-negative": lambda rows: _edited(rows, "eval.scored", lambda p: p | {"costUsd": -1}),
+    "cost-past-its-range": lambda rows: _edited(
+        rows, "eval.scored", lambda p: p | {"costUsd": 1e300}
+    ),
+    "cost-written-as-text": lambda rows: _edited(
+        rows, "eval.scored", lambda p: p | {"costUsd": "cheap"}
+    ),
     "task-count-wrong": lambda rows: _edited(rows, "eval.started", lambda p: p | {"taskCount": 3}),
 }
 

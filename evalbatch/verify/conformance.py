@@ -209,8 +209,8 @@ def _host_failed_a_pass(finding: Finding) -> bool:
 
 _NEVER = lambda finding: False  # noqa: E731 - an unwitnessable row has no finding
 
-#: reason codes of a host value of the wrong shape: one the grade cannot use (D-11, D-5), an id
-#: that keeps the summary from being written (§4), an eval.completed written twice (E-113)
+#: reason codes of a host value of the wrong shape: one the grade cannot use (D-11, D-5, E-77),
+#: an id that keeps the summary from being written (§4), an eval.completed written twice (E-113)
 _SHAPE_REASONS = frozenset(
     {
         "score-invalid",
@@ -218,6 +218,8 @@ _SHAPE_REASONS = frozenset(
         "trial-index-invalid",
         "summary-invalid",
         "completed-repeated",
+        "cost-invalid",
+        "latency-invalid",
     }
 )
 #: what a finding shows for a host value of another JSON type than the field's (`compare.shown`)

@@ -12,9 +12,10 @@ task has more than one trial, `scoreLabel` matches its pattern and `evaluatorTyp
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from evalbatch.problems import EVALUATOR_TYPES, SCORE_LABEL
+from evalbatch.problems import EVALUATOR_TYPES, MAX_COST_USD, MAX_LATENCY_MS, SCORE_LABEL
 from evalbatch.reduce.run_summaries import summary_faults
 from evalbatch.verify.causes import task_count_cause, trial_cause
 from evalbatch.verify.compare import (
@@ -25,6 +26,7 @@ from evalbatch.verify.compare import (
     VALID_TEXT,
     Checker,
     field_of,
+    is_number,
 )
 from evalbatch.verify.run_context import RunContext
 from evalbatch.verify.suite_figure_checks import check_suite_fields
@@ -123,6 +125,35 @@ def check_labels(check: Checker, ctx: RunContext) -> None:
                 ("RFC 0244 §E", "enum"),
                 text=True,
                 task=task,
+                sequence=seq,
+            )
+
+
+#: the optional numbers of an eval.scored and the range a grade uses them in (E-77): what
+#: OpenWOP's schema allows a host to write there (latencyMs an integer >= 0, costUsd >= 0)
+_SCORED_NUMBERS = (
+    ("latencyMs", MAX_LATENCY_MS, "latency-invalid"),
+    ("costUsd", MAX_COST_USD, "cost-invalid"),
+)
+
+
+def check_scored_numbers(check: Checker, ctx: RunContext) -> None:
+    """Each eval.scored's latencyMs and costUsd, where written, is a number the grade can use
+    (E-77, E-112): `run` drops one that is not (a cost with the warning `cost-invalid`, a
+    latency for the bracket span, §3.5), so the host's record of it is a finding here."""
+    for seq in ctx.scored_in_span():
+        payload = ctx.host.payloads.get((ctx.run_id, seq))
+        for name, most, reason in _SCORED_NUMBERS:
+            value = field_of(payload, name)
+            if value is MISSING:
+                continue
+            usable = is_number(value) and math.isfinite(value) and 0 <= value <= most
+            check.check(
+                f"eval.scored.{name}",
+                value,
+                value if usable else VALID_TEXT,
+                ("E-77", reason),
+                task=_task_id(payload),
                 sequence=seq,
             )
 

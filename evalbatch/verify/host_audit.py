@@ -36,6 +36,7 @@ from evalbatch.verify.conformance import input_fingerprints
 from evalbatch.verify.event_checks import (
     check_completed,
     check_labels,
+    check_scored_numbers,
     check_started,
     check_summary_writable,
     check_trials,
@@ -56,6 +57,7 @@ RUN_CHECKS: tuple[RunCheck, ...] = (
     check_summary_writable,
     check_trials,
     check_labels,
+    check_scored_numbers,
     check_completed,
     check_capabilities,
 )
