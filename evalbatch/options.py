@@ -14,6 +14,9 @@ OnMissDefault = Literal["count", "fail"]
 #: the paired tests `regress` and the regression block may use (§5, D-16)
 Method = Literal["paired-bootstrap", "paired-t", "sign-test", "mcnemar"]
 METHODS: tuple[Method, ...] = ("paired-bootstrap", "paired-t", "sign-test", "mcnemar")
+#: bootstrap resamples: at least §5's 10,000, at most a million (a float per resample is kept,
+#: and the draws take time in proportion: past this a gate would hang, not decide better)
+MIN_RESAMPLES, MAX_RESAMPLES = 10_000, 1_000_000
 
 
 @dataclass(frozen=True)

@@ -510,6 +510,9 @@ def test_e114_two_runs_with_other_events_are_compared(run: Any) -> None:
         ("--margin", "inf"),
         ("--margin", "1"),
         ("--margin", "5"),
+        ("--resamples", "9999"),
+        ("--resamples", "1000001"),
+        ("--resamples", "100000000000"),
         ("--seed", "-1"),
     ],
 )

@@ -18,7 +18,7 @@ from evalbatch.commands import faults, filters, printing, resources
 from evalbatch.commands.options import quiet_option, renamed_option, suites_option
 from evalbatch.commands.types import FiniteFloatRange, printable
 from evalbatch.errors import EXIT_FAILED
-from evalbatch.options import METHODS, Method, Resources
+from evalbatch.options import MAX_RESAMPLES, METHODS, MIN_RESAMPLES, Method, Resources
 
 
 @click.command(
@@ -59,10 +59,10 @@ from evalbatch.options import METHODS, Method, Resources
 )
 @click.option(
     "--resamples",
-    type=click.IntRange(10_000),
-    default=10_000,
+    type=click.IntRange(MIN_RESAMPLES, MAX_RESAMPLES),
+    default=MIN_RESAMPLES,
     show_default=True,
-    help="Bootstrap resamples of the tasks (at least 10,000, §5).",
+    help="Bootstrap resamples of the tasks (10,000 to 1,000,000: at least §5's 10,000).",
 )
 @click.option(
     "--score",
