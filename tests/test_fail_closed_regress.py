@@ -611,6 +611,21 @@ def test_a_pair_whose_run_was_not_graded_is_exit_2(run: Any, tmp_path: Path) -> 
     assert "nothing was compared" in err and "not graded" in err
 
 
+def test_a_run_not_graded_for_an_invalid_suite_names_the_suite_file(
+    run: Any, tmp_path: Path
+) -> None:
+    """The reason a pair compared nothing is the run's own problem message, which names the
+    suite file at fault and the JSON path, not only a code."""
+    suites = tmp_path / "suites"
+    shutil.copytree(SAMPLE_SUITES, suites)
+    doc = json.loads((suites / "regression.json").read_text())
+    (suites / "regression.json").write_text(json.dumps({**doc, "trials": {"count": 0}}))
+    code, _, err = run(BASE, CAND, "--suites", suites)
+    assert code == 2
+    assert "nothing was compared" in err and "[suite-invalid]" in err
+    assert f"$.trials.count in {suites / 'regression.json'}" in err
+
+
 @pytest.mark.parametrize(
     ("cand_ids", "cand_version", "code", "reason"),
     [

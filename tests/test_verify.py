@@ -807,3 +807,17 @@ def test_e36_verify_reads_one_merged_grading_whatever_the_batch_size(tmp_path: P
     assert verdicts[CLEAN] == ("agrees", [])
     assert all(verdicts[run] == ("disagrees", []) for run in PLANTED.values())
     assert apart.verdict == "disagrees"
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "[]"], ids=["empty", "blank-lines", "empty-array"])
+def test_e112_a_summaries_file_that_holds_no_summary_is_refused(tmp_path: Path, text: str) -> None:
+    """`--summaries FILE` asks for the host's summaries to be checked: a file holding none would
+    check nothing, so it is unusable input (exit 2), never a pass."""
+    given = tmp_path / "summaries.jsonl"
+    given.write_text(text)
+    result = CliRunner().invoke(
+        cli,
+        ["verify", str(SAMPLE_EVENTS), "--suites", str(SAMPLE_SUITES), "--summaries", str(given)],
+    )
+    assert result.exit_code == 2
+    assert f"{given}: holds no summary" in result.output

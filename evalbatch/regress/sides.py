@@ -307,10 +307,7 @@ def _side(
             f"file problem(s); nothing was compared:{listed}"
         )
     tasks, gradings, skipped = _with_runs(result.tasks, result.runs)
-    not_graded = {
-        run: "; ".join(errors.filter(pl.col("run_id") == run)["code"].unique().sort().to_list())
-        for run in skipped
-    }
+    not_graded = {run: _why_not_graded(errors.filter(pl.col("run_id") == run)) for run in skipped}
     files = frozenset(Path(p).resolve() for p in event_files.expand_paths(list(paths)))
     return _Side(
         name,
@@ -322,6 +319,14 @@ def _side(
         _fingerprints(result.runs),
         files,
     )
+
+
+def _why_not_graded(errors: pl.DataFrame) -> str:
+    """A run's errors as the reason it compared nothing: the first message of each code
+    (content-free, each naming its code and the file at fault where one is: an invalid
+    suite's)."""
+    firsts = errors.sort("code").unique("code", keep="first", maintain_order=True)
+    return "; ".join(firsts["message"].to_list())
 
 
 def _with_runs(

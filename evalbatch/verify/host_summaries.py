@@ -74,11 +74,13 @@ def load_summaries(paths: Sequence[str | Path]) -> list[HostSummary]:
     JSON lines (one per line, as `summaries.jsonl`).
 
     Raises:
-        InputError: a file cannot be read, is not JSON or nests past the depth limit (E-115).
+        InputError: a file cannot be read, is not JSON, nests past the depth limit (E-115) or
+            holds no summary (a file given to be checked that checks nothing, E-112).
     """
     found: list[HostSummary] = []
     for given in paths:
         path = Path(given)
+        before = len(found)
         try:
             text = path.read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
@@ -86,6 +88,8 @@ def load_summaries(paths: Sequence[str | Path]) -> list[HostSummary]:
         deep: limits.TooDeep | None = None
         try:
             found += _summaries_in(_strict_json(text), str(path))
+            if len(found) == before:
+                raise InputError(f"{path}: holds no summary, so nothing of it could be checked")
             continue
         except limits.TooDeep as exc:  # one deep document, or JSON lines with a deep line
             deep = exc
@@ -103,6 +107,8 @@ def load_summaries(paths: Sequence[str | Path]) -> list[HostSummary]:
                     raise InputError(f"{path}: {deep}") from None
                 raise InputError(f"{path}: line {number}: not JSON ({exc})") from exc
             found += _summaries_in(value, f"{path} line {number}")
+        if len(found) == before:
+            raise InputError(f"{path}: holds no summary, so nothing of it could be checked")
     return found
 
 
