@@ -10,9 +10,11 @@ reference.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import sys
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -486,3 +488,61 @@ def test_ingest_writes_the_canonical_columns(tmp_path: Path) -> None:
         ("extra", "string"),
     ]
     assert oct(os.stat(report.written[0]).st_mode & 0o777) != oct(0o600)
+
+
+# --------------------------------------------------------------------------------------------
+# E-75: a damaged gzip file keeps the whole lines before the damage
+
+
+def _varied_lines(run_id: str, count: int) -> list[str]:
+    """Event lines that compress poorly, so half a gzip file holds about half of them."""
+    return [
+        json.dumps(
+            {
+                "runId": run_id,
+                "sequence": n,
+                "type": "t",
+                "payload": {"hash": hashlib.sha256(str(n).encode()).hexdigest() * 3},
+            }
+        )
+        for n in range(count)
+    ]
+
+
+def _whole_lines_before(damaged: bytes) -> int:
+    """How many whole lines zlib itself recovers from the start of a damaged gzip file."""
+    inflater = zlib.decompressobj(wbits=31)
+    try:
+        data = inflater.decompress(damaged)
+    except zlib.error:
+        data = b""
+    return data.count(b"\n")
+
+
+@pytest.mark.parametrize("damage", ["cut-short", "bad-crc", "garbage-after-the-member"])
+def test_e75_damaged_gzip_keeps_the_whole_lines_before_the_damage(
+    tmp_path: Path, damage: str
+) -> None:
+    """E-75: a gzip file cut short, with a bad CRC or with garbage after its complete member
+    was "nothing usable; nothing written" (exit code 2): the capped reader filled a buffer
+    from the decompressor in one go and the damage dropped all of it. Now the events of the
+    whole lines before the damage are ingested and the file is one problem (exit code 3),
+    whose message quotes none of the file's bytes."""
+    lines = _varied_lines(RUN_A, 120)
+    packed = gzip.compress(("\n".join(lines) + "\n").encode())
+    damaged = {
+        "cut-short": packed[: len(packed) // 2],
+        "bad-crc": packed[:-8] + b"\0\0\0\0" + packed[-4:],
+        "garbage-after-the-member": packed + b"not gzip at all",
+    }[damage]
+    kept = _whole_lines_before(damaged) if damage == "cut-short" else len(lines)
+    assert 0 < kept <= len(lines)
+    source = tmp_path / "a.ndjson.gz"
+    source.write_bytes(damaged)
+    report = ingest.ingest_paths([source], tmp_path / "out")
+    assert report.exit_code == 3
+    assert sorted(seq for _, seq in _read_back(tmp_path / "out")) == list(range(kept))
+    (problem,) = report.problems
+    assert (problem.path, problem.where, problem.code) == (str(source), None, "input-unreadable")
+    assert problem.reason.startswith("cannot be read (damaged gzip data")
+    assert "b'" not in problem.reason and "0x" not in problem.reason

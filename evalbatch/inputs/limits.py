@@ -187,7 +187,12 @@ class CappedReader(io.RawIOBase):
 
     `decompressed` is read one buffer at a time and never past the member cap, so at most a
     buffer past the ratio cap is ever held; `compressed` says how many compressed bytes have
-    been read so far. Wrap it in an `io.BufferedReader` to read lines."""
+    been read so far. Wrap it in an `io.BufferedReader` to read lines.
+
+    Damaged compressed data (cut short, a bad checksum, garbage after the end) fails only after
+    the bytes before it have been handed on (E-75): `decompressed` is read a piece at a time
+    (`read1` where it has one, so no buffer of it drops what it inflated when the damage is
+    met), and an error met with part of a buffer filled is raised by the next read instead."""
 
     def __init__(
         self, decompressed: Source, compressed: Callable[[], int], limits: InputLimits
@@ -197,18 +202,29 @@ class CappedReader(io.RawIOBase):
         self.compressed = compressed
         self.limits = limits
         self.count = 0
+        self._read = getattr(decompressed, "read1", decompressed.read)
+        self._failed: Exception | None = None
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
-        """Fill `buffer` (short only at the end, or at the member cap: up to it, then one byte
-        more to learn whether there is more), then check the caps on what came out."""
+        """Fill `buffer` (short only at the end, at damaged data, or at the member cap: up to it,
+        then one byte more to learn whether there is more), then check the caps on what came
+        out."""
+        if self._failed is not None:
+            raise self._failed
         view = memoryview(buffer).cast("B")
         want = min(len(view), max(self.limits.max_member_bytes - self.count, 1))
         filled = 0
         while filled < want:
-            data = self.decompressed.read(want - filled)
+            try:
+                data = self._read(want - filled)
+            except Exception as exc:  # whatever the decompressor meets: after the bytes before
+                if not filled:
+                    raise
+                self._failed = exc
+                break
             if not data:
                 break
             view[filled : filled + len(data)] = data

@@ -306,13 +306,26 @@ def read_into(
             read = inspect_logs.read_inspect_log(sink, inspect or InspectOptions(), limits)
     except TooLarge as exc:  # a cap on the whole file: this file only, the events before kept
         sink.problem(None, "input-unreadable", f"read only in part: {exc}")
-    except zlib.error:  # a gzip header over a damaged stream: this file only
-        sink.problem(None, "input-unreadable", "cannot be read (damaged gzip data)")
-    except (OSError, EOFError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    except (zlib.error, gzip.BadGzipFile, EOFError) as exc:  # damaged gzip data: this file only
+        sink.problem(None, "input-unreadable", f"cannot be read ({_gzip_damage(exc)})")
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
         sink.problem(None, "input-unreadable", f"cannot be read ({reason})")
     sink.flush()
     return read
+
+
+def _gzip_damage(exc: Exception) -> str:
+    """What is wrong with a gzip stream, in words of our own: the module's text can quote the
+    file's bytes (`Not a gzipped file (b'..')`) or its checksums (E-75)."""
+    if isinstance(exc, EOFError):
+        return "damaged gzip data: cut short"
+    text = str(exc)
+    if text.startswith("CRC check failed"):
+        return "damaged gzip data: a checksum does not match"
+    if text.startswith("Not a gzipped file"):
+        return "damaged gzip data: what follows a complete member is not gzip"
+    return "damaged gzip data"
 
 
 def _read_stream(
