@@ -546,3 +546,48 @@ def test_e75_damaged_gzip_keeps_the_whole_lines_before_the_damage(
     assert (problem.path, problem.where, problem.code) == (str(source), None, "input-unreadable")
     assert problem.reason.startswith("cannot be read (damaged gzip data")
     assert "b'" not in problem.reason and "0x" not in problem.reason
+
+
+# --------------------------------------------------------------------------------------------
+# E-35: SSE lines end in CRLF, LF or CR
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r", "mixed"], ids=["lf", "crlf", "cr", "mixed"])
+def test_e35_sse_lines_end_in_crlf_lf_or_cr(tmp_path: Path, ending: str) -> None:
+    """E-35: the SSE spec ends a line with CRLF, LF or a lone CR; a capture with CR line
+    endings was one long line, "nothing usable" (exit code 2). Every ending reads the same
+    events, and a bad frame is named by the same frame and line."""
+    frames = [f"id: {n}\nevent: x\ndata: {t}\n\n" for n, t in enumerate(EVENTS_A)]
+    frames.insert(1, "data: {not json\n\n")  # frame 2, line 7
+    text = ": connected\n\n" + "".join(frames)
+    if ending == "mixed":
+        parts = text.split("\n")
+        # a lone CR is never followed by LF here: that pair is one CRLF ending
+        text = "".join(p + ("\r\n", "\n", "\r")[n % 3] for n, p in enumerate(parts[:-1]))
+    else:
+        text = text.replace("\n", ending)
+    source = tmp_path / "stream.sse"
+    source.write_bytes(text.encode())
+    report = ingest.ingest_paths([source], tmp_path / "out")
+    assert sorted(_read_back(tmp_path / "out")) == [(RUN_A, 0), (RUN_A, 1), (RUN_A, 2)]
+    assert [(p.where, p.code) for p in report.problems] == [("frame 2 (line 7)", "frame-invalid")]
+
+
+def test_e35_nothing_usable_names_the_files_read(tmp_path: Path) -> None:
+    """E-35: "nothing usable in 1 input file" left the user to guess which: the line names
+    the files read (the first five, then how many more), or the inputs given when no file
+    was found in them."""
+    for number in range(7):
+        _write(tmp_path / "in" / f"f{number}.sse", "id: 1\nevent: x\n\n")
+    result = CliRunner().invoke(cli, ["ingest", str(tmp_path / "in"), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    named = ", ".join(str(tmp_path / "in" / f"f{n}.sse") for n in range(5))
+    assert f"nothing usable in 7 input files ({named} and 2 more); nothing written" in (
+        result.stderr
+    )
+    (tmp_path / "empty").mkdir()
+    result = CliRunner().invoke(
+        cli, ["ingest", str(tmp_path / "empty"), "--out", str(tmp_path / "o")]
+    )
+    assert result.exit_code == 2
+    assert f"no input file found in {tmp_path / 'empty'}" in result.stderr

@@ -22,7 +22,7 @@ import io
 import json
 import sys
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -263,14 +263,29 @@ def _open(path: str, limits: InputLimits) -> Iterator[io.BufferedReader]:
 def _lines(stream: io.BufferedReader, limits: InputLimits) -> Iterator[Line]:
     """The lines of a stream, newlines kept; a line past `limits.max_line_bytes` is `_OVERLONG`
     and is then read past a buffer at a time, so no line is ever held past the cap (E-116)."""
+    yield from _capped_lines(stream.readline, limits)
+
+
+def _sse_lines(stream: io.BufferedReader, limits: InputLimits) -> Iterator[Line]:
+    """`_lines` of an SSE stream, whose lines end in CRLF, LF or a lone CR (the SSE spec):
+    read with universal newlines, each ending as `\n`, every other byte as it was (latin-1
+    maps bytes to characters one for one)."""
+    text = io.TextIOWrapper(stream, encoding="latin-1", newline=None)
+    try:
+        yield from _capped_lines(lambda size: text.readline(size).encode("latin-1"), limits)
+    finally:
+        text.detach()  # the stream is its opener's to close
+
+
+def _capped_lines(readline: Callable[[int], bytes], limits: InputLimits) -> Iterator[Line]:
     cap = limits.max_line_bytes
-    while line := stream.readline(cap + 1):
+    while line := readline(cap + 1):
         if len(line) <= cap or line.endswith(b"\n"):
             yield line
             continue
         yield _OVERLONG
         while line and not line.endswith(b"\n"):
-            line = stream.readline(_CHUNK)
+            line = readline(_CHUNK)
 
 
 def read_file(
@@ -334,7 +349,7 @@ def _read_stream(
     if kind is None:
         sink.problem(None, "input-unreadable", "not JSON, JSON lines or an SSE stream")
     elif kind == "sse":
-        _read_sse(sink, _lines(stream, limits), limits)
+        _read_sse(sink, _sse_lines(stream, limits), limits)
     elif kind == "ndjson":
         _read_ndjson(sink, _lines(stream, limits), limits)
     else:
