@@ -147,6 +147,47 @@ def loads(text: str | bytes, limits: InputLimits = DEFAULT_LIMITS, **options: An
     return json.loads(text, **options)
 
 
+class RepeatedKeys:
+    """An `object_pairs_hook` for `loads` that notes every object repeating a key: JSON leaves
+    a repeated key undefined and Python keeps the last, so in a document that configures
+    grading (a suite, a capabilities document) it is a fault to name, never a value chosen in
+    silence. Objects are plain dicts (the last value, as `json` gives it); `paths` says where
+    the repeats were."""
+
+    def __init__(self) -> None:
+        self._repeats: dict[int, tuple[dict[str, Any], list[str]]] = {}
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) < len(pairs):
+            counts: dict[str, int] = {}
+            for key, _ in pairs:
+                counts[key] = counts.get(key, 0) + 1
+            self._repeats[id(obj)] = (obj, [key for key, n in counts.items() if n > 1])
+        return obj
+
+    def paths(self, doc: Any) -> list[tuple[str | int, ...]]:
+        """The path of each repeated key in `doc` (as parsed with this hook), in document
+        order: the keys of an object as parts, list indexes as ints."""
+        if not self._repeats:
+            return []
+        found: list[tuple[str | int, ...]] = []
+
+        def walk(value: Any, parts: tuple[str | int, ...]) -> None:
+            if isinstance(value, dict):
+                noted = self._repeats.get(id(value))
+                if noted is not None and noted[0] is value:
+                    found.extend((*parts, key) for key in noted[1])
+                for key, item in value.items():
+                    walk(item, (*parts, key))
+            elif isinstance(value, list):
+                for index, item in enumerate(value):
+                    walk(item, (*parts, index))
+
+        walk(doc, ())  # depth bounded by `check_depth` before the parse
+        return found
+
+
 def size_text(count: int) -> str:
     """A byte count as a cap is spelled: `64 MiB`, `1 GiB`, else `1,000 bytes`."""
     for unit, name in ((GIB, "GiB"), (MIB, "MiB"), (1 << 10, "KiB")):
