@@ -498,8 +498,9 @@ def _read_json(path: Path) -> tuple[Any, list[_Item]]:
 
 
 def _file_faults(doc: Any, repeated: list[_Item]) -> tuple[Fault, ...]:
-    """`validate_suite` of a document read from a file, with its repeated keys (E-121)."""
-    return tuple(_faults([*_schema_check(SUITE_SCHEMA, doc), *_suite_rule_items(doc), *repeated]))
+    """The faults of a suite file: its repeated keys first (E-121: how it was read), then
+    `validate_suite`'s (what it says)."""
+    return (*_faults(repeated), *validate_suite(doc))
 
 
 def suite_ids(doc: dict[str, Any]) -> tuple[str, str] | None:
