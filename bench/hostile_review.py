@@ -3672,7 +3672,7 @@ def scenario_complete(scenario: DiskScenario, out: Path, outcome: Outcome) -> li
 # ------------------------------------------------------------------------------------------
 # kill -9
 
-#: the marker an ingest keeps in its output directory while it links parts into place (E-120)
+#: the marker an ingest keeps in its output directory while it links parts into place (E-122)
 INGEST_MARKER = "_INGEST_INCOMPLETE"
 
 
@@ -3770,7 +3770,7 @@ class KillScenario:
 
     def refused_as_interrupted(self, ws: Workspace, out: Path) -> bool:
         """An ingest's half-linked directory is acceptable only while it holds the ingest's
-        marker and a reader refuses it as interrupted (E-120), never grades it."""
+        marker and a reader refuses it as interrupted (E-122), never grades it."""
         if self.name != "ingest" or not (out / INGEST_MARKER).is_file():
             return False
         probe = spawn(

@@ -512,7 +512,7 @@ def test_e100_a_capabilities_file_with_a_bom_is_read(tmp_path: Path) -> None:
 def test_e121_a_key_repeated_in_a_capabilities_document_is_refused(
     tmp_path: Path, text: str, path: str
 ) -> None:
-    """E-121: a capabilities document naming a key twice in one object was read with the last
+    """E-123: a capabilities document naming a key twice in one object was read with the last
     value (a host that says `supported` both ways was read as one answer); it is now not a
     capabilities document (exit code 2), naming the key's JSON path, never its values."""
     caps = tmp_path / "caps.json"

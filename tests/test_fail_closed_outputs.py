@@ -10,7 +10,7 @@
 - files inside `--out` are never read as events (E-74);
 - `ingest`: a damaged gzip stream is one problem for its file, and a killed ingest's working
   directory is cleared by the next one (E-75); one killed between two links into place leaves
-  its marker, which readers refuse and the next ingest undoes (E-120).
+  its marker, which readers refuse and the next ingest undoes (E-122).
 """
 
 from __future__ import annotations
@@ -626,7 +626,7 @@ def test_e120_an_ingest_killed_between_two_links_is_refused_until_the_next_undoe
     capsys: pytest.CaptureFixture[str],
     at: int,
 ) -> None:
-    """E-75, E-120: an ingest killed (SIGKILL) at a link left some of its parts in place, and
+    """E-75, E-122: an ingest killed (SIGKILL) at a link left some of its parts in place, and
     `run` graded them as a whole log, a run's first parts without the rest among them. Its
     marker stays: every reader refuses the directory (`run` exit code 2 naming it, and 3 with
     another input, graded), and the next ingest into it undoes what was linked before adding its

@@ -595,7 +595,7 @@ def test_e35_nothing_usable_names_the_files_read(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# E-120: an interrupted ingest is never taken for a complete one
+# E-122: an interrupted ingest is never taken for a complete one
 
 
 class _Interrupted(BaseException):
@@ -640,7 +640,7 @@ def _interrupt_at_link(monkeypatch: pytest.MonkeyPatch, number: int) -> None:
 def test_e120_an_ingest_stopped_between_two_links_of_a_run_is_refused_then_undone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at: int
 ) -> None:
-    """E-120: an ingest stopped between two links (killed, or interrupted) left some of its
+    """E-122: an ingest stopped between two links (killed, or interrupted) left some of its
     parts in place, a run's first part without its second among them, and `run` graded the
     directory as if it were whole. The marker it made before its first link is still there:
     `scan` leaves the directory's files out and names it (file-unreadable); the next ingest
@@ -686,7 +686,7 @@ def test_e120_an_ingest_stopped_between_two_links_of_a_run_is_refused_then_undon
 def test_e120_run_names_the_interrupted_directory_and_grades_the_other_inputs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """E-120: `run` over an interrupted ingest's directory and another input grades the other
+    """E-122: `run` over an interrupted ingest's directory and another input grades the other
     one and says which directory was left out and why (exit code 3); over that directory alone
     it stops (exit code 2) with the same reason, never grading a partial log."""
     source = _sample_lines_interleaved(tmp_path / "samples")
@@ -708,7 +708,7 @@ def test_e120_run_names_the_interrupted_directory_and_grades_the_other_inputs(
 
 
 def test_e120_the_directory_is_found_however_its_files_are_named(tmp_path: Path) -> None:
-    """E-120: the marked directory is found above a run directory or a part named directly,
+    """E-122: the marked directory is found above a run directory or a part named directly,
     and below a directory given that holds it; it is named as the user spelled it, the
     files below it left out, and files elsewhere kept."""
     out = tmp_path / "data" / "events"
@@ -736,7 +736,7 @@ def test_e120_the_directory_is_found_however_its_files_are_named(tmp_path: Path)
 def test_e120_without_locks_a_marker_is_never_undone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """E-120: where the directory cannot be locked, a marker may be a live ingest's: the next
+    """E-122: where the directory cannot be locked, a marker may be a live ingest's: the next
     ingest neither undoes it nor adds beside it (OutputError, exit code 4), and leaves the
     directory as it was."""
     source = _sample_lines_interleaved(tmp_path / "samples")

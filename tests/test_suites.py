@@ -522,7 +522,7 @@ def test_summary_shape_faults(change: Any, path: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# E-121: a key repeated in one object
+# E-123: a key repeated in one object
 
 
 def _repeating(text: str, key: str, first: str) -> str:
@@ -533,7 +533,7 @@ def _repeating(text: str, key: str, first: str) -> str:
 
 
 def test_e121_a_key_repeated_in_a_suite_is_a_fault_naming_its_path(tmp_path: Path) -> None:
-    """E-121: a suite with two `suiteId` members (or any key twice in one object) passed
+    """E-123: a suite with two `suiteId` members (or any key twice in one object) passed
     `validate` and graded with the last one; it is now an error fault at each repeated key's
     JSON path, so `validate` exits 1 and the suite is `suite-invalid`, never read in silence."""
     from click.testing import CliRunner
@@ -559,7 +559,7 @@ def test_e121_a_key_repeated_in_a_suite_is_a_fault_naming_its_path(tmp_path: Pat
 
 
 def test_e121_a_copy_that_repeats_a_key_invalidates_its_equal_twin(tmp_path: Path) -> None:
-    """E-121: two files JSON-equal once parsed, one repeating a key: the suite is invalid
+    """E-123: two files JSON-equal once parsed, one repeating a key: the suite is invalid
     whichever file sorts first (the faults are the file's, not only its parsed document's)."""
     plain = write(tmp_path / "a.json", suite())
     twin = tmp_path / "b.json"
@@ -572,7 +572,7 @@ def test_e121_a_copy_that_repeats_a_key_invalidates_its_equal_twin(tmp_path: Pat
 
 
 def test_e121_run_leaves_the_runs_of_a_suite_repeating_a_key_ungraded(tmp_path: Path) -> None:
-    """E-121: `run` refuses a suite file repeating a key as it refuses an invalid one: the
+    """E-123: `run` refuses a suite file repeating a key as it refuses an invalid one: the
     runs claiming it are `suite-invalid`, the other suites still grade."""
     import evalbatch
     from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES

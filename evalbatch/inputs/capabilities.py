@@ -193,7 +193,7 @@ def read_capabilities(path: str | Path) -> EvalSuiteFacets:
     except ValueError:
         raise CapabilitiesError(f"{source}: not JSON") from None
     repeated = repeats.paths(doc)
-    if repeated:  # which of two values a host would read is undefined (E-121)
+    if repeated:  # which of two values a host would read is undefined (E-123)
         listed = "; ".join(f"{format_path(parts)}: {REPEATED_KEY}" for parts in repeated[:5])
         more = "; ..." if len(repeated) > 5 else ""
         raise CapabilitiesError(f"{source}: not a valid capabilities document: {listed}{more}")

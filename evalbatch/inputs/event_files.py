@@ -122,7 +122,7 @@ def _column_plan(con: duckdb.DuckDBPyConnection, path: str) -> tuple[tuple[str, 
 def scan(con: duckdb.DuckDBPyConnection, paths: list[str]) -> Sources:
     """Look at every file's columns; group the usable ones, report the rest. The files below a
     directory an ingest is linking into, or was killed linking into, are left out, and the
-    directory is reported once (E-120): a run there may have only some of its parts."""
+    directory is reported once (E-122): a run there may have only some of its parts."""
     sources = Sources()
     groups: dict[tuple[tuple[str, str], ...], list[str]] = defaultdict(list)
     files = expand_paths(paths)
@@ -155,7 +155,7 @@ def _interrupted_reason(directory: str, files: int) -> str:
         f"{directory}: an ingest into it was interrupted or is running "
         f"({parquet_layout.INCOMPLETE} is there): its runs may be partial, so its "
         f"{files} Parquet file{'s' if files != 1 else ''} {'are' if files != 1 else 'is'} "
-        "left out; ingest again into it (E-120)"
+        "left out; ingest again into it (E-122)"
     )
 
 

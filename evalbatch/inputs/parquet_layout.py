@@ -7,7 +7,7 @@ working directory and linked into place complete (E-34). A write that fails (a f
 the next ingest into the same directory (E-75). While an ingest links its parts into place, its
 output directory holds a marker (`INCOMPLETE`) naming what it adds: readers leave such a
 directory out (`interrupted_ingests`), and the next ingest undoes what a killed one linked
-(E-120). Each file records the sha256 of its rows, so the same export written again adds nothing
+(E-122). Each file records the sha256 of its rows, so the same export written again adds nothing
 (issue 17 item 7).
 """
 
@@ -121,7 +121,7 @@ def _recorded_digest(path: Path) -> tuple[str, int] | None:
 
 #: the file an ingest keeps in its output directory from before it links its first part into
 #: place until after its last: while it is there, a run may have some of its parts and not
-#: others (E-120). Underscored, as `_SUCCESS` is: table readers pass it over.
+#: others (E-122). Underscored, as `_SUCCESS` is: table readers pass it over.
 INCOMPLETE = "_INGEST_INCOMPLETE"
 
 #: the names of the directories a marker may name (E-33): nothing outside the output directory
@@ -177,7 +177,7 @@ def _marker_plan(text: str) -> list[tuple[str, bool, set[tuple[str, int]]]] | No
 
 def undo_incomplete(out_dir: Path) -> bool:
     """Undo what the ingest whose marker `out_dir` holds linked into place, and remove the
-    marker (E-120): each part of a directory it names whose recorded digest and row count it
+    marker (E-122): each part of a directory it names whose recorded digest and row count it
     lists (no part that was there before has them: only parts whose rows were not there are
     added), then each directory it made, when empty. Call it holding the lock on `out_dir`,
     with no ingest alive that holds it; True when there was a marker."""
@@ -202,7 +202,7 @@ def undo_incomplete(out_dir: Path) -> bool:
 
 
 def interrupted_ingests(given: Sequence[str], files: Sequence[str]) -> dict[str, list[str]]:
-    """The directories holding an ingest's marker (E-120) among the directories `given` and
+    """The directories holding an ingest's marker (E-122) among the directories `given` and
     the ancestors of `files`, each with the files below it: their runs may be partial. A
     directory is named as the user spelled it where the path given reaches it, else in full."""
     nearest: dict[Path, Path | None] = {}
@@ -321,7 +321,7 @@ class LayoutWriter:
 
     @staticmethod
     def _make_work_dir(out_dir: Path) -> tuple[Path, int | None]:
-        """Undo what a killed ingest linked (E-120), clear dead ingests' working directories
+        """Undo what a killed ingest linked (E-122), clear dead ingests' working directories
         and make and lock this one, under a short lock on `out_dir` (E-75). Where directories
         cannot be locked nothing is undone or cleared."""
         try:
@@ -378,7 +378,7 @@ class LayoutWriter:
         already holds (the same digest and row count: the same export ingested again), under
         the output directory's lock, so two ingests of the same export never both add it.
 
-        The links are bracketed by the marker (E-120): made, naming what will be added, before
+        The links are bracketed by the marker (E-122): made, naming what will be added, before
         the first, removed after the last, so a kill between two links leaves a directory that
         readers refuse and the next ingest undoes. If a part cannot be linked, what was linked
         is undone the same way, so a failed ingest adds nothing."""
@@ -395,7 +395,7 @@ class LayoutWriter:
 
     def _link_parts(self, locked: bool) -> list[Path]:
         """`commit` under the lock (`locked`), or where there is none: a marker found is then
-        maybe a live ingest's, never undone or linked beside (E-120)."""
+        maybe a live ingest's, never undone or linked beside (E-122)."""
         written: list[Path] = []
         marked = False
         try:
@@ -404,7 +404,7 @@ class LayoutWriter:
             elif os.path.lexists(self.out_dir / INCOMPLETE):
                 raise OutputError(
                     f"{self.out_dir}: holds {INCOMPLETE}, the marker of an ingest that was "
-                    "interrupted or is running, and cannot be locked to tell which (E-120): "
+                    "interrupted or is running, and cannot be locked to tell which (E-122): "
                     "nothing was added; ingest into another directory"
                 )
             plan, adds = self._plan()

@@ -461,13 +461,13 @@ def _finite_float(text: str) -> float:
     return value
 
 
-#: the fault of a key named twice in one object of a suite or capabilities document (E-121)
+#: the fault of a key named twice in one object of a suite or capabilities document (E-123)
 REPEATED_KEY = "key repeated in one object (JSON leaves which value counts undefined)"
 
 
 def _read_json(path: Path) -> tuple[Any, list[_Item]]:
     """Strict JSON (no NaN/Infinity) nested at most `limits.MAX_JSON_DEPTH` deep (E-115), and
-    a fault for each key an object repeats (E-121); a failure to read it is a `SuiteFileError`
+    a fault for each key an object repeats (E-123); a failure to read it is a `SuiteFileError`
     naming the file."""
     where = str(path)
     try:
@@ -498,7 +498,7 @@ def _read_json(path: Path) -> tuple[Any, list[_Item]]:
 
 
 def _file_faults(doc: Any, repeated: list[_Item]) -> tuple[Fault, ...]:
-    """The faults of a suite file: its repeated keys first (E-121: how it was read), then
+    """The faults of a suite file: its repeated keys first (E-123: how it was read), then
     `validate_suite`'s (what it says)."""
     return (*_faults(repeated), *validate_suite(doc))
 
@@ -611,7 +611,7 @@ def resolve_suites(files: Sequence[SuiteFile]) -> dict[tuple[str, str], SuiteCho
             # no one file is the suite: no hash to record
             choices[key] = SuiteChoice(suite_id, version, None, "suite-conflict", message, paths)
             continue
-        # JSON-equal copies can still differ in their faults: a key one file repeats (E-121)
+        # JSON-equal copies can still differ in their faults: a key one file repeats (E-123)
         invalid = next((member for member in members if member.errors), None)
         if invalid is not None:
             errors = invalid.errors
