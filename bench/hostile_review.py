@@ -3672,6 +3672,9 @@ def scenario_complete(scenario: DiskScenario, out: Path, outcome: Outcome) -> li
 # ------------------------------------------------------------------------------------------
 # kill -9
 
+#: the marker an ingest keeps in its output directory while it links parts into place (E-122)
+INGEST_MARKER = "_INGEST_INCOMPLETE"
+
 
 @dataclass
 class KillScenario:
@@ -3760,8 +3763,31 @@ class KillScenario:
 
     def leftovers(self, out: Path) -> list[str]:
         return sorted(
-            p.name for p in out.iterdir() if p.name.startswith(".") and p.name != ".evalbatch.lock"
+            p.name
+            for p in out.iterdir()
+            if (p.name.startswith(".") and p.name != ".evalbatch.lock") or p.name == INGEST_MARKER
         )
+
+    def refused_as_interrupted(self, ws: Workspace, out: Path) -> bool:
+        """An ingest's half-linked directory is acceptable only while it holds the ingest's
+        marker and a reader refuses it as interrupted (E-122), never grades it."""
+        if self.name != "ingest" or not (out / INGEST_MARKER).is_file():
+            return False
+        probe = spawn(
+            [
+                *ws.evalbatch,
+                "run",
+                str(out),
+                "--suites",
+                str(ws.suites),
+                "--out",
+                str(out.parent / "probe"),
+                "-q",
+            ],
+            cwd=ws.scratch,
+            env=ws.env,
+        )
+        return probe.rc == 2 and "interrupted" in text_of(probe.stderr)
 
 
 def kill_inputs(ws: Workspace) -> Path:
@@ -3836,6 +3862,8 @@ def kill_runner(ws: Workspace, scenario: KillScenario, trigger: tuple[str, float
             reasons.append(where)
         elif where != "MIXED":
             pass
+        elif scenario.refused_as_interrupted(ws, out):
+            where = "half-linked, marked interrupted and refused by readers"
         else:
             where = "MIXED"
             if scenario.name == "ingest":

@@ -491,3 +491,36 @@ def test_e100_a_capabilities_file_with_a_bom_is_read(tmp_path: Path) -> None:
     path = tmp_path / "caps.json"
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"agents": {"evalSuite": EVERYTHING}}).encode())
     assert read_capabilities(path).trajectory is True
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        (
+            '{"agents": {"evalSuite": {"supported": true, "supported": false}}}',
+            "$.agents.evalSuite.supported",
+        ),
+        (
+            '{"agents": {"evalSuite": {"modes": ["golden"], "trials": {"maxTrials": 1, '
+            '"maxTrials": 10}}}}',
+            "$.agents.evalSuite.trials.maxTrials",
+        ),
+        ('{"protocolVersion": "2", "agents": {}, "agents": {"evalSuite": {}}}', "$.agents"),
+    ],
+    ids=["supported", "max-trials", "agents"],
+)
+def test_e121_a_key_repeated_in_a_capabilities_document_is_refused(
+    tmp_path: Path, text: str, path: str
+) -> None:
+    """E-123: a capabilities document naming a key twice in one object was read with the last
+    value (a host that says `supported` both ways was read as one answer); it is now not a
+    capabilities document (exit code 2), naming the key's JSON path, never its values."""
+    caps = tmp_path / "caps.json"
+    caps.write_text(text)
+    with pytest.raises(CapabilitiesError, match="key repeated") as raised:
+        read_capabilities(caps)
+    assert f"{path}" in str(raised.value)
+    result = CliRunner().invoke(validate, [str(SAMPLE_SUITES), "--capabilities", str(caps)])
+    assert result.exit_code == 2, result.output
+    assert "accept" not in result.output
+    assert f"caps.json: not a valid capabilities document: {path}" in result.output

@@ -9,7 +9,8 @@
 - the lock file is never written through a symbolic link (E-73);
 - files inside `--out` are never read as events (E-74);
 - `ingest`: a damaged gzip stream is one problem for its file, and a killed ingest's working
-  directory is cleared by the next one (E-75).
+  directory is cleared by the next one (E-75); one killed between two links into place leaves
+  its marker, which readers refuse and the next ingest undoes (E-122).
 """
 
 from __future__ import annotations
@@ -583,6 +584,86 @@ def test_issue14_e75_a_killed_ingests_directory_is_cleared_by_the_next(tmp_path:
     finally:
         os.close(held)
     assert names == [live.name, "runId=acme%2Frun-a"]
+
+
+KILLED_AT_LINK = textwrap.dedent(
+    """
+    import os, signal, sys
+    from evalbatch.inputs import ingest
+
+    real, calls = os.link, [0]
+
+    def link(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == int(sys.argv[3]):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(*args, **kwargs)
+
+    os.link = link
+    ingest.ingest_paths([sys.argv[1]], sys.argv[2], flush_rows=20)
+    """
+)
+
+
+def _interleaved_samples(directory: Path) -> Path:
+    """The sample events as NDJSON files of 20 lines, sequence by sequence across runs, so that
+    with `flush_rows=20` every run is written as several parts."""
+    rows = [
+        r for p in sorted(SAMPLE_EVENTS.glob("*.parquet")) for r in pq.read_table(p).to_pylist()
+    ]
+    rows.sort(key=lambda r: (r["sequence"], r["runId"]))
+    directory.mkdir(parents=True)
+    for start in range(0, len(rows), 20):
+        lines = "".join(json.dumps(r) + "\n" for r in rows[start : start + 20])
+        (directory / f"events-{start:04d}.ndjson").write_text(lines)
+    return directory
+
+
+@pytest.mark.parametrize("at", [2, 9, 30])
+def test_e120_an_ingest_killed_between_two_links_is_refused_until_the_next_undoes_it(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    at: int,
+) -> None:
+    """E-75, E-122: an ingest killed (SIGKILL) at a link left some of its parts in place, and
+    `run` graded them as a whole log, a run's first parts without the rest among them. Its
+    marker stays: every reader refuses the directory (`run` exit code 2 naming it, and 3 with
+    another input, graded), and the next ingest into it undoes what was linked before adding its
+    own, so the directory ends as a clean ingest's."""
+    source = _interleaved_samples(tmp_path / "in")
+    clean = tmp_path / "clean"
+    ingest.ingest_paths([source], clean, flush_rows=20)
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [PYTHON, "-c", KILLED_AT_LINK, str(source), str(out), str(at)], timeout=300
+    )
+    assert proc.returncode == -signal.SIGKILL
+    assert (out / parquet_layout.INCOMPLETE).is_file()
+    linked = sorted(str(p.relative_to(out)) for p in out.glob("*/part-*.parquet"))
+    assert 0 < len(linked) < len(list(clean.glob("*/part-*.parquet")))
+
+    suites = ["--suites", SAMPLE_SUITES, "-q"]
+    code, _, stderr = run_main(monkeypatch, capsys, "run", out, *suites, "--out", tmp_path / "r1")
+    assert code == 2 and f"{out}: an ingest into it was interrupted or is running" in stderr
+    code, _, stderr = run_main(
+        monkeypatch, capsys, "run", out, SAMPLE_EVENTS, *suites, "--out", tmp_path / "r2"
+    )
+    assert code == 3 and f"{out}: an ingest into it was interrupted or is running" in stderr
+    summaries = (tmp_path / "r2" / "summaries.jsonl").read_text().splitlines()
+    assert len(summaries) == 3
+
+    report = ingest.ingest_paths([source], out, flush_rows=20)
+    assert report.exit_code == 0 and report.events_already_there == 0
+
+    def parts(root: Path) -> set[tuple[str, bytes]]:
+        return {
+            (p.parent.name, pq.read_metadata(p).metadata[parquet_layout.DIGEST_KEY.encode()])
+            for p in root.glob("*/part-*.parquet")
+        }
+
+    assert parts(out) == parts(clean)
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in clean.iterdir())
 
 
 def test_e72_write_atomic_never_replaces_what_is_not_a_regular_file(tmp_path: Path) -> None:

@@ -9,10 +9,13 @@ reference.
 
 from __future__ import annotations
 
+import errno
 import gzip
+import hashlib
 import json
 import os
 import sys
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -486,3 +489,268 @@ def test_ingest_writes_the_canonical_columns(tmp_path: Path) -> None:
         ("extra", "string"),
     ]
     assert oct(os.stat(report.written[0]).st_mode & 0o777) != oct(0o600)
+
+
+# --------------------------------------------------------------------------------------------
+# E-75: a damaged gzip file keeps the whole lines before the damage
+
+
+def _varied_lines(run_id: str, count: int) -> list[str]:
+    """Event lines that compress poorly, so half a gzip file holds about half of them."""
+    return [
+        json.dumps(
+            {
+                "runId": run_id,
+                "sequence": n,
+                "type": "t",
+                "payload": {"hash": hashlib.sha256(str(n).encode()).hexdigest() * 3},
+            }
+        )
+        for n in range(count)
+    ]
+
+
+def _whole_lines_before(damaged: bytes) -> int:
+    """How many whole lines zlib itself recovers from the start of a damaged gzip file."""
+    inflater = zlib.decompressobj(wbits=31)
+    try:
+        data = inflater.decompress(damaged)
+    except zlib.error:
+        data = b""
+    return data.count(b"\n")
+
+
+@pytest.mark.parametrize("damage", ["cut-short", "bad-crc", "garbage-after-the-member"])
+def test_e75_damaged_gzip_keeps_the_whole_lines_before_the_damage(
+    tmp_path: Path, damage: str
+) -> None:
+    """E-75: a gzip file cut short, with a bad CRC or with garbage after its complete member
+    was "nothing usable; nothing written" (exit code 2): the capped reader filled a buffer
+    from the decompressor in one go and the damage dropped all of it. Now the events of the
+    whole lines before the damage are ingested and the file is one problem (exit code 3),
+    whose message quotes none of the file's bytes."""
+    lines = _varied_lines(RUN_A, 120)
+    packed = gzip.compress(("\n".join(lines) + "\n").encode())
+    damaged = {
+        "cut-short": packed[: len(packed) // 2],
+        "bad-crc": packed[:-8] + b"\0\0\0\0" + packed[-4:],
+        "garbage-after-the-member": packed + b"not gzip at all",
+    }[damage]
+    kept = _whole_lines_before(damaged) if damage == "cut-short" else len(lines)
+    assert 0 < kept <= len(lines)
+    source = tmp_path / "a.ndjson.gz"
+    source.write_bytes(damaged)
+    report = ingest.ingest_paths([source], tmp_path / "out")
+    assert report.exit_code == 3
+    assert sorted(seq for _, seq in _read_back(tmp_path / "out")) == list(range(kept))
+    (problem,) = report.problems
+    assert (problem.path, problem.where, problem.code) == (str(source), None, "input-unreadable")
+    assert problem.reason.startswith("cannot be read (damaged gzip data")
+    assert "b'" not in problem.reason and "0x" not in problem.reason
+
+
+# --------------------------------------------------------------------------------------------
+# E-35: SSE lines end in CRLF, LF or CR
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r", "mixed"], ids=["lf", "crlf", "cr", "mixed"])
+def test_e35_sse_lines_end_in_crlf_lf_or_cr(tmp_path: Path, ending: str) -> None:
+    """E-35: the SSE spec ends a line with CRLF, LF or a lone CR; a capture with CR line
+    endings was one long line, "nothing usable" (exit code 2). Every ending reads the same
+    events, and a bad frame is named by the same frame and line."""
+    frames = [f"id: {n}\nevent: x\ndata: {t}\n\n" for n, t in enumerate(EVENTS_A)]
+    frames.insert(1, "data: {not json\n\n")  # frame 2, line 7
+    text = ": connected\n\n" + "".join(frames)
+    if ending == "mixed":
+        parts = text.split("\n")
+        # a lone CR is never followed by LF here: that pair is one CRLF ending
+        text = "".join(p + ("\r\n", "\n", "\r")[n % 3] for n, p in enumerate(parts[:-1]))
+    else:
+        text = text.replace("\n", ending)
+    source = tmp_path / "stream.sse"
+    source.write_bytes(text.encode())
+    report = ingest.ingest_paths([source], tmp_path / "out")
+    assert sorted(_read_back(tmp_path / "out")) == [(RUN_A, 0), (RUN_A, 1), (RUN_A, 2)]
+    assert [(p.where, p.code) for p in report.problems] == [("frame 2 (line 7)", "frame-invalid")]
+
+
+def test_e35_nothing_usable_names_the_files_read(tmp_path: Path) -> None:
+    """E-35: "nothing usable in 1 input file" left the user to guess which: the line names
+    the files read (the first five, then how many more), or the inputs given when no file
+    was found in them."""
+    for number in range(7):
+        _write(tmp_path / "in" / f"f{number}.sse", "id: 1\nevent: x\n\n")
+    result = CliRunner().invoke(cli, ["ingest", str(tmp_path / "in"), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    named = ", ".join(str(tmp_path / "in" / f"f{n}.sse") for n in range(5))
+    assert f"nothing usable in 7 input files ({named} and 2 more); nothing written" in (
+        result.stderr
+    )
+    (tmp_path / "empty").mkdir()
+    result = CliRunner().invoke(
+        cli, ["ingest", str(tmp_path / "empty"), "--out", str(tmp_path / "o")]
+    )
+    assert result.exit_code == 2
+    assert f"no input file found in {tmp_path / 'empty'}" in result.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# E-122: an interrupted ingest is never taken for a complete one
+
+
+class _Interrupted(BaseException):
+    """The process stopping at a link (as a kill would: nothing after it runs)."""
+
+
+def _sample_lines_interleaved(directory: Path) -> Path:
+    """The sample events as NDJSON files of 20 lines, sequence by sequence across runs: each
+    file is written out as its own flush (`flush_rows=20`), so every run gets several parts."""
+    rows = [
+        r for p in sorted(SAMPLE_EVENTS.glob("*.parquet")) for r in pq.read_table(p).to_pylist()
+    ]
+    rows.sort(key=lambda r: (r["sequence"], r["runId"]))
+    for start in range(0, len(rows), 20):
+        lines = "".join(json.dumps(r) + "\n" for r in rows[start : start + 20])
+        _write(directory / f"events-{start:04d}.ndjson", lines)
+    return directory
+
+
+def _parts(out: Path) -> set[tuple[str, bytes]]:
+    """Each part in place, by run directory and recorded digest (what a reader would read)."""
+    return {
+        (part.parent.name, pq.read_metadata(part).metadata[parquet_layout.DIGEST_KEY.encode()])
+        for part in out.glob("*/part-*.parquet")
+    }
+
+
+def _interrupt_at_link(monkeypatch: pytest.MonkeyPatch, number: int) -> None:
+    real = os.link
+    calls = {"n": 0}
+
+    def link(*args: Any, **kwargs: Any) -> None:
+        calls["n"] += 1
+        if calls["n"] == number:
+            raise _Interrupted
+        real(*args, **kwargs)
+
+    monkeypatch.setattr(parquet_layout.os, "link", link)
+
+
+@pytest.mark.parametrize("at", [2, 5])
+def test_e120_an_ingest_stopped_between_two_links_of_a_run_is_refused_then_undone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at: int
+) -> None:
+    """E-122: an ingest stopped between two links (killed, or interrupted) left some of its
+    parts in place, a run's first part without its second among them, and `run` graded the
+    directory as if it were whole. The marker it made before its first link is still there:
+    `scan` leaves the directory's files out and names it (file-unreadable); the next ingest
+    into it undoes what was linked, then adds its own, so the directory ends as a clean
+    ingest's, with no marker and no working directory."""
+    source = _sample_lines_interleaved(tmp_path / "samples")
+    clean = tmp_path / "clean"
+    ingest.ingest_paths([source], clean, flush_rows=20)
+    whole = _parts(clean)
+    assert len(whole) > 2 * len({run for run, _ in whole})  # runs of several parts
+
+    out = tmp_path / "out"
+    _interrupt_at_link(monkeypatch, at)
+    with pytest.raises(_Interrupted):
+        ingest.ingest_paths([source], out, flush_rows=20)
+    monkeypatch.undo()
+    assert (out / parquet_layout.INCOMPLETE).is_file()
+    left = _parts(out)
+    assert 0 < len(left) < len(whole) and left < whole
+    first_run = min(run for run, _ in whole)
+    assert (
+        0
+        < len({p for p in left if p[0] == first_run})
+        < len({p for p in whole if p[0] == first_run})
+    ), "a run is in place in part"
+
+    con = duckdb.connect()
+    sources = event_files.scan(con, [str(out), str(clean)])
+    (problem,) = sources.problems
+    assert (problem.path, problem.code) == (str(out), "file-unreadable")
+    assert "an ingest into it was interrupted or is running" in problem.message
+    assert "its runs may be partial" in problem.message and "ingest again" in problem.message
+    assert [p for paths in sources.groups.values() for p in paths] == sorted(
+        str(p) for p in clean.glob("*/part-*.parquet")
+    )
+
+    report = ingest.ingest_paths([source], out, flush_rows=20)
+    assert report.exit_code == 0 and report.events_already_there == 0
+    assert _parts(out) == whole
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in clean.iterdir())
+
+
+def test_e120_run_names_the_interrupted_directory_and_grades_the_other_inputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """E-122: `run` over an interrupted ingest's directory and another input grades the other
+    one and says which directory was left out and why (exit code 3); over that directory alone
+    it stops (exit code 2) with the same reason, never grading a partial log."""
+    source = _sample_lines_interleaved(tmp_path / "samples")
+    out = tmp_path / "events"
+    _interrupt_at_link(monkeypatch, 3)
+    with pytest.raises(_Interrupted):
+        ingest.ingest_paths([source], out, flush_rows=20)
+    monkeypatch.undo()
+    args = ["--suites", str(SAMPLE_SUITES), "-q"]
+    both = CliRunner().invoke(
+        cli, ["run", str(out), str(SAMPLE_EVENTS), *args, "--out", str(tmp_path / "a")]
+    )
+    assert both.exit_code == 3, both.output
+    assert f"{out}: an ingest into it was interrupted or is running" in both.stderr
+    alone = CliRunner().invoke(cli, ["run", str(out), *args, "--out", str(tmp_path / "b")])
+    assert alone.exit_code == 2, alone.output
+    assert f"{out}: an ingest into it was interrupted or is running" in alone.stderr
+    assert not (tmp_path / "b" / "summaries.jsonl").exists()
+
+
+def test_e120_the_directory_is_found_however_its_files_are_named(tmp_path: Path) -> None:
+    """E-122: the marked directory is found above a run directory or a part named directly,
+    and below a directory given that holds it; it is named as the user spelled it, the
+    files below it left out, and files elsewhere kept."""
+    out = tmp_path / "data" / "events"
+    part = out / "runId=r" / "part-0.parquet"
+    part.parent.mkdir(parents=True)
+    part.write_bytes(b"")
+    other = tmp_path / "data" / "other.parquet"
+    other.write_bytes(b"")
+    (out / parquet_layout.INCOMPLETE).write_text("")
+    find = parquet_layout.interrupted_ingests
+    assert find([str(out)], [str(part)]) == {str(out): [str(part)]}
+    assert find([str(part.parent)], [str(part)]) == {str(out): [str(part)]}
+    assert find([str(part)], [str(part)]) == {str(out): [str(part)]}
+    assert find([str(tmp_path / "data")], [str(part), str(other)]) == {str(out): [str(part)]}
+    monkey = pytest.MonkeyPatch()
+    with monkey.context() as m:
+        m.chdir(part.parent)
+        assert find(["part-0.parquet"], ["part-0.parquet"]) == {str(out): ["part-0.parquet"]}
+        m.chdir(out)
+        assert find(["runId=r"], ["runId=r/part-0.parquet"]) == {".": ["runId=r/part-0.parquet"]}
+    (out / parquet_layout.INCOMPLETE).unlink()
+    assert find([str(tmp_path / "data")], [str(part), str(other)]) == {}
+
+
+def test_e120_without_locks_a_marker_is_never_undone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """E-122: where the directory cannot be locked, a marker may be a live ingest's: the next
+    ingest neither undoes it nor adds beside it (OutputError, exit code 4), and leaves the
+    directory as it was."""
+    source = _sample_lines_interleaved(tmp_path / "samples")
+    out = tmp_path / "out"
+    _interrupt_at_link(monkeypatch, 2)
+    with pytest.raises(_Interrupted):
+        ingest.ingest_paths([source], out, flush_rows=20)
+    monkeypatch.undo()
+    before = _files(out)
+
+    def no_locks(*_: Any, **__: Any) -> int:
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(parquet_layout, "_lock_dir", no_locks)
+    with pytest.raises(OutputError, match="cannot be locked to tell which"):
+        ingest.ingest_paths([source], out, flush_rows=20)
+    assert _files(out) == before

@@ -519,3 +519,73 @@ def test_summary_shape_faults(change: Any, path: str) -> None:
     doc = summary()
     change(doc)
     assert path in errors(validate_summary(doc))
+
+
+# ---------------------------------------------------------------------------------------------
+# E-123: a key repeated in one object
+
+
+def _repeating(text: str, key: str, first: str) -> str:
+    """`text` with `"key": first` written before the first `"key"` member: one object then
+    names `key` twice, the original value last (the one Python's parser keeps)."""
+    assert f'"{key}"' in text
+    return text.replace(f'"{key}"', f'"{key}": {first}, "{key}"', 1)
+
+
+def test_e121_a_key_repeated_in_a_suite_is_a_fault_naming_its_path(tmp_path: Path) -> None:
+    """E-123: a suite with two `suiteId` members (or any key twice in one object) passed
+    `validate` and graded with the last one; it is now an error fault at each repeated key's
+    JSON path, so `validate` exits 1 and the suite is `suite-invalid`, never read in silence."""
+    from click.testing import CliRunner
+
+    from evalbatch.commands.validate import validate
+
+    text = json.dumps(suite(), indent=2)
+    text = _repeating(text, "suiteId", '"core.example.evals.other"')
+    text = _repeating(text, "argsMatch", '"exact"')
+    path = tmp_path / "s.json"
+    path.write_text(text)
+    (loaded,) = load_suite_files([path])
+    repeated = [f.path for f in loaded.errors if "key repeated" in f.message]
+    assert repeated == ["$.suiteId", "$.tasks[0].expected.trajectory.calls[1].argsMatch"]
+    choice = resolve_suites([loaded])[("core.example.evals.refunds", "1.0.0")]
+    assert choice.problem == "suite-invalid" and choice.doc is None
+    assert "$.suiteId" in (choice.message or "") and "key repeated" in (choice.message or "")
+
+    result = CliRunner().invoke(validate, [str(path)])
+    assert result.exit_code == 1, result.output
+    assert f"{path}: error: $.suiteId: key repeated in one object" in result.output
+    assert "other" not in result.output  # the values are never shown
+
+
+def test_e121_a_copy_that_repeats_a_key_invalidates_its_equal_twin(tmp_path: Path) -> None:
+    """E-123: two files JSON-equal once parsed, one repeating a key: the suite is invalid
+    whichever file sorts first (the faults are the file's, not only its parsed document's)."""
+    plain = write(tmp_path / "a.json", suite())
+    twin = tmp_path / "b.json"
+    twin.write_text(_repeating(json.dumps(suite()), "version", '"9.9.9"'))
+    choice = resolve_suites(load_suite_files([plain, twin]))[
+        ("core.example.evals.refunds", "1.0.0")
+    ]
+    assert choice.problem == "suite-invalid"
+    assert f"$.version in {twin}: key repeated" in (choice.message or "")
+
+
+def test_e121_run_leaves_the_runs_of_a_suite_repeating_a_key_ungraded(tmp_path: Path) -> None:
+    """E-123: `run` refuses a suite file repeating a key as it refuses an invalid one: the
+    runs claiming it are `suite-invalid`, the other suites still grade."""
+    import evalbatch
+    from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES
+
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    for source in SAMPLE_SUITES.glob("*.json"):
+        (suites / source.name).write_text(source.read_text())
+    trials = suites / "trials.json"
+    trials.write_text(_repeating(trials.read_text(), "suiteId", '"acme.other.evals.x"'))
+    result = evalbatch.grade_paths(SAMPLE_EVENTS, suites)
+    invalid = result.problems.filter(result.problems["code"] == "suite-invalid")
+    assert invalid["run_id"].to_list() == ["acme/run-trials-k2-0001"]
+    assert "$.suiteId" in invalid["message"][0] and "key repeated" in invalid["message"][0]
+    assert "acme/run-trajectory-0001" in result.summaries
+    assert "acme/run-trials-k2-0001" not in result.summaries

@@ -145,10 +145,7 @@ def ingest_command(
     if len(shown) > 20:
         click.echo(f"  ... and {len(shown) - 20} more", err=True)
     if report.events == 0:
-        click.echo(
-            f"evalbatch: nothing usable in {plural(report.files, 'input file')}; nothing written",
-            err=True,
-        )
+        click.echo(_nothing_usable(report, inputs), err=True)
     if as_json:
         click.echo(json.dumps(_document(report), indent=2, ensure_ascii=False))
     elif report.events:
@@ -165,6 +162,28 @@ def ingest_command(
                 f"there (same content; {plural(report.runs_already_there, 'run')} had nothing new)"
             )
     sys.exit(report.exit_code)
+
+
+def _nothing_usable(report: IngestReport, inputs: tuple[str, ...]) -> str:
+    """Exit code 2's line, naming the files read (the first few) or, when none was found,
+    the inputs given: which input let the user down is never left to guess."""
+    if not report.paths:
+        given = ", ".join(printable(name) for name in inputs)
+        return (
+            f"evalbatch: no input file found in {given} (directories are searched for *.json, "
+            "*.jsonl, *.ndjson, *.sse, optionally .gz, and *.eval); nothing written"
+        )
+    named = ", ".join(printable(path) for path in report.paths[:_NAMED])
+    if len(report.paths) > _NAMED:
+        named += f" and {len(report.paths) - _NAMED} more"
+    return (
+        f"evalbatch: nothing usable in {plural(report.files, 'input file')} ({named}); "
+        "nothing written"
+    )
+
+
+#: the files a "nothing usable" line names before it says how many more there were
+_NAMED = 5
 
 
 def _document(report: IngestReport) -> dict[str, Any]:

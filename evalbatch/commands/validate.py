@@ -55,9 +55,9 @@ def validate(
     the suite on (400 validation_error, or 501 capability_not_provided when it runs no eval
     suite). Exit codes: 0 valid (warnings allowed) and, with --capabilities, accepted; 1 some
     suite is invalid (a fault of the schema or the suite rules, no suiteId or version, two
-    different copies of one suite) or the host would refuse it; 2 a file cannot be read as JSON,
-    or a path holds no suite file (a directory is searched for *.json), or the capabilities
-    document is not one.
+    different copies of one suite, a key repeated in one object) or the host would refuse it; 2
+    a file cannot be read as JSON, or a path holds no suite file (a directory is searched for
+    *.json), or the capabilities document is not one.
     """
     facets = one_capabilities(capabilities_paths)
     checked: list[suites.SuiteFile] = []

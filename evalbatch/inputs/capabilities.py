@@ -26,7 +26,7 @@ from typing import Any, Literal, TypeGuard
 
 from evalbatch.errors import EvalbatchError
 from evalbatch.inputs import limits
-from evalbatch.inputs.suites import format_path, schema_faults
+from evalbatch.inputs.suites import REPEATED_KEY, format_path, schema_faults
 
 CAPABILITY_SCHEMA = "agents-eval-suite-capability.schema.json"
 
@@ -185,12 +185,18 @@ def read_capabilities(path: str | Path) -> EvalSuiteFacets:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
         raise CapabilitiesError(f"{source}: cannot be read ({reason})") from None
+    repeats = limits.RepeatedKeys()
     try:
-        doc = limits.loads(text, parse_constant=_reject_constant)
+        doc = limits.loads(text, parse_constant=_reject_constant, object_pairs_hook=repeats)
     except limits.TooDeep as exc:  # before the schema validator recurses (E-115)
         raise CapabilitiesError(f"{source}: {exc}") from None
     except ValueError:
         raise CapabilitiesError(f"{source}: not JSON") from None
+    repeated = repeats.paths(doc)
+    if repeated:  # which of two values a host would read is undefined (E-123)
+        listed = "; ".join(f"{format_path(parts)}: {REPEATED_KEY}" for parts in repeated[:5])
+        more = "; ..." if len(repeated) > 5 else ""
+        raise CapabilitiesError(f"{source}: not a valid capabilities document: {listed}{more}")
     return facets_of(doc, source)
 
 

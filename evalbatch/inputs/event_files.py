@@ -20,6 +20,7 @@ import duckdb
 import pyarrow as pa
 
 from evalbatch.errors import InputError
+from evalbatch.inputs import parquet_layout
 from evalbatch.problems import MAX_SEQUENCE
 
 _T = TypeVar("_T")
@@ -119,10 +120,21 @@ def _column_plan(con: duckdb.DuckDBPyConnection, path: str) -> tuple[tuple[str, 
 
 
 def scan(con: duckdb.DuckDBPyConnection, paths: list[str]) -> Sources:
-    """Look at every file's columns; group the usable ones, report the rest."""
+    """Look at every file's columns; group the usable ones, report the rest. The files below a
+    directory an ingest is linking into, or was killed linking into, are left out, and the
+    directory is reported once (E-122): a run there may have only some of its parts."""
     sources = Sources()
     groups: dict[tuple[tuple[str, str], ...], list[str]] = defaultdict(list)
-    for path in expand_paths(paths):
+    files = expand_paths(paths)
+    interrupted = parquet_layout.interrupted_ingests(paths, files)
+    for directory, below in interrupted.items():
+        sources.problems.append(
+            FileProblem(directory, "file-unreadable", _interrupted_reason(directory, len(below)))
+        )
+    left_out = {path for below in interrupted.values() for path in below}
+    for path in files:
+        if path in left_out:
+            continue
         try:
             plan = _column_plan(con, path)
         except KeyError as exc:
@@ -136,6 +148,15 @@ def scan(con: duckdb.DuckDBPyConnection, paths: list[str]) -> Sources:
         groups[plan].append(path)
     sources.groups = dict(sorted(groups.items()))
     return sources
+
+
+def _interrupted_reason(directory: str, files: int) -> str:
+    return (
+        f"{directory}: an ingest into it was interrupted or is running "
+        f"({parquet_layout.INCOMPLETE} is there): its runs may be partial, so its "
+        f"{files} Parquet file{'s' if files != 1 else ''} {'are' if files != 1 else 'is'} "
+        "left out; ingest again into it (E-122)"
+    )
 
 
 def _footer_reason(path: str) -> str:

@@ -34,6 +34,8 @@ class IngestReport:
 
     out_dir: Path
     files: int = 0
+    #: the input files read, as found (`-` for standard input)
+    paths: list[str] = field(default_factory=list)
     events: int = 0  # usable events read, whether written now or already there
     runs: int = 0
     written: list[Path] = field(default_factory=list)
@@ -78,7 +80,7 @@ def ingest_paths(
     """
     files = expand_inputs(as_paths(paths))
     out = Path(out_dir)
-    report = IngestReport(out_dir=out, files=len(files))
+    report = IngestReport(out_dir=out, files=len(files), paths=list(files))
     writer = LayoutWriter(out, flush_rows, resources)
     try:
         for path in files:

@@ -147,6 +147,47 @@ def loads(text: str | bytes, limits: InputLimits = DEFAULT_LIMITS, **options: An
     return json.loads(text, **options)
 
 
+class RepeatedKeys:
+    """An `object_pairs_hook` for `loads` that notes every object repeating a key: JSON leaves
+    a repeated key undefined and Python keeps the last, so in a document that configures
+    grading (a suite, a capabilities document) it is a fault to name, never a value chosen in
+    silence. Objects are plain dicts (the last value, as `json` gives it); `paths` says where
+    the repeats were."""
+
+    def __init__(self) -> None:
+        self._repeats: dict[int, tuple[dict[str, Any], list[str]]] = {}
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) < len(pairs):
+            counts: dict[str, int] = {}
+            for key, _ in pairs:
+                counts[key] = counts.get(key, 0) + 1
+            self._repeats[id(obj)] = (obj, [key for key, n in counts.items() if n > 1])
+        return obj
+
+    def paths(self, doc: Any) -> list[tuple[str | int, ...]]:
+        """The path of each repeated key in `doc` (as parsed with this hook), in document
+        order: the keys of an object as parts, list indexes as ints."""
+        if not self._repeats:
+            return []
+        found: list[tuple[str | int, ...]] = []
+
+        def walk(value: Any, parts: tuple[str | int, ...]) -> None:
+            if isinstance(value, dict):
+                noted = self._repeats.get(id(value))
+                if noted is not None and noted[0] is value:
+                    found.extend((*parts, key) for key in noted[1])
+                for key, item in value.items():
+                    walk(item, (*parts, key))
+            elif isinstance(value, list):
+                for index, item in enumerate(value):
+                    walk(item, (*parts, index))
+
+        walk(doc, ())  # depth bounded by `check_depth` before the parse
+        return found
+
+
 def size_text(count: int) -> str:
     """A byte count as a cap is spelled: `64 MiB`, `1 GiB`, else `1,000 bytes`."""
     for unit, name in ((GIB, "GiB"), (MIB, "MiB"), (1 << 10, "KiB")):
@@ -187,7 +228,12 @@ class CappedReader(io.RawIOBase):
 
     `decompressed` is read one buffer at a time and never past the member cap, so at most a
     buffer past the ratio cap is ever held; `compressed` says how many compressed bytes have
-    been read so far. Wrap it in an `io.BufferedReader` to read lines."""
+    been read so far. Wrap it in an `io.BufferedReader` to read lines.
+
+    Damaged compressed data (cut short, a bad checksum, garbage after the end) fails only after
+    the bytes before it have been handed on (E-75): `decompressed` is read a piece at a time
+    (`read1` where it has one, so no buffer of it drops what it inflated when the damage is
+    met), and an error met with part of a buffer filled is raised by the next read instead."""
 
     def __init__(
         self, decompressed: Source, compressed: Callable[[], int], limits: InputLimits
@@ -197,18 +243,29 @@ class CappedReader(io.RawIOBase):
         self.compressed = compressed
         self.limits = limits
         self.count = 0
+        self._read = getattr(decompressed, "read1", decompressed.read)
+        self._failed: Exception | None = None
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
-        """Fill `buffer` (short only at the end, or at the member cap: up to it, then one byte
-        more to learn whether there is more), then check the caps on what came out."""
+        """Fill `buffer` (short only at the end, at damaged data, or at the member cap: up to it,
+        then one byte more to learn whether there is more), then check the caps on what came
+        out."""
+        if self._failed is not None:
+            raise self._failed
         view = memoryview(buffer).cast("B")
         want = min(len(view), max(self.limits.max_member_bytes - self.count, 1))
         filled = 0
         while filled < want:
-            data = self.decompressed.read(want - filled)
+            try:
+                data = self._read(want - filled)
+            except Exception as exc:  # whatever the decompressor meets: after the bytes before
+                if not filled:
+                    raise
+                self._failed = exc
+                break
             if not data:
                 break
             view[filled : filled + len(data)] = data

@@ -22,7 +22,7 @@ import io
 import json
 import sys
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -263,14 +263,29 @@ def _open(path: str, limits: InputLimits) -> Iterator[io.BufferedReader]:
 def _lines(stream: io.BufferedReader, limits: InputLimits) -> Iterator[Line]:
     """The lines of a stream, newlines kept; a line past `limits.max_line_bytes` is `_OVERLONG`
     and is then read past a buffer at a time, so no line is ever held past the cap (E-116)."""
+    yield from _capped_lines(stream.readline, limits)
+
+
+def _sse_lines(stream: io.BufferedReader, limits: InputLimits) -> Iterator[Line]:
+    """`_lines` of an SSE stream, whose lines end in CRLF, LF or a lone CR (the SSE spec):
+    read with universal newlines, each ending as `\n`, every other byte as it was (latin-1
+    maps bytes to characters one for one)."""
+    text = io.TextIOWrapper(stream, encoding="latin-1", newline=None)
+    try:
+        yield from _capped_lines(lambda size: text.readline(size).encode("latin-1"), limits)
+    finally:
+        text.detach()  # the stream is its opener's to close
+
+
+def _capped_lines(readline: Callable[[int], bytes], limits: InputLimits) -> Iterator[Line]:
     cap = limits.max_line_bytes
-    while line := stream.readline(cap + 1):
+    while line := readline(cap + 1):
         if len(line) <= cap or line.endswith(b"\n"):
             yield line
             continue
         yield _OVERLONG
         while line and not line.endswith(b"\n"):
-            line = stream.readline(_CHUNK)
+            line = readline(_CHUNK)
 
 
 def read_file(
@@ -306,13 +321,26 @@ def read_into(
             read = inspect_logs.read_inspect_log(sink, inspect or InspectOptions(), limits)
     except TooLarge as exc:  # a cap on the whole file: this file only, the events before kept
         sink.problem(None, "input-unreadable", f"read only in part: {exc}")
-    except zlib.error:  # a gzip header over a damaged stream: this file only
-        sink.problem(None, "input-unreadable", "cannot be read (damaged gzip data)")
-    except (OSError, EOFError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    except (zlib.error, gzip.BadGzipFile, EOFError) as exc:  # damaged gzip data: this file only
+        sink.problem(None, "input-unreadable", f"cannot be read ({_gzip_damage(exc)})")
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
         sink.problem(None, "input-unreadable", f"cannot be read ({reason})")
     sink.flush()
     return read
+
+
+def _gzip_damage(exc: Exception) -> str:
+    """What is wrong with a gzip stream, in words of our own: the module's text can quote the
+    file's bytes (`Not a gzipped file (b'..')`) or its checksums (E-75)."""
+    if isinstance(exc, EOFError):
+        return "damaged gzip data: cut short"
+    text = str(exc)
+    if text.startswith("CRC check failed"):
+        return "damaged gzip data: a checksum does not match"
+    if text.startswith("Not a gzipped file"):
+        return "damaged gzip data: what follows a complete member is not gzip"
+    return "damaged gzip data"
 
 
 def _read_stream(
@@ -321,7 +349,7 @@ def _read_stream(
     if kind is None:
         sink.problem(None, "input-unreadable", "not JSON, JSON lines or an SSE stream")
     elif kind == "sse":
-        _read_sse(sink, _lines(stream, limits), limits)
+        _read_sse(sink, _sse_lines(stream, limits), limits)
     elif kind == "ndjson":
         _read_ndjson(sink, _lines(stream, limits), limits)
     else:

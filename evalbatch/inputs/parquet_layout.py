@@ -4,8 +4,11 @@ One directory per run (`runId=<id>/`, the id percent-encoded, or `runKey=<digest
 file name or DuckDB's hive partitioning would change, E-33), each file written aside in a private
 working directory and linked into place complete (E-34). A write that fails (a full disk) is an
 `OutputError` and leaves nothing behind; a working directory left by a killed ingest is removed by
-the next ingest into the same directory (E-75). Each file records the sha256 of its rows, so the
-same export written again adds nothing (issue 17 item 7).
+the next ingest into the same directory (E-75). While an ingest links its parts into place, its
+output directory holds a marker (`INCOMPLETE`) naming what it adds: readers leave such a
+directory out (`interrupted_ingests`), and the next ingest undoes what a killed one linked
+(E-122). Each file records the sha256 of its rows, so the same export written again adds nothing
+(issue 17 item 7).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalbatch.errors import OutputError, write_failed
+from evalbatch.inputs import limits
 from evalbatch.inputs.event_rows import SCHEMA
 from evalbatch.options import Resources
 
@@ -115,6 +119,138 @@ def _recorded_digest(path: Path) -> tuple[str, int] | None:
     return (recorded.decode("ascii"), footer.num_rows) if recorded else None
 
 
+#: the file an ingest keeps in its output directory from before it links its first part into
+#: place until after its last: while it is there, a run may have some of its parts and not
+#: others (E-122). Underscored, as `_SUCCESS` is: table readers pass it over.
+INCOMPLETE = "_INGEST_INCOMPLETE"
+
+#: the names of the directories a marker may name (E-33): nothing outside the output directory
+_RUN_DIRECTORY = ("runId=", "runKey=")
+
+
+def _sync_dir(path: Path) -> None:
+    """Make the entries of directory `path` (a file made or removed in it) durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        with contextlib.suppress(OSError):  # a file system that cannot sync a directory
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _mark_incomplete(out_dir: Path, plan: list[dict[str, Any]]) -> None:
+    """Create the marker, naming each run directory the ingest links into (`made` when it
+    makes it) and the digest and row count of each part it adds, durably and before the first
+    link: whoever finds it knows what to undo. Never over another marker ("x": the call fails
+    instead). Torn by a kill, it is not JSON, and then nothing was linked yet."""
+    marker = out_dir / INCOMPLETE
+    with marker.open("x", encoding="ascii") as handle:
+        try:
+            handle.write(json.dumps({"directories": plan}, separators=(",", ":")))
+            handle.flush()
+            os.fsync(handle.fileno())
+        except BaseException:
+            with contextlib.suppress(OSError):
+                marker.unlink()  # this ingest's own, never another's (that one fails "x")
+            raise
+    _sync_dir(out_dir)
+
+
+def _marker_plan(text: str) -> list[tuple[str, bool, set[tuple[str, int]]]] | None:
+    """A marker's (directory name, made, {(digest, rows)}) entries; None when it is not one
+    whole marker (torn by a kill before the first link, or not written by an ingest)."""
+    try:
+        entries = limits.loads(text)["directories"]
+        plan = []
+        for entry in entries:
+            name, made = entry["name"], entry["made"]
+            parts = {(str(digest), int(rows)) for digest, rows in entry["parts"]}
+            if not isinstance(name, str) or not isinstance(made, bool):
+                return None
+            if "/" in name or "\\" in name or not name.startswith(_RUN_DIRECTORY):
+                return None  # a name reaching outside the output directory: not ours
+            plan.append((name, made, parts))
+    except (ValueError, TypeError, KeyError, IndexError):
+        return None
+    return plan
+
+
+def undo_incomplete(out_dir: Path) -> bool:
+    """Undo what the ingest whose marker `out_dir` holds linked into place, and remove the
+    marker (E-122): each part of a directory it names whose recorded digest and row count it
+    lists (no part that was there before has them: only parts whose rows were not there are
+    added), then each directory it made, when empty. Call it holding the lock on `out_dir`,
+    with no ingest alive that holds it; True when there was a marker."""
+    marker = out_dir / INCOMPLETE
+    try:
+        text = marker.read_text(encoding="ascii", errors="replace")
+    except FileNotFoundError:
+        return False
+    for name, made, parts in _marker_plan(text) or []:
+        directory = out_dir / name
+        if directory.is_symlink() or not directory.is_dir():
+            continue
+        for part in sorted(directory.glob("part-*.parquet")):
+            if _recorded_digest(part) in parts:
+                part.unlink()
+        if made:
+            with contextlib.suppress(OSError):  # not empty: it holds parts of its own
+                directory.rmdir()
+    marker.unlink()
+    _sync_dir(out_dir)
+    return True
+
+
+def interrupted_ingests(given: Sequence[str], files: Sequence[str]) -> dict[str, list[str]]:
+    """The directories holding an ingest's marker (E-122) among the directories `given` and
+    the ancestors of `files`, each with the files below it: their runs may be partial. A
+    directory is named as the user spelled it where the path given reaches it, else in full."""
+    nearest: dict[Path, Path | None] = {}
+
+    def marked(directory: Path) -> Path | None:
+        """The nearest directory at or above absolute `directory` that holds a marker."""
+        chain: list[Path] = []
+        found: Path | None = None
+        current = directory
+        while True:
+            if current in nearest:
+                found = nearest[current]
+                break
+            chain.append(current)
+            if os.path.lexists(current / INCOMPLETE):
+                found = current
+                break
+            if current.parent == current:
+                break
+            current = current.parent
+        for seen in chain:
+            nearest[seen] = found
+        return found
+
+    def shown(path: str, up: int, marker_dir: Path) -> str:
+        """`marker_dir` as `path` spells it, `up` levels above it, where that names it."""
+        spelled = Path(path)
+        candidate = spelled if up == 0 else None
+        if 0 < up <= len(spelled.parents):
+            candidate = spelled.parents[up - 1]
+        if candidate is not None and Path(os.path.abspath(candidate)) == marker_dir:
+            return str(candidate)
+        return str(marker_dir)
+
+    found: dict[str, list[str]] = {}
+    for path in given:
+        absolute = Path(os.path.abspath(path))
+        if absolute.is_dir() and (marker_dir := marked(absolute)) is not None:
+            up = len(absolute.parts) - len(marker_dir.parts)
+            found.setdefault(shown(path, up, marker_dir), [])
+    for path in files:
+        absolute = Path(os.path.abspath(path))
+        if (marker_dir := marked(absolute.parent)) is not None:
+            up = len(absolute.parts) - len(marker_dir.parts)
+            found.setdefault(shown(path, up, marker_dir), []).append(path)
+    return found
+
+
 def _write_error(out_dir: Path, exc: OSError) -> OutputError:
     return write_failed(out_dir, exc, "nothing was added and the files already there are unchanged")
 
@@ -185,8 +321,9 @@ class LayoutWriter:
 
     @staticmethod
     def _make_work_dir(out_dir: Path) -> tuple[Path, int | None]:
-        """Clear dead ingests' working directories and make and lock this one, under a short
-        lock on `out_dir` (E-75). Where directories cannot be locked nothing is cleared."""
+        """Undo what a killed ingest linked (E-122), clear dead ingests' working directories
+        and make and lock this one, under a short lock on `out_dir` (E-75). Where directories
+        cannot be locked nothing is undone or cleared."""
         try:
             guard = _lock_dir(out_dir, blocking=True)
         except OSError:
@@ -194,6 +331,7 @@ class LayoutWriter:
         try:
             held = None
             if guard is not None:
+                undo_incomplete(out_dir)
                 clear_stale_work(out_dir)
             tmp = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=out_dir))
             with contextlib.suppress(OSError):
@@ -237,47 +375,84 @@ class LayoutWriter:
 
     def commit(self) -> list[Path]:
         """Link every part into place, less the parts whose rows a file of their run's directory
-        already holds (the same digest and row count: the same export ingested again). If one
-        cannot be linked, the ones already linked and the run directories made for them are
-        removed again, so a failed ingest adds nothing. Under the output directory's lock, so two
-        ingests of the same export never both add it."""
+        already holds (the same digest and row count: the same export ingested again), under
+        the output directory's lock, so two ingests of the same export never both add it.
+
+        The links are bracketed by the marker (E-122): made, naming what will be added, before
+        the first, removed after the last, so a kill between two links leaves a directory that
+        readers refuse and the next ingest undoes. If a part cannot be linked, what was linked
+        is undone the same way, so a failed ingest adds nothing."""
         self.flush()
-        written: list[Path] = []
-        made: list[Path] = []
         try:
             guard = _lock_dir(self.out_dir, blocking=True)
         except OSError:
             guard = None  # a file system without locks: checked and linked all the same
         try:
-            existing = [p.name for p in self.out_dir.iterdir() if p.is_dir() and p != self.tmp]
-            names = partition_names(list(self.parts), existing, self.resources)
-            for run_id in sorted(self.parts):
-                directory = self.out_dir / names[run_id]
-                if not directory.is_dir():
-                    directory.mkdir()
-                    made.append(directory)
-                there = {_recorded_digest(p) for p in sorted(directory.glob("part-*.parquet"))}
-                added = 0
-                for part in self.parts[run_id]:
-                    if self.digests[part] in there:
-                        self.events_already_there += self.digests[part][1]
-                        continue
-                    written.append(_link_next(part, directory))
-                    there.add(self.digests[part])
-                    added += 1
-                self.runs_already_there += added == 0
-        except OSError as exc:
-            for path in written:
-                with contextlib.suppress(OSError):
-                    path.unlink()
-            for directory in reversed(made):
-                with contextlib.suppress(OSError):
-                    directory.rmdir()
-            raise _write_error(self.out_dir, exc) from exc
+            return self._link_parts(locked=guard is not None)
         finally:
             if guard is not None:
                 os.close(guard)
+
+    def _link_parts(self, locked: bool) -> list[Path]:
+        """`commit` under the lock (`locked`), or where there is none: a marker found is then
+        maybe a live ingest's, never undone or linked beside (E-122)."""
+        written: list[Path] = []
+        marked = False
+        try:
+            if locked:
+                undo_incomplete(self.out_dir)  # of an ingest killed since this one began
+            elif os.path.lexists(self.out_dir / INCOMPLETE):
+                raise OutputError(
+                    f"{self.out_dir}: holds {INCOMPLETE}, the marker of an ingest that was "
+                    "interrupted or is running, and cannot be locked to tell which (E-122): "
+                    "nothing was added; ingest into another directory"
+                )
+            plan, adds = self._plan()
+            if not adds:
+                return written
+            _mark_incomplete(self.out_dir, plan)
+            marked = True
+            for part, directory in adds:
+                if not directory.is_dir():
+                    directory.mkdir()
+                written.append(_link_next(part, directory))
+            (self.out_dir / INCOMPLETE).unlink()
+            _sync_dir(self.out_dir)
+        except OSError as exc:
+            if marked:  # what this ingest linked; if that fails, the next ingest undoes it
+                with contextlib.suppress(OSError):
+                    undo_incomplete(self.out_dir)
+            raise _write_error(self.out_dir, exc) from exc
         return written
+
+    def _plan(self) -> tuple[list[dict[str, Any]], list[tuple[Path, Path]]]:
+        """What `commit` adds: the marker's entries (each run directory, whether it is made,
+        the digest and rows of each part added) and each part with its run directory; parts
+        whose rows are already there are counted and left out."""
+        existing = [p.name for p in self.out_dir.iterdir() if p.is_dir() and p != self.tmp]
+        names = partition_names(list(self.parts), existing, self.resources)
+        plan: list[dict[str, Any]] = []
+        adds: list[tuple[Path, Path]] = []
+        for run_id in sorted(self.parts):
+            directory = self.out_dir / names[run_id]
+            made = not directory.is_dir()
+            there = (
+                set()
+                if made
+                else {_recorded_digest(p) for p in sorted(directory.glob("part-*.parquet"))}
+            )
+            added: list[tuple[str, int]] = []
+            for part in self.parts[run_id]:
+                if self.digests[part] in there:
+                    self.events_already_there += self.digests[part][1]
+                    continue
+                adds.append((part, directory))
+                added.append(self.digests[part])
+                there.add(self.digests[part])
+            self.runs_already_there += not added
+            if added:
+                plan.append({"name": directory.name, "made": made, "parts": added})
+        return plan, adds
 
     def discard(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)

@@ -461,9 +461,14 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _read_json(path: Path) -> Any:
-    """Strict JSON (no NaN/Infinity) nested at most `limits.MAX_JSON_DEPTH` deep (E-115); any
-    failure is a `SuiteFileError` naming the file."""
+#: the fault of a key named twice in one object of a suite or capabilities document (E-123)
+REPEATED_KEY = "key repeated in one object (JSON leaves which value counts undefined)"
+
+
+def _read_json(path: Path) -> tuple[Any, list[_Item]]:
+    """Strict JSON (no NaN/Infinity) nested at most `limits.MAX_JSON_DEPTH` deep (E-115), and
+    a fault for each key an object repeats (E-123); a failure to read it is a `SuiteFileError`
+    naming the file."""
     where = str(path)
     try:
         raw = path.read_bytes()
@@ -473,8 +478,14 @@ def _read_json(path: Path) -> Any:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise SuiteFileError(where, "is not JSON (not UTF-8 text)") from exc
+    repeats = limits.RepeatedKeys()
     try:
-        return limits.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        doc = limits.loads(
+            text,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+            object_pairs_hook=repeats,
+        )
     except limits.TooDeep as exc:  # before the validator or a comparison recurses (E-115)
         raise SuiteFileError(where, f"is {exc}") from None
     except json.JSONDecodeError as exc:
@@ -483,6 +494,13 @@ def _read_json(path: Path) -> Any:
         ) from exc
     except (ValueError, RecursionError) as exc:
         raise SuiteFileError(where, f"is not JSON ({exc})") from exc
+    return doc, [_Item(parts, REPEATED_KEY) for parts in repeats.paths(doc)]
+
+
+def _file_faults(doc: Any, repeated: list[_Item]) -> tuple[Fault, ...]:
+    """The faults of a suite file: its repeated keys first (E-123: how it was read), then
+    `validate_suite`'s (what it says)."""
+    return (*_faults(repeated), *validate_suite(doc))
 
 
 def suite_ids(doc: dict[str, Any]) -> tuple[str, str] | None:
@@ -496,7 +514,7 @@ def suite_ids(doc: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def _load_one(path: Path) -> SuiteFile:
-    doc = _read_json(path)
+    doc, repeated = _read_json(path)
     if not isinstance(doc, dict):
         raise SuiteFileError(str(path), "is not a JSON object, so it has no suiteId and version")
     if suite_ids(doc) is None:
@@ -507,7 +525,7 @@ def _load_one(path: Path) -> SuiteFile:
     return SuiteFile(
         path=str(path),
         doc=doc,
-        faults=tuple(validate_suite(doc)),
+        faults=_file_faults(doc, repeated),
         sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
     )
 
@@ -536,8 +554,8 @@ def read_suite_file(path: Path) -> SuiteFile:
     Raises:
         SuiteFileError: the file cannot be read, or is not JSON.
     """
-    doc = _read_json(path)
-    return SuiteFile(path=str(path), doc=doc, faults=tuple(validate_suite(doc)))
+    doc, repeated = _read_json(path)
+    return SuiteFile(path=str(path), doc=doc, faults=_file_faults(doc, repeated))
 
 
 def load_suite_files(paths: Sequence[str | Path]) -> list[SuiteFile]:
@@ -593,16 +611,18 @@ def resolve_suites(files: Sequence[SuiteFile]) -> dict[tuple[str, str], SuiteCho
             # no one file is the suite: no hash to record
             choices[key] = SuiteChoice(suite_id, version, None, "suite-conflict", message, paths)
             continue
-        errors = members[0].errors
-        if errors:
+        # JSON-equal copies can still differ in their faults: a key one file repeats (E-123)
+        invalid = next((member for member in members if member.errors), None)
+        if invalid is not None:
+            errors = invalid.errors
             first = errors[0]
             more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
             message = (
-                f"suite {suite_id} {version} is invalid: {first.path} in {members[0].path}: "
+                f"suite {suite_id} {version} is invalid: {first.path} in {invalid.path}: "
                 f"{first.message}{more}"
             )
             choices[key] = SuiteChoice(
-                suite_id, version, None, "suite-invalid", message, paths, members[0].sha256
+                suite_id, version, None, "suite-invalid", message, paths, invalid.sha256
             )
             continue
         choices[key] = SuiteChoice(
