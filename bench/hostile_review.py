@@ -10,7 +10,7 @@ and judges every outcome.
 
 It builds every input in a temporary directory from the samples (`data/samples`, or
 `--samples DIR`), never touching the files it was given, runs the evalbatch command it is told
-to (default `/work/main/.venv/bin/evalbatch`) once per case as a child process, and prints a
+to (default: `evalbatch` beside the Python running it) once per case as a child process, and prints a
 table of counts by category and verdict, then one line per failure. Exit code: 0 when every case
 is `ok`, 1 when some case FAILs, 2 when the harness itself could not run.
 
@@ -97,7 +97,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-DEFAULT_EVALBATCH = "/work/main/.venv/bin/evalbatch"
+#: the evalbatch of the environment whose Python runs the harness (the project's .venv)
+DEFAULT_EVALBATCH = str(Path(sys.executable).with_name("evalbatch"))
 #: planted in tool names, arguments, prompts and outputs: it must never be printed or written
 #: into a summary, a problem message, a report or an export
 MARKER = "ZQXLEAKMARK7731"
@@ -4159,8 +4160,7 @@ def main(argv: list[str] | None = None) -> int:
         "--samples",
         type=Path,
         default=None,
-        help="the sample inputs (default: data/samples beside the harness, "
-        "else /work/main/data/samples)",
+        help="the sample inputs (default: data/samples of the checkout holding the harness)",
     )
     parser.add_argument("--quick", action="store_true", help="a subset of every family")
     parser.add_argument("--json", type=Path, default=None, help="also write a JSON report")
@@ -4197,8 +4197,7 @@ def main(argv: list[str] | None = None) -> int:
     evalbatch = shlex.split(args.evalbatch)
     samples = args.samples
     if samples is None:
-        here = Path(__file__).resolve().parent.parent / "data" / "samples"
-        samples = here if here.is_dir() else Path("/work/main/data/samples")
+        samples = Path(__file__).resolve().parent.parent / "data" / "samples"
     if not (samples / "events").is_dir():
         print(f"hostile_review: no samples at {samples}", file=sys.stderr)
         return 2
