@@ -10,9 +10,9 @@ and judges every outcome.
 
 It builds every input in a temporary directory from the samples (`data/samples`, or
 `--samples DIR`), never touching the files it was given, runs the evalbatch command it is told
-to (default: `evalbatch` beside the Python running it) once per case as a child process, and prints a
-table of counts by category and verdict, then one line per failure. Exit code: 0 when every case
-is `ok`, 1 when some case FAILs, 2 when the harness itself could not run.
+to (default: `evalbatch` beside the Python running it) once per case as a child process, and
+prints a table of counts by category and verdict, then one line per failure. Exit code: 0 when
+every case is `ok`, 1 when some case FAILs, 2 when the harness itself could not run.
 
 Categories of cases (each across every command that reads that kind of input):
 
@@ -3135,15 +3135,22 @@ def hostile_specs(ws: Workspace) -> list[Spec]:
             verify_flag=True,
         )
     start = "eval.started"
-    for name, key, raw in [
-        ("taskCount-negative", "taskCount", "-3"),
-        ("trialCount-0", "trialCount", "0"),
-        ("trialCount-negative", "trialCount", "-1"),
-        ("trialCount-1e12", "trialCount", "1000000000000"),
-        ("trialCount-10001", "trialCount", "10001"),
-        ("trialCount-string", "trialCount", '"3"'),
+    # the runs are graded with their suite, whose trials.count is the count: eval.started's
+    # taskCount is never read, and a trialCount only stands in for a missing suite (E-10, E-78),
+    # so one that is integral and >= 1 (however large) is no fault of a suite run
+    for name, key, raw, flagged in [
+        ("taskCount-negative", "taskCount", "-3", False),
+        ("trialCount-0", "trialCount", "0", True),
+        ("trialCount-negative", "trialCount", "-1", True),
+        ("trialCount-1e12", "trialCount", "1000000000000", False),
+        ("trialCount-10001", "trialCount", "10001", False),
+        ("trialCount-string", "trialCount", '"3"', True),
     ]:
-        add(f"started-{name}", lambda rows, k=key, r=raw: set_field(rows, start, k, r))
+        add(
+            f"started-{name}",
+            lambda rows, k=key, r=raw: set_field(rows, start, k, r),
+            flag=flagged,
+        )
 
     # sequences and event order
     add("sequence-gap", lambda rows: [r for r in rows if not 12 <= r["sequence"] <= 14])
