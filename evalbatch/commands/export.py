@@ -70,15 +70,20 @@ def otel(
     Example:
       evalbatch export otel out/samples --events data/samples/events
 
-    Exit codes: 0 written; 2 OUT_DIR or the events are unusable; 4 the file could not be
-    written.
+    Exit codes: 0 written (an event file that cannot be read is named on stderr and left out,
+    as `run` does); 2 OUT_DIR or the events are unusable; 4 the file could not be written.
     """
     from evalbatch.outputs import outdir, output_format  # loaded when run, not for --help
 
-    out = outdir.load(out_dir, tables=("trials",))
+    target = Path(output) if output else Path(out_dir) / output_format.OTEL_FILE
+    out = outdir.load(out_dir)
     if not out.summaries:
         raise InputError(f"{out.path}: no graded run in summaries.jsonl; nothing to export")
-    scored = exports.scored_fields(list(event_paths), resources) if event_paths else None
+    scored = None
+    if event_paths:
+        scored, left_out = exports.scored_fields(list(event_paths), resources)
+        for message in left_out:  # as `run` skips them (E-22): named, the rest still read
+            click.echo(f"evalbatch: left out: {printable(message)}", err=True)
     tally = exports.OtelTally()
 
     def lines() -> Iterator[str]:
@@ -91,7 +96,6 @@ def otel(
                 f"(were they graded into {out.path}?)"
             )
 
-    target = Path(output) if output else out.path / output_format.OTEL_FILE
     outdir.write_atomic(target, lines())
     if tally.without_event:
         click.echo(
@@ -195,11 +199,11 @@ def eee(
         relationship=relationship,
         retrieved_timestamp=retrieved_at,
     )
+    target = Path(output) if output else Path(out_dir) / output_format.EEE_FILE
     out = outdir.load(out_dir)
     if not out.summaries:
         raise InputError(f"{out.path}: no graded run in summaries.jsonl; nothing to export")
     records = exports.eee_records(out, source)
-    target = Path(output) if output else out.path / output_format.EEE_FILE
     outdir.write_atomic(target, exports.eee_jsonl(records))
     results = sum(len(r["evaluation_results"]) for r in records)
     if not quiet:

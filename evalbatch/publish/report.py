@@ -242,9 +242,13 @@ def write_report(
     """Read OUT_DIR, build the report and write it (default OUT_DIR/report.html) whole. With
     `history`, output directories of other nights, the page adds a trend chart per suite over
     their runs and OUT_DIR's (each directory read whole, as `evalbatch history` reads it).
-    `detail_runs` and `run_ids` choose the runs shown in full (see `build_report`)."""
-    out = load(out_dir, tables=("tasks", "trials"), optional=("runs", "problems"))
+    `detail_runs` and `run_ids` choose the runs shown in full (see `build_report`).
+
+    Raises:
+        InputError: OUT_DIR or a `history` directory cannot be read (`outdir.load`).
+        OutputError: the page could not be written."""
+    target = Path(output) if output else Path(out_dir) / output_format.REPORT_FILE
+    out = load(out_dir)
     nights = history_series.series([out_dir, *history]) if history else None
     report = build_report(out, title, nights, detail_runs=detail_runs, run_ids=run_ids)
-    target = Path(output) if output else out.path / output_format.REPORT_FILE
     return write_atomic(target, report.html), report
