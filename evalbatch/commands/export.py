@@ -71,11 +71,14 @@ def otel(
       evalbatch export otel out/samples --events data/samples/events
 
     Exit codes: 0 written (an event file that cannot be read is named on stderr and left out,
-    as `run` does); 2 OUT_DIR or the events are unusable; 4 the file could not be written.
+    as `run` does); 2 OUT_DIR or the events are unusable, or --out is one of the files read; 4
+    the file could not be written.
     """
     from evalbatch.outputs import outdir, output_format  # loaded when run, not for --help
+    from evalbatch.outputs.destinations import Inputs, refuse_overwrite
 
     target = Path(output) if output else Path(out_dir) / output_format.OTEL_FILE
+    refuse_overwrite("--out", target, Inputs(events=event_paths, out_dirs=[out_dir]))
     out = outdir.load(out_dir)
     if not out.summaries:
         raise InputError(f"{out.path}: no graded run in summaries.jsonl; nothing to export")
@@ -183,9 +186,11 @@ def eee(
     Example:
       evalbatch export eee out/samples --model-id acme/support-agent --org acme
 
-    Exit codes: 0 written; 2 OUT_DIR is unusable; 4 the file could not be written.
+    Exit codes: 0 written; 2 OUT_DIR is unusable, or --out is one of its files; 4 the file could
+    not be written.
     """
     from evalbatch.outputs import outdir, output_format  # loaded when run, not for --help
+    from evalbatch.outputs.destinations import Inputs, refuse_overwrite
 
     if retrieved_at is None:
         retrieved_at = repr(time.time())
@@ -200,6 +205,7 @@ def eee(
         retrieved_timestamp=retrieved_at,
     )
     target = Path(output) if output else Path(out_dir) / output_format.EEE_FILE
+    refuse_overwrite("--out", target, Inputs(out_dirs=[out_dir]))
     out = outdir.load(out_dir)
     if not out.summaries:
         raise InputError(f"{out.path}: no graded run in summaries.jsonl; nothing to export")
