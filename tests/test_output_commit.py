@@ -1,6 +1,9 @@
-"""An output directory is read one way, and never written over its inputs (decisions E-120,
-E-121; E-22 for `export otel --events`).
+"""An output directory is committed whole, read one way, and never written over its inputs
+(decisions E-119, E-120, E-121; E-22 for `export otel --events`).
 
+- E-119: a run interrupted between its renames leaves `outputs-incomplete` beside the mix of two
+  runs' files; every reader refuses the directory, `--incremental` carries nothing from it, and
+  the next run completes it and removes the marker;
 - E-120: a destination that is, is inside or is a link to a file the command reads is a usage
   error (exit 2), the input untouched, for every command that writes a file;
 - E-121: `export` and `report` read an output directory as `sql` and `history` do, through
@@ -15,19 +18,28 @@ import shutil
 import struct
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
-from evalbatch import api
-from evalbatch.errors import InputError
-from evalbatch.outputs import destinations, outdir
+from evalbatch import api, notebook
+from evalbatch.errors import InputError, OutputError
+from evalbatch.outputs import destinations, outdir, writer
+from evalbatch.outputs.output_format import INCOMPLETE_FILE
 from tests.conftest import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
+    WRITTEN_FILES,
+    make_suite,
+    read_outputs,
     run_main,
+    standard_run,
+    write_events,
+    write_json,
 )
 
+INTERRUPTED = "the outputs of a run that was interrupted while writing them"
 REPLACES = "writing it would replace an input"
 
 
@@ -419,3 +431,167 @@ def test_e120_the_guard_for_ingest(tmp_path: Path) -> None:
         with pytest.raises(InputError, match=REPLACES):
             destinations.refuse_overwrite(option, target, reads)
     destinations.refuse_overwrite("--out", log.parent / "parts", reads)  # beside it: allowed
+
+
+# --------------------------------------------------------------------------------------------
+# E-119: a directory is committed under a marker
+
+
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Yesterday's input (3 runs), tonight's (6 runs, one of them changed) and tonight's outputs
+    as an uninterrupted run writes them, plain and incremental."""
+    root = tmp_path_factory.mktemp("nights")
+    suites = root / "suites"
+    write_json(suites / "basic.json", make_suite())
+    yesterday = write_events(
+        root / "yesterday" / "e.parquet",
+        [r for n in range(3) for r in standard_run(f"acme/run-{n:04d}").rows],
+    )
+    tonight = write_events(
+        root / "tonight" / "e.parquet",
+        [r for n in range(1, 7) for r in standard_run(f"acme/run-{n:04d}").rows],
+    )
+    new = {}
+    for incremental in (False, True):
+        out = root / f"new-{incremental}"
+        api.write_outputs(tonight, out, suites, incremental_run=incremental)
+        new[incremental] = read_outputs(out)
+    return {"root": root, "suites": suites, "yesterday": yesterday, "tonight": tonight, "new": new}
+
+
+class _Killed(BaseException):
+    """The process dying at a rename: not an OSError, so nothing is put back (as with SIGKILL)."""
+
+
+def _die_at_rename(monkeypatch: pytest.MonkeyPatch, nth: int) -> None:
+    real = os.replace
+    calls = {"n": 0}
+
+    def replace(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == nth:
+            raise _Killed
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(writer.os, "replace", replace)
+
+
+def _assert_every_reader_refuses(
+    out: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, argv in _readers(out).items():
+        code, _, stderr = run_main(monkeypatch, capsys, *argv)
+        assert code == 2, (name, stderr)
+        assert INTERRUPTED in stderr and "run it again" in stderr, (name, stderr)
+        assert "internal error" not in stderr and len(stderr.strip().splitlines()) == 1, stderr
+    for read in (outdir.load, outdir.read_graded, notebook.connect):
+        with pytest.raises(InputError, match=INTERRUPTED):
+            read(out)
+
+
+@pytest.mark.parametrize("incremental", [False, True], ids=["run", "incremental"])
+@pytest.mark.parametrize("nth", range(1, 8))
+def test_e119_run_killed_between_renames_is_refused_by_every_reader_and_the_next_run_recovers(
+    nights: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    incremental: bool,
+    nth: int,
+) -> None:
+    """E-119: the real writer dies at its nth rename into place (six renames, seven with the
+    manifest). The directory holds the marker beside whatever mix of two runs the renames made,
+    and every reader refuses it with one line; the next run, of the same command, writes tonight's
+    files exactly, carries nothing over, and leaves no marker."""
+    out = tmp_path / "out"
+    api.write_outputs(nights["yesterday"], out, nights["suites"], incremental_run=incremental)
+    assert not (out / INCOMPLETE_FILE).exists()
+    with monkeypatch.context() as patch:
+        _die_at_rename(patch, nth)
+        try:
+            api.write_outputs(nights["tonight"], out, nights["suites"], incremental_run=incremental)
+        except _Killed:
+            pass
+        else:
+            assert nth == 7 and not incremental, "fewer renames than expected"
+            return  # a plain run renames six files
+    assert (out / INCOMPLETE_FILE).is_file()
+    _assert_every_reader_refuses(out, monkeypatch, capsys)
+    report = api.write_outputs(
+        nights["tonight"], out, nights["suites"], incremental_run=incremental
+    )
+    if incremental:
+        assert report.full_regrade and report.carried_runs == 0
+        assert report.regrade_reason == (
+            "the last run was interrupted while putting its outputs in place"
+        )
+    assert read_outputs(out) == nights["new"][incremental]
+    names = sorted(p.name for p in out.iterdir())
+    assert names == sorted([*WRITTEN_FILES, *(["manifest.json"] if incremental else [])])
+    assert outdir.load(out).summaries
+
+
+def test_e119_a_marker_stays_until_a_run_completes_the_directory(
+    nights: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """E-119: a marker a dead run left is kept by a run that stops before its renames (nothing to
+    grade: exit 2) and by one whose rename fails and is undone (a full disk: exit 4), since the
+    files are still a mix; a run that completes removes it."""
+    out = tmp_path / "out"
+    api.write_outputs(nights["yesterday"], out, nights["suites"])
+    writer.mark_incomplete(out)
+    before = _files(out)
+    code, _, stderr = run_main(
+        monkeypatch, capsys, "run", nights["tonight"], "--suites", nights["suites"],
+        "--out", out, "--run-id", "acme/none*", "-q",
+    )  # fmt: skip
+    assert code == 2 and _files(out) == before, stderr
+    with monkeypatch.context() as patch:
+        real = os.replace
+        calls = {"n": 0}
+
+        def full_disk(*args: Any, **kwargs: Any) -> Any:
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise OSError(28, "No space left on device")
+            return real(*args, **kwargs)
+
+        patch.setattr(writer.os, "replace", full_disk)
+        code, _, stderr = run_main(
+            monkeypatch, capsys, "run", nights["tonight"], "--suites", nights["suites"],
+            "--out", out, "-q",
+        )  # fmt: skip
+    assert code == 4 and _files(out) == before, stderr
+    _assert_every_reader_refuses(out, monkeypatch, capsys)
+    api.write_outputs(nights["tonight"], out, nights["suites"])
+    assert not (out / INCOMPLETE_FILE).exists()
+    assert read_outputs(out) == nights["new"][False]
+
+
+def test_e119_a_failed_rename_without_a_marker_before_leaves_none(
+    nights: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """E-119 with E-72: a rename that fails is undone, and the marker goes with it: the directory
+    is byte for byte as it was, and reads as before."""
+    out = tmp_path / "out"
+    api.write_outputs(nights["yesterday"], out, nights["suites"])
+    before = _files(out)
+    with monkeypatch.context() as patch:
+        real = os.replace
+        calls = {"n": 0}
+
+        def full_disk(*args: Any, **kwargs: Any) -> Any:
+            calls["n"] += 1
+            if calls["n"] == 4:
+                raise OSError(28, "No space left on device")
+            return real(*args, **kwargs)
+
+        patch.setattr(writer.os, "replace", full_disk)
+        with pytest.raises(OutputError):
+            api.write_outputs(nights["tonight"], out, nights["suites"])
+    assert _files(out) == before
+    assert outdir.load(out).summaries

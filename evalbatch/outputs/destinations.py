@@ -24,6 +24,7 @@ from evalbatch.inputs import event_files
 from evalbatch.inputs.openwop_formats import expand_inputs
 from evalbatch.inputs.suites import expand_suite_paths
 from evalbatch.outputs.output_format import (
+    INCOMPLETE_FILE,
     MANIFEST_FILE,
     OUTPUT_FILES,
     RUN_INPUTS_FILE,
@@ -31,7 +32,7 @@ from evalbatch.outputs.output_format import (
 from evalbatch.text import printable
 
 #: the files of an output directory its readers read (`outdir.load`)
-READ_FILES = (*OUTPUT_FILES, RUN_INPUTS_FILE, MANIFEST_FILE)
+READ_FILES = (*OUTPUT_FILES, RUN_INPUTS_FILE, MANIFEST_FILE, INCOMPLETE_FILE)
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ into it, which makes them stale.
 
 Every reader goes through `load` (E-121), so one directory gets one answer everywhere: it is
 read as `run` wrote it (§4), `summaries.jsonl` plus the four Parquet tables of this schema
-version, one run's files (E-71: they are those its manifest records) holding the same graded
-runs. Anything else is an `InputError` naming the file,
+version, one run's files (E-119: no run was putting them in place; E-71: they are those its
+manifest records) holding the same graded runs. Anything else is an `InputError` naming the file,
 so a command stops with one line.
 """
 
@@ -28,6 +28,7 @@ from evalbatch.errors import InputError, OutputError, write_failed
 from evalbatch.inputs import limits
 from evalbatch.outputs import manifest
 from evalbatch.outputs.output_format import (
+    INCOMPLETE_FILE,
     MANIFEST_FILE,
     PROBLEM_SCHEMA,
     REQUIRED_COLUMNS,
@@ -155,11 +156,30 @@ GRADED_SCHEMAS: dict[str, pl.Schema] = {
 
 def output_dir(path: str | Path) -> bool:
     """Whether `path` is an output directory of `evalbatch run` rather than event files: it
-    holds summaries.jsonl, or an incremental run's manifest (not a table: an event file may be
-    called trials.parquet)."""
+    holds summaries.jsonl, an incremental run's manifest, or the marker of a run putting its
+    files in place (not a table: an event file may be called trials.parquet)."""
     root = Path(path)
     names = (SUMMARIES_FILE, MANIFEST_FILE)
-    return root.is_dir() and any((root / name).is_file() for name in names)
+    return root.is_dir() and (any((root / name).is_file() for name in names) or incomplete(root))
+
+
+def incomplete(out: Path) -> bool:
+    """Whether a run is putting its files into `out`, or died doing it (E-119)."""
+    return os.path.lexists(out / INCOMPLETE_FILE)
+
+
+def check_complete(out: Path) -> None:
+    """The check every reader of an output directory makes first (E-119): a directory holding
+    the marker may hold two runs' files, so it is refused until a run completes it.
+
+    Raises:
+        InputError: the marker is there.
+    """
+    if incomplete(out):
+        raise InputError(
+            f"{out}: the outputs of a run that was interrupted while writing them (or is "
+            "writing them now): run it again"
+        )
 
 
 def _check_manifest(out: Path) -> None:
@@ -188,14 +208,15 @@ def load(out_dir: str | Path) -> RunOutputs:
     record of the paths its run was given, where there is one for these summaries (E-118).
 
     Raises:
-        InputError: not an output directory; a file missing, unreadable or not the one its
-            manifest records (E-71); a table of another schema version; files that do not
-            belong together.
+        InputError: not an output directory; a run is writing it or died doing it (E-119); a
+            file missing, unreadable or not the one its manifest records (E-71); a table of
+            another schema version; files that do not belong together.
     """
     root = Path(out_dir)
     if not root.is_dir():
         what = "not a directory" if root.exists() else "no such directory"
         raise InputError(f"{root}: {what} (give the --out directory of evalbatch run)")
+    check_complete(root)
     _check_manifest(root)
     summaries_path = root / SUMMARIES_FILE
     if not summaries_path.is_file():

@@ -26,6 +26,7 @@ from evalbatch.outputs.destinations import Inputs, refuse_overwrite
 from evalbatch.outputs.manifest import MANIFEST_FILE, Manifest, RunEntry
 from evalbatch.outputs.output_format import (
     DERIVED_FILES,
+    INCOMPLETE_FILE,
     LOCK_FILE,
     OUTPUT_FILES,
     RUN_INPUTS_FILE,
@@ -45,6 +46,7 @@ _RUN_WRITES = (
     RUN_INPUTS_FILE,
     MANIFEST_FILE,
     *DERIVED_FILES,
+    INCOMPLETE_FILE,
     LOCK_FILE,
 )
 
