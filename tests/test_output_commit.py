@@ -595,3 +595,21 @@ def test_e119_a_failed_rename_without_a_marker_before_leaves_none(
             api.write_outputs(nights["tonight"], out, nights["suites"])
     assert _files(out) == before
     assert outdir.load(out).summaries
+
+
+def test_e119_a_run_that_begins_its_commit_while_a_reader_reads_is_refused(
+    nights: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """E-119: the marker is looked for before the files are read and again after, so a reader
+    that a run's commit overtakes (the marker created while it reads) refuses what it read."""
+    out = tmp_path / "out"
+    api.write_outputs(nights["yesterday"], out, nights["suites"])
+    real = outdir.read_run_inputs
+
+    def overtaken(*args: Any, **kwargs: Any) -> Any:
+        writer.mark_incomplete(out)  # a run begins its commit between two reads
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(outdir, "read_run_inputs", overtaken)
+    with pytest.raises(InputError, match=INTERRUPTED):
+        outdir.load(out)

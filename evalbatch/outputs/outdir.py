@@ -245,6 +245,7 @@ def load(out_dir: str | Path) -> RunOutputs:
             "not the outputs of one run (run `evalbatch run` into it again)"
         )
     inputs = read_run_inputs(root, summaries_sha256)
+    check_complete(root)  # again: a run may have begun putting its files in place meanwhile
     return RunOutputs(path=root, summaries=summaries, tables=tables, inputs=inputs)
 
 
