@@ -22,6 +22,7 @@ from evalbatch.errors import (
 from evalbatch.inputs import event_files, suites
 from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
+from evalbatch.outputs import outdir
 from evalbatch.outputs.destinations import Inputs, refuse_overwrite
 from evalbatch.outputs.manifest import MANIFEST_FILE, Manifest, RunEntry
 from evalbatch.outputs.output_format import (
@@ -188,7 +189,10 @@ def write_outputs(
     refuse_overwrite("--out", out, Inputs(events=event_paths, suites=suite_list), _RUN_WRITES)
     with OutputLock(out) as lock:
         writer.clear_stale_work(out)
-        first_incremental = incremental_run and not (out / MANIFEST_FILE).exists()
+        # a directory a run died in (E-119) is no first run: its full regrade is told, even with -q
+        first_incremental = (
+            incremental_run and not (out / MANIFEST_FILE).exists() and not outdir.incomplete(out)
+        )
         choices = load_suites(suite_list, suite_docs)
         selection: incremental.Selection | None = None
         regrade_reason: str | None = None
