@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import struct
+import subprocess
+import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -613,3 +617,106 @@ def test_e119_a_run_that_begins_its_commit_while_a_reader_reads_is_refused(
     monkeypatch.setattr(outdir, "read_run_inputs", overtaken)
     with pytest.raises(InputError, match=INTERRUPTED):
         outdir.load(out)
+
+
+#: `evalbatch` in a child process that sends itself SIGKILL at one step of the commit of E-119:
+#: `before-mark`, `marked` (the marker synced, nothing changed yet), `rename-N` (before the Nth
+#: rename into place), `before-unmark` (every file in place) or `unmarked` (the marker removed)
+KILLER = textwrap.dedent(
+    """
+    import os, pathlib, signal, sys
+    from evalbatch.outputs import writer
+    from evalbatch.outputs.output_format import INCOMPLETE_FILE
+    point = sys.argv[1]
+    state = {"marked": False, "renames": 0}
+
+    def die(at):
+        if point == at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    real_mark, real_replace, real_unlink = writer.mark_incomplete, os.replace, pathlib.Path.unlink
+
+    def mark(out_dir):
+        die("before-mark")
+        real_mark(out_dir)
+        state["marked"] = True
+        die("marked")
+
+    def replace(*args, **kwargs):
+        if state["marked"]:
+            state["renames"] += 1
+            die(f"rename-{state['renames']}")
+        return real_replace(*args, **kwargs)
+
+    def unlink(self, *args, **kwargs):
+        if self.name == INCOMPLETE_FILE:
+            die("before-unmark")
+        real_unlink(self, *args, **kwargs)
+        if self.name == INCOMPLETE_FILE:
+            die("unmarked")
+
+    writer.mark_incomplete, os.replace, pathlib.Path.unlink = mark, replace, unlink
+    sys.argv = ["evalbatch", *sys.argv[2:]]
+    from evalbatch.cli import main
+    main()
+    """
+)
+
+
+@pytest.mark.parametrize("incremental", [False, True], ids=["run", "incremental"])
+@pytest.mark.parametrize(
+    "point",
+    [
+        pytest.param("before-mark", marks=pytest.mark.slow),
+        "marked",
+        pytest.param("rename-1", marks=pytest.mark.slow),
+        pytest.param("rename-4", marks=pytest.mark.slow),
+        pytest.param("before-unmark", marks=pytest.mark.slow),
+        pytest.param("unmarked", marks=pytest.mark.slow),
+    ],
+)
+def test_e119_sigkill_at_each_step_of_the_commit_then_readers_refuse_or_read_whole(
+    nights: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    point: str,
+    incremental: bool,
+) -> None:
+    """E-119, E-51: `evalbatch run` in a child process is killed (SIGKILL) at one step of its
+    commit. Before the marker, the directory is yesterday's and reads so; from the marker's
+    creation to its removal, the marker is there and every reader refuses the directory with
+    one line, whatever mix the renames made; after, it is tonight's. The same command run again
+    writes tonight's files exactly and leaves no marker; `--incremental` carries nothing from a
+    marked directory and says why, even with -q."""
+    out = tmp_path / "out"
+    api.write_outputs(nights["yesterday"], out, nights["suites"], incremental_run=incremental)
+    old, new = read_outputs(out), nights["new"][incremental]
+    argv = ["run", str(nights["tonight"]), "--suites", str(nights["suites"]), "--out", str(out)]
+    argv += ["-q", *(["--incremental"] if incremental else [])]
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLER, point, *argv], capture_output=True, timeout=300
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    marked = (out / INCOMPLETE_FILE).is_file()
+    assert marked == (point not in ("before-mark", "unmarked"))
+    state = read_outputs(out)
+    if point == "before-mark" or point == "marked":
+        assert state == old
+    elif point in ("before-unmark", "unmarked"):
+        assert state == new
+    else:
+        assert all(state[name] in (old[name], new[name]) for name in state)
+    if marked:
+        _assert_every_reader_refuses(out, monkeypatch, capsys)
+    else:
+        assert read_outputs(out) in (old, new)
+        assert outdir.load(out).summaries
+    code, _, stderr = run_main(monkeypatch, capsys, *argv)
+    assert code == 0, stderr
+    if incremental and marked:
+        assert "interrupted while putting its outputs in place" in stderr, stderr
+    assert read_outputs(out) == new
+    manifest = ["manifest.json"] if incremental else []
+    assert sorted(p.name for p in out.iterdir()) == sorted([*WRITTEN_FILES, *manifest])
+    assert outdir.load(out).summaries
