@@ -42,7 +42,8 @@ Categories of cases (each across every command that reads that kind of input):
   Without the rights to mount, only the file-size limit and an unwritable directory are used.
 - `kill-9`: `run`, `run --incremental` and `ingest` killed with SIGKILL after a delay and, with
   `strace` on the path, exactly at each rename or link into the output directory: the visible
-  outputs must be the old ones or the new ones, never a mix, and the next run must recover.
+  outputs must be the old ones or the new ones, never a mix (or, for `run`, a directory marked
+  `outputs-incomplete` that `sql` refuses, E-119), and the next run must recover.
 - `bad-options`: negative, zero, huge, NaN, infinite and non-numeric values for every numeric,
   size and time option of every command.
 
@@ -3680,6 +3681,8 @@ def scenario_complete(scenario: DiskScenario, out: Path, outcome: Outcome) -> li
 # ------------------------------------------------------------------------------------------
 # kill -9
 
+#: the marker a run keeps in its output directory while it renames its files into place (E-119)
+INCOMPLETE = "outputs-incomplete"
 #: the marker an ingest keeps in its output directory while it links parts into place (E-122)
 INGEST_MARKER = "_INGEST_INCOMPLETE"
 
@@ -3749,6 +3752,9 @@ class KillScenario:
         if self.name == "ingest":
             return "old outputs" if state == old else "new outputs" if state == new else "MIXED"
         derived = ("report.html", "otel-evaluations.jsonl", "eee.jsonl")
+        if INCOMPLETE in state:
+            # E-119: a run died between its first and last rename; every reader must refuse it
+            return "marked incomplete"
 
         def core(snap: dict[str, str]) -> dict[str, str]:
             return {k: v for k, v in snap.items() if k not in (*derived, "manifest.json")}
@@ -3868,6 +3874,17 @@ def kill_runner(ws: Workspace, scenario: KillScenario, trigger: tuple[str, float
         where = scenario.compare(state, old, new)
         if where.startswith("stale"):
             reasons.append(where)
+        elif where == "marked incomplete":
+            probe = spawn(
+                [*ws.evalbatch, "sql", str(out), "-e", "SELECT count(*) FROM runs"],
+                cwd=ws.scratch,
+                env=ws.env,
+            )
+            if probe.rc != 2 or "interrupted" not in text_of(probe.stderr):
+                reasons.append(
+                    f"sql reads a directory marked incomplete: exit {probe.rc}: "
+                    + " ".join(text_of(probe.stdout + probe.stderr).split())[:120]
+                )
         elif where != "MIXED":
             pass
         elif scenario.refused_as_interrupted(ws, out):

@@ -385,11 +385,12 @@ def two_nights(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_sigkill_at_any_point_leaves_whole_files_and_a_rerun_completes(
     two_nights: dict[str, Any], tmp_path: Path, target: str, count: int
 ) -> None:
-    """§4 atomic writing, E-51.
+    """§4 atomic writing, E-51, E-119.
 
     Killed while batches are written (`add`), while Parquet row groups are written (`rows`) or
     between the renames into place (`replace`): every output file is whole — yesterday's or
-    tonight's, never a part — and a rerun gives tonight's files exactly, with no leftover."""
+    tonight's, never a part —, a mix of the two is marked `outputs-incomplete` and refused by
+    its readers, and a rerun gives tonight's files exactly, with no leftover."""
     out = tmp_path / "out"
     out.mkdir()
     for name, data in two_nights["old"].items():
@@ -412,6 +413,13 @@ def test_sigkill_at_any_point_leaves_whole_files_and_a_rerun_completes(
     for name in OUTPUT_FILES:
         data = (out / name).read_bytes()
         assert data in (two_nights["old"][name], two_nights["new"][name]), name
+    mixed = read_outputs(out) not in (two_nights["old"], two_nights["new"])
+    if mixed or (out / output_format.INCOMPLETE_FILE).exists():
+        # E-119: files of two runs only under the marker, which every reader refuses
+        assert (out / output_format.INCOMPLETE_FILE).is_file()
+        assert target == "replace"
+        code, _, stderr = _main("sql", str(out), "-e", "SELECT count(*) FROM runs")
+        assert code == 2 and "interrupted while writing them" in stderr, stderr
     code, _, stderr = _main(*args)
     assert code in (0, 3), stderr
     assert read_outputs(out) == two_nights["new"]

@@ -239,8 +239,8 @@ def test_report_is_self_contained_and_accessible(all_page: Path, all_out: Path) 
 
 def test_report_is_deterministic_and_content_free(samples_out: Path) -> None:
     """The same outputs give the same bytes (no date, fixed SVG ids); no tool name appears."""
-    first = reporting.build_report(outdir.load(samples_out, ("tasks", "trials"))).html
-    second = reporting.build_report(outdir.load(samples_out, ("tasks", "trials"))).html
+    first = reporting.build_report(outdir.load(samples_out)).html
+    second = reporting.build_report(outdir.load(samples_out)).html
     assert first == second
     assert re.search(r"20\d\d-\d\d-\d\d", first) is None
     names = _sample_tool_names()
@@ -268,7 +268,7 @@ def test_failure_causes_of_the_samples(samples_out: Path) -> None:
     """README §1-§3: the trajectory sample fails on a wrong order, a forbidden call and an
     argument mismatch (an expected call missing); the trials sample on one forbidden call and
     two rubric scores; the fixture sample on one fail-closed miss."""
-    out = outdir.load(samples_out, ("tasks", "trials"))
+    out = outdir.load(samples_out)
     causes = {v.run_id: dict(report_views.failure_causes(v)) for v in report_views.run_views(out)}
     assert causes == {
         "acme/run-fixture-miss-0001": {"fixture miss (failed closed)": 1},
@@ -284,7 +284,7 @@ def test_failure_causes_of_the_samples(samples_out: Path) -> None:
 def test_regression_chart_shows_the_interval(all_out: Path) -> None:
     """README §4: 10 paired tasks, mean difference −0.4, regressed; the 95% bootstrap interval
     lies below 0."""
-    out = outdir.load(all_out, ("tasks", "trials"))
+    out = outdir.load(all_out)
     (item,) = report_views.regression_views(report_views.run_views(out), out.table("tasks"))
     assert item.block["verdict"] == "regressed"
     assert len(item.differences) == 10
@@ -337,7 +337,7 @@ def test_report_command_output_option_and_errors(
     shutil.copy(samples_out / "summaries.jsonl", no_tables)
     for args, message in (
         ([str(tmp_path / "nowhere")], "no such directory"),
-        ([str(no_tables)], "no tasks.parquet"),
+        ([str(no_tables)], "no runs.parquet"),
     ):
         monkeypatch.setattr(sys, "argv", ["evalbatch", "report", *args])
         with pytest.raises(SystemExit) as exit_info:
@@ -942,7 +942,7 @@ def test_issue27_a_regression_of_many_tasks_draws_those_that_changed_most(
 ) -> None:
     """Issue 27 / E-106: a regression block over 400 paired tasks draws the MAX_PAIRED_DRAWN that
     changed most (its mean over all of them), and says so; not 400 rows."""
-    out = outdir.load(samples_out, ("tasks", "trials"))
+    out = outdir.load(samples_out)
     (view, *_) = report_views.run_views(out)
     differences = [(f"task-{n:03d}", (n % 21 - 10) / 10) for n in range(400)]
     block = {

@@ -70,15 +70,23 @@ def otel(
     Example:
       evalbatch export otel out/samples --events data/samples/events
 
-    Exit codes: 0 written; 2 OUT_DIR or the events are unusable; 4 the file could not be
-    written.
+    Exit codes: 0 written (an event file that cannot be read is named on stderr and left out,
+    as `run` does); 2 OUT_DIR or the events are unusable, or --out is one of the files read; 4
+    the file could not be written.
     """
     from evalbatch.outputs import outdir, output_format  # loaded when run, not for --help
+    from evalbatch.outputs.destinations import Inputs, refuse_overwrite
 
-    out = outdir.load(out_dir, tables=("trials",))
+    target = Path(output) if output else Path(out_dir) / output_format.OTEL_FILE
+    refuse_overwrite("--out", target, Inputs(events=event_paths, out_dirs=[out_dir]))
+    out = outdir.load(out_dir)
     if not out.summaries:
         raise InputError(f"{out.path}: no graded run in summaries.jsonl; nothing to export")
-    scored = exports.scored_fields(list(event_paths), resources) if event_paths else None
+    scored = None
+    if event_paths:
+        scored, left_out = exports.scored_fields(list(event_paths), resources)
+        for message in left_out:  # as `run` skips them (E-22): named, the rest still read
+            click.echo(f"evalbatch: left out: {printable(message)}", err=True)
     tally = exports.OtelTally()
 
     def lines() -> Iterator[str]:
@@ -91,7 +99,6 @@ def otel(
                 f"(were they graded into {out.path}?)"
             )
 
-    target = Path(output) if output else out.path / output_format.OTEL_FILE
     outdir.write_atomic(target, lines())
     if tally.without_event:
         click.echo(
@@ -179,9 +186,11 @@ def eee(
     Example:
       evalbatch export eee out/samples --model-id acme/support-agent --org acme
 
-    Exit codes: 0 written; 2 OUT_DIR is unusable; 4 the file could not be written.
+    Exit codes: 0 written; 2 OUT_DIR is unusable, or --out is one of its files; 4 the file could
+    not be written.
     """
     from evalbatch.outputs import outdir, output_format  # loaded when run, not for --help
+    from evalbatch.outputs.destinations import Inputs, refuse_overwrite
 
     if retrieved_at is None:
         retrieved_at = repr(time.time())
@@ -195,11 +204,12 @@ def eee(
         relationship=relationship,
         retrieved_timestamp=retrieved_at,
     )
+    target = Path(output) if output else Path(out_dir) / output_format.EEE_FILE
+    refuse_overwrite("--out", target, Inputs(out_dirs=[out_dir]))
     out = outdir.load(out_dir)
     if not out.summaries:
         raise InputError(f"{out.path}: no graded run in summaries.jsonl; nothing to export")
     records = exports.eee_records(out, source)
-    target = Path(output) if output else out.path / output_format.EEE_FILE
     outdir.write_atomic(target, exports.eee_jsonl(records))
     results = sum(len(r["evaluation_results"]) for r in records)
     if not quiet:

@@ -375,8 +375,8 @@ def sql_command(
     The query is all of DuckDB: it can read any file, write anywhere (COPY ... TO), ATTACH
     databases and install extensions. --safe turns that off once the tables are built.
 
-    Exit codes: 0 the query ran; 2 unusable input, a query that fails, or a usage error; 4 the
-    output file could not be written.
+    Exit codes: 0 the query ran; 2 unusable input, a query that fails, or a usage error (--out
+    one of the files read, too); 4 the output file could not be written.
     """
     if fmt == "parquet" and out is None:
         raise click.UsageError("--format parquet writes a file: give --out FILE")
@@ -388,7 +388,13 @@ def sql_command(
 
     from evalbatch import notebook
     from evalbatch.outputs import outdir
+    from evalbatch.outputs.destinations import Inputs, refuse_overwrite
 
+    if out is not None:
+        out_dirs = [path for path in sources if outdir.output_dir(path)]
+        events = [path for path in sources if path not in out_dirs]
+        reads = Inputs(events=events, suites=suite_paths, out_dirs=out_dirs)
+        refuse_overwrite("--out", out, reads)
     if any(outdir.output_dir(path) for path in sources):
         if given := _grading_options_given(ctx):
             raise click.UsageError(

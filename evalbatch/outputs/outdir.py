@@ -1,9 +1,13 @@
-"""Reading an `evalbatch run` output directory back, for the commands that work from it
-(`export`, `report`), and writing their files whole. The files they write into it by default
-(`output_format.DERIVED_FILES`) are removed by the next `run` into it, which makes them stale.
+"""Reading an `evalbatch run` output directory back, for every command that works from one
+(`export`, `report`, `history`, `sql`, `evalbatch.connect`), and writing their files whole. The
+files they write into it by default (`output_format.DERIVED_FILES`) are removed by the next `run`
+into it, which makes them stale.
 
-The directory is read as `run` wrote it (§4): `summaries.jsonl` plus the Parquet tables. Anything
-missing or unreadable is an `InputError` naming the file, so a command stops with one line.
+Every reader goes through `load` (E-121), so one directory gets one answer everywhere: it is
+read as `run` wrote it (§4), `summaries.jsonl` plus the four Parquet tables of this schema
+version, one run's files (E-119: no run was putting them in place; E-71: they are those its
+manifest records) holding the same graded runs. Anything else is an `InputError` naming the file,
+so a command stops with one line.
 """
 
 from __future__ import annotations
@@ -24,13 +28,13 @@ from evalbatch.errors import InputError, OutputError, write_failed
 from evalbatch.inputs import limits
 from evalbatch.outputs import manifest
 from evalbatch.outputs.output_format import (
+    INCOMPLETE_FILE,
     MANIFEST_FILE,
     PROBLEM_SCHEMA,
     REQUIRED_COLUMNS,
     RUN_SCHEMA,
     SCHEMA_VERSION,
     SUMMARIES_FILE,
-    TABLE_NAMES,
     TASK_SCHEMA,
     TRIAL_SCHEMA,
     table_file,
@@ -40,8 +44,8 @@ from evalbatch.outputs.run_inputs import RunInputs, read_run_inputs
 
 @dataclass
 class RunOutputs:
-    """What one `evalbatch run` wrote: the summaries in runId order, the tables asked for, and
-    the paths the run was given, where the directory records them for these summaries (E-118)."""
+    """What one `evalbatch run` wrote: the summaries in runId order, the four tables, and the
+    paths the run was given, where the directory records them for these summaries (E-118)."""
 
     path: Path
     summaries: list[tuple[str, dict[str, Any]]]
@@ -90,38 +94,6 @@ def _read_table(path: Path, name: str) -> pl.DataFrame:
     if missing:
         raise InputError(f"{path}: not a {name} table of `evalbatch run` (no {', '.join(missing)})")
     return frame
-
-
-def load(
-    out_dir: str | Path, tables: Iterable[str] = (), optional: Iterable[str] = ()
-) -> RunOutputs:
-    """Read OUT_DIR: its summaries, the `tables` it must hold and the `optional` ones it may.
-
-    Raises:
-        InputError: OUT_DIR is not an `evalbatch run` output directory, or a file is unreadable.
-    """
-    root = Path(out_dir)
-    summaries_path = root / SUMMARIES_FILE
-    if not root.is_dir():
-        what = "not a directory" if root.exists() else "no such directory"
-        raise InputError(f"{root}: {what} (give the --out directory of evalbatch run)")
-    if not summaries_path.is_file():
-        raise InputError(
-            f"{root}: no summaries.jsonl here (not an `evalbatch run` output directory)"
-        )
-    read: dict[str, pl.DataFrame] = {}
-    for name in tables:
-        path = root / table_file(name)
-        if not path.is_file():
-            raise InputError(f"{root}: no {path.name} here (rerun `evalbatch run` into it)")
-        read[name] = _read_table(path, name)
-    for name in optional:
-        path = root / table_file(name)
-        if path.is_file():
-            read[name] = _read_table(path, name)
-    summaries, summaries_sha256 = _read_summaries(summaries_path)
-    inputs = read_run_inputs(root, summaries_sha256)
-    return RunOutputs(path=root, summaries=summaries, tables=read, inputs=inputs)
 
 
 def _file_mode() -> int:
@@ -184,16 +156,35 @@ GRADED_SCHEMAS: dict[str, pl.Schema] = {
 
 def output_dir(path: str | Path) -> bool:
     """Whether `path` is an output directory of `evalbatch run` rather than event files: it
-    holds summaries.jsonl, or an incremental run's manifest (not a table: an event file may be
-    called trials.parquet)."""
+    holds summaries.jsonl, an incremental run's manifest, or the marker of a run putting its
+    files in place (not a table: an event file may be called trials.parquet)."""
     root = Path(path)
     names = (SUMMARIES_FILE, MANIFEST_FILE)
-    return root.is_dir() and any((root / name).is_file() for name in names)
+    return root.is_dir() and (any((root / name).is_file() for name in names) or incomplete(root))
+
+
+def incomplete(out: Path) -> bool:
+    """Whether a run is putting its files into `out`, or died doing it (E-119)."""
+    return os.path.lexists(out / INCOMPLETE_FILE)
+
+
+def check_complete(out: Path) -> None:
+    """The check every reader of an output directory makes first (E-119): a directory holding
+    the marker may hold two runs' files, so it is refused until a run completes it.
+
+    Raises:
+        InputError: the marker is there.
+    """
+    if incomplete(out):
+        raise InputError(
+            f"{out}: the outputs of a run that was interrupted while writing them (or is "
+            "writing them now): run it again"
+        )
 
 
 def _check_manifest(out: Path) -> None:
     """An incremental run's manifest records each file it wrote (E-71): when there is one, the
-    files must be those, whole (a run that is writing, or a file changed by hand, is refused)."""
+    files must be those, whole (a file changed by hand is refused)."""
     if not (out / MANIFEST_FILE).is_file():
         return
     try:
@@ -210,34 +201,61 @@ def _schema_version(path: Path) -> str:
     return metadata.get(b"evalbatch.schema_version", b"?").decode(errors="replace")
 
 
-def read_graded(out: Path) -> tuple[dict[str, pl.DataFrame], dict[str, str]]:
-    """The graded tables of an output directory as `evalbatch run` wrote them, and each graded
-    run's summary as JSON text, checked: the tables must have this evalbatch's columns and types
-    (`output_format`), and summaries.jsonl must hold a line for each graded run and no other.
+def load(out_dir: str | Path) -> RunOutputs:
+    """Read OUT_DIR whole and checked, as every command that reads one does (E-121): its
+    summaries in runId order, the four tables with this evalbatch's columns and types
+    (`output_format`), summaries.jsonl holding a line for each graded run and no other, and the
+    record of the paths its run was given, where there is one for these summaries (E-118).
 
     Raises:
-        InputError: not an output directory, a file missing or unreadable, a table of another
-            schema version, or files that do not belong together.
+        InputError: not an output directory; a run is writing it or died doing it (E-119); a
+            file missing, unreadable or not the one its manifest records (E-71); a table of
+            another schema version; files that do not belong together.
     """
-    _check_manifest(out)
-    read = load(out, tables=TABLE_NAMES)
-    frames: dict[str, pl.DataFrame] = {}
+    root = Path(out_dir)
+    if not root.is_dir():
+        what = "not a directory" if root.exists() else "no such directory"
+        raise InputError(f"{root}: {what} (give the --out directory of evalbatch run)")
+    check_complete(root)
+    _check_manifest(root)
+    summaries_path = root / SUMMARIES_FILE
+    if not summaries_path.is_file():
+        raise InputError(
+            f"{root}: no summaries.jsonl here (not an `evalbatch run` output directory)"
+        )
+    summaries, summaries_sha256 = _read_summaries(summaries_path)
+    tables: dict[str, pl.DataFrame] = {}
     for name, schema in GRADED_SCHEMAS.items():
-        frame = read.table(name)
+        path = root / table_file(name)
+        if not path.is_file():
+            raise InputError(f"{root}: no {path.name} here (rerun `evalbatch run` into it)")
+        frame = _read_table(path, name)
         if frame.schema != schema:
-            path = out / table_file(name)
             raise InputError(
                 f"{path}: written with schema version {_schema_version(path)}, this evalbatch "
-                f"reads version {SCHEMA_VERSION} (run `evalbatch run` into "
-                f"{out} again)"
+                f"reads version {SCHEMA_VERSION} (run `evalbatch run` into {root} again)"
             )
-        frames[name] = frame
-    graded = set(frames["runs"].filter(pl.col("graded"))["run_id"].to_list())
-    summaries = {run_id: json.dumps(doc, ensure_ascii=False) for run_id, doc in read.summaries}
-    if set(summaries) != graded or len(summaries) != len(read.summaries):
+        tables[name] = frame
+    graded = set(tables["runs"].filter(pl.col("graded"))["run_id"].to_list())
+    run_ids = {run_id for run_id, _ in summaries}
+    if run_ids != graded or len(run_ids) != len(summaries):
         raise InputError(
-            f"{out}: {SUMMARIES_FILE} holds {len(read.summaries)} line(s), "
+            f"{root}: {SUMMARIES_FILE} holds {len(summaries)} line(s), "
             f"{table_file('runs')} {len(graded)} graded run(s), not the same runs: "
             "not the outputs of one run (run `evalbatch run` into it again)"
         )
-    return frames, summaries
+    inputs = read_run_inputs(root, summaries_sha256)
+    check_complete(root)  # again: a run may have begun putting its files in place meanwhile
+    return RunOutputs(path=root, summaries=summaries, tables=tables, inputs=inputs)
+
+
+def read_graded(out: Path) -> tuple[dict[str, pl.DataFrame], dict[str, str]]:
+    """The graded tables of an output directory and each graded run's summary as JSON text, as
+    `load` reads and checks them (for `history` and `evalbatch.connect`).
+
+    Raises:
+        InputError: as `load`.
+    """
+    read = load(out)
+    summaries = {run_id: json.dumps(doc, ensure_ascii=False) for run_id, doc in read.summaries}
+    return read.tables, summaries

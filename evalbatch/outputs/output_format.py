@@ -47,6 +47,9 @@ MANIFEST_FORMAT = 2
 LOCK_FILE = ".evalbatch.lock"
 #: the private working directories of runs into an output directory
 WORK_PREFIX = ".evalbatch-"
+#: present while a run puts its files in place (and after a run that died doing it): every
+#: reader refuses the directory then, since it may hold two runs' files (E-119)
+INCOMPLETE_FILE = "outputs-incomplete"
 
 
 def table_file(table: str) -> str:

@@ -2,10 +2,13 @@
 
 Outputs are built in a private directory inside the output directory and each file is renamed
 into place only when complete, so a reader never sees a half-written file and a crash leaves the
-previous outputs whole. A write that fails (a full disk) at any point leaves the previous outputs
-as they were and nothing behind: the working directory is removed, and files already renamed
-into place are put back (E-72). Rows are sorted, JSON keys keep the contract's order and Parquet row
-groups have a fixed size, so the same inputs give byte-identical files however they were batched.
+previous outputs whole. The renames are bracketed by `outputs-incomplete` (E-119): created and
+synced before the first file is replaced, removed after the last, so a directory a run died in
+between holds two runs' files and the marker, and every reader refuses it until a run completes
+it. A write that fails (a full disk) at any point leaves the previous outputs as they were and
+nothing behind: the working directory is removed, and files already renamed into place are put
+back (E-72). Rows are sorted, JSON keys keep the contract's order and Parquet row groups have a
+fixed size, so the same inputs give byte-identical files however they were batched.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from evalbatch.outputs import output_format
 from evalbatch.outputs.manifest import Manifest, describe_file
 from evalbatch.outputs.output_format import (
     DERIVED_FILES,
+    INCOMPLETE_FILE,
     MANIFEST_FILE,
     OUTPUT_FILES,
     RUN_INPUTS_FILE,
@@ -138,6 +142,42 @@ _PENDING = "\x00"
 _NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK}
 #: the prefix, in the working directory, of a hard link to a file about to be replaced
 _PREVIOUS = "previous."
+#: what the marker says to whoever opens it (paths and content of the outputs aside)
+_INCOMPLETE_TEXT = (
+    "evalbatch run is putting its outputs in place here, or died doing it: until this file is "
+    "gone the files may be of two runs and every reader refuses the directory; run it again "
+    "(E-119)\n"
+)
+#: errors of fsync on a directory that mean "not supported here", not a failed write
+_NO_DIRECTORY_SYNC = {errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EBADF}
+
+
+def _sync(path: Path, directory: bool = False) -> None:
+    """Flush `path` (a file's data, or a directory's entries) to the disk."""
+    handle = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
+    try:
+        os.fsync(handle)
+    except OSError as exc:
+        if not directory or exc.errno not in _NO_DIRECTORY_SYNC:
+            raise
+    finally:
+        os.close(handle)
+
+
+def mark_incomplete(out_dir: Path) -> None:
+    """Create the marker of E-119 in `out_dir`, durably (its data and its directory entry synced),
+    before the first output file is replaced; a link at its name is not followed (ELOOP)."""
+    path = out_dir / INCOMPLETE_FILE
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+    handle = os.open(path, flags, _file_mode())
+    try:
+        os.write(handle, _INCOMPLETE_TEXT.encode("ascii"))
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+    _sync(out_dir, directory=True)
+
+
 #: what describes the previous outputs, removed before any file is replaced (and put back, the
 #: manifest last, when a rename fails): a run that writes none leaves none of the old ones
 _REPLACED = (MANIFEST_FILE, RUN_INPUTS_FILE)
@@ -256,49 +296,87 @@ class OutputWriter:
     def _put_in_place(self, names: list[str]) -> None:
         """Rename each finished file over its previous version, the manifest last (the old one
         is removed first, as are the record of the previous run's inputs and the report and
-        export files made from the previous tables, `DERIVED_FILES`: stale from now on). Each
-        file about to be replaced or removed is first hard-linked into the working directory,
-        so when a rename fails the ones already done are undone and the directory is as it was
-        (where the file system has no hard links, a failed rename can only stop)."""
+        export files made from the previous tables, `DERIVED_FILES`: stale from now on), inside
+        the commit of E-119: the files are synced, the marker is created, the directory changes,
+        is synced, and the marker goes. Each file about to be replaced or removed is first
+        hard-linked into the working directory, so when a rename fails the ones already done are
+        undone and the directory is as it was, marker included (where the file system has no
+        hard links, a failed rename can only stop, and the marker stays)."""
         derived = [name for name in DERIVED_FILES if (self.out / name).is_file()]
         kept: dict[str, Path] = {}
+        absent: set[str] = set()
         for name in dict.fromkeys([*names, *_REPLACED, *derived]):
             backup = self.work / f"{_PREVIOUS}{name}"
             try:
                 os.link(self.out / name, backup, follow_symlinks=False)
             except FileNotFoundError:
-                continue  # nothing there before
+                absent.add(name)  # nothing there before
+                continue
             except OSError as exc:
                 if exc.errno not in _NO_LINKS:
                     raise  # nothing is replaced yet
                 continue
             kept[name] = backup
+        for name in names:
+            _sync(self.work / name)
+        marked_before = os.path.lexists(self.out / INCOMPLETE_FILE)
+        try:
+            mark_incomplete(self.out)
+        except OSError:
+            if not marked_before:  # nothing is replaced yet: leave no marker either
+                with contextlib.suppress(OSError):
+                    (self.out / INCOMPLETE_FILE).unlink(missing_ok=True)
+            raise
         mode = _file_mode()
+        removed = [*_REPLACED, *derived]
         done: list[str] = []
         try:
-            for name in [*_REPLACED, *derived]:
+            for name in removed:
                 (self.out / name).unlink(missing_ok=True)
             for name in names:
                 os.chmod(self.work / name, mode)
                 os.replace(self.work / name, self.out / name)
                 done.append(name)
+            _sync(self.out, directory=True)
+            (self.out / INCOMPLETE_FILE).unlink()
+            _sync(self.out, directory=True)
         except OSError:
-            self._put_back(done, kept)
+            restored = self._put_back(done, removed, kept, absent)
+            with contextlib.suppress(OSError):
+                if restored and not marked_before:
+                    (self.out / INCOMPLETE_FILE).unlink(missing_ok=True)
+                else:  # what the directory holds now is not one run's: readers must refuse it
+                    mark_incomplete(self.out)
             raise
 
-    def _put_back(self, done: list[str], kept: dict[str, Path]) -> None:
-        """Undo the renames `done`, then the removals: the report and export files, the record
-        of the previous run's inputs, the previous manifest last (best effort: never raises)."""
+    def _put_back(
+        self, done: list[str], removed: list[str], kept: dict[str, Path], absent: set[str]
+    ) -> bool:
+        """Undo the renames `done`, then the removals `removed` in reverse: the report and export
+        files, the record of the previous run's inputs, the previous manifest last (best effort:
+        never raises). Returns whether the directory is as it was (not where a previous file
+        could not be kept aside: no hard links)."""
+        restored = True
         for name in reversed(done):
-            with contextlib.suppress(OSError):
+            try:
                 if name in kept:
                     os.replace(kept[name], self.out / name)
                 else:
                     (self.out / name).unlink()
-        for name in [*DERIVED_FILES, *reversed(_REPLACED)]:
+                    restored = restored and name in absent
+            except OSError:
+                restored = False
+        for name in reversed(removed):
+            if name in done:
+                continue  # put back with the renames
             if name in kept:
-                with contextlib.suppress(OSError):
+                try:
                     os.replace(kept[name], self.out / name)
+                except OSError:
+                    restored = False
+            elif name not in absent:
+                restored = False  # it was there, no hard link kept it, and it is gone
+        return restored
 
     def abort(self) -> None:
         """Leave the output directory as it was: close what is open and remove the working

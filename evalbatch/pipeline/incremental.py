@@ -10,8 +10,9 @@ is new, changed or gone (its regression block depends on the baseline's tasks). 
 also records each output file's size, sha256 and row count, and no row is carried from a file
 that is not exactly the one recorded (E-71). Anything about the directory that is not as
 expected (no manifest, an older manifest format, other settings, an output file missing,
-changed, truncated or unreadable) makes it a full regrade, and `Selection.reason` says which
-file and which check. Either way the outputs equal a full regrade's, byte for byte.
+changed, truncated or unreadable, the marker of a run that died putting its files in place)
+makes it a full regrade, and `Selection.reason` says which file and which check. Either way
+the outputs equal a full regrade's, byte for byte.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import polars as pl
 from evalbatch.extract import sql_files
 from evalbatch.inputs import event_files, suites
 from evalbatch.options import GradeOptions
-from evalbatch.outputs import output_format
+from evalbatch.outputs import outdir, output_format
 from evalbatch.outputs.manifest import Manifest, Untrusted, check_outputs, read_manifest
 from evalbatch.version import package_version
 
@@ -106,7 +107,11 @@ def select(
     choices: Mapping[tuple[str, str], suites.SuiteChoice],
 ) -> Selection:
     """Compare the inputs with the last run's manifest: the runs to grade again. Every output
-    file is checked against the manifest before a row of it is trusted (E-71)."""
+    file is checked against the manifest before a row of it is trusted (E-71), and none is
+    trusted from a directory a run died putting its files in (E-119)."""
+    if outdir.incomplete(out_dir):
+        reason = "the last run was interrupted while putting its outputs in place"
+        return Selection(None, fingerprints, None, reason=reason)
     try:
         previous = read_manifest(out_dir)
     except Untrusted as exc:

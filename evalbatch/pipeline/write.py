@@ -22,14 +22,34 @@ from evalbatch.errors import (
 from evalbatch.inputs import event_files, suites
 from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
+from evalbatch.outputs import outdir
+from evalbatch.outputs.destinations import Inputs, refuse_overwrite
 from evalbatch.outputs.manifest import MANIFEST_FILE, Manifest, RunEntry
-from evalbatch.outputs.output_format import TASK_SCHEMA, TRIAL_SCHEMA
+from evalbatch.outputs.output_format import (
+    DERIVED_FILES,
+    INCOMPLETE_FILE,
+    LOCK_FILE,
+    OUTPUT_FILES,
+    RUN_INPUTS_FILE,
+    TASK_SCHEMA,
+    TRIAL_SCHEMA,
+)
 from evalbatch.outputs.run_inputs import RunInputs
 from evalbatch.pipeline import incremental
 from evalbatch.pipeline.grading import Paths, as_paths, suites_keyword
 from evalbatch.pipeline.local import Pass, Progress, chooser, grading_pass
 from evalbatch.pipeline.merge import Merged, batch_outputs
 from evalbatch.reduce import regression
+
+#: every file `run` writes, replaces or removes in `--out`: none may be one it reads (E-120)
+_RUN_WRITES = (
+    *OUTPUT_FILES,
+    RUN_INPUTS_FILE,
+    MANIFEST_FILE,
+    *DERIVED_FILES,
+    INCOMPLETE_FILE,
+    LOCK_FILE,
+)
 
 
 @dataclass
@@ -146,8 +166,9 @@ def write_outputs(
     outputs, `run-inputs.json` records the event and suite paths as given (E-118).
 
     Raises:
-        InputError: no eval run was selected (E-70; unless `allow_empty`), no event file, or
-            `out_dir` is a file (or under one).
+        InputError: no eval run was selected (E-70; unless `allow_empty`), no event file,
+            `out_dir` is a file (or under one), or a file it would write is an event or suite
+            file it reads (E-120).
         OutputLocked: another live run is writing to `out_dir`.
         OutputError: the outputs could not be written (a full disk at any point, E-72); the
             previous ones are left as they were, and nothing is left behind.
@@ -165,9 +186,13 @@ def write_outputs(
         events=tuple(as_paths(events)), suites=None if suite_docs else tuple(suite_list)
     )
     event_paths = _without_outputs(as_paths(events), out)
+    refuse_overwrite("--out", out, Inputs(events=event_paths, suites=suite_list), _RUN_WRITES)
     with OutputLock(out) as lock:
         writer.clear_stale_work(out)
-        first_incremental = incremental_run and not (out / MANIFEST_FILE).exists()
+        # a directory a run died in (E-119) is no first run: its full regrade is told, even with -q
+        first_incremental = (
+            incremental_run and not (out / MANIFEST_FILE).exists() and not outdir.incomplete(out)
+        )
         choices = load_suites(suite_list, suite_docs)
         selection: incremental.Selection | None = None
         regrade_reason: str | None = None

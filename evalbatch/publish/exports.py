@@ -66,8 +66,10 @@ def _strict_json(text: str) -> Any:
 
 def scored_fields(
     paths: Sequence[str | Path], resources: Resources | None = None
-) -> dict[tuple[str, int], ScoredFields]:
-    """The `eval.scored` events of the event files at `paths`, by (runId, sequence).
+) -> tuple[dict[tuple[str, int], ScoredFields], list[str]]:
+    """The `eval.scored` events of the event files at `paths`, by (runId, sequence), and the
+    messages of the files left out: as `run`, a file whose footer or data pages cannot be read
+    is named and left out, and the others are read (E-22).
 
     Payloads are parsed strictly (D-7); one that is not a JSON object gives no host fields.
 
@@ -81,8 +83,12 @@ def scored_fields(
     con = trial_tables.connect(resources)
     try:
         sources = event_files.scan(con, [str(p) for p in paths])
-        event_files.register(con, sources)
-        rows = sql_files.relation(con, "export_scored_events").fetchall()
+
+        def read() -> list[Any]:
+            event_files.register(con, sources)
+            return sql_files.relation(con, "export_scored_events").fetchall()
+
+        rows = event_files.leaving_out_damaged(con, sources, read)
     finally:
         con.close()
     found: dict[tuple[str, int], ScoredFields] = {}
@@ -101,7 +107,7 @@ def scored_fields(
             score_label=label if isinstance(label, str) and SCORE_LABEL.fullmatch(label) else None,
             evaluator_type=kind if isinstance(kind, str) and kind in EVALUATOR_TYPES else None,
         )
-    return found
+    return found, [problem.message for problem in sources.problems]
 
 
 def _attr(key: str, value: str | float | int | bool) -> dict[str, Any]:

@@ -25,6 +25,7 @@ import polars as pl
 from evalbatch.errors import EvalbatchError, InputError
 from evalbatch.history import series as history_series
 from evalbatch.outputs import output_format
+from evalbatch.outputs.destinations import Inputs, refuse_overwrite
 from evalbatch.outputs.outdir import RunOutputs, load, write_atomic
 from evalbatch.publish import svg_figures
 from evalbatch.publish.comparison_charts import chart_trends, regression_charts
@@ -242,9 +243,17 @@ def write_report(
     """Read OUT_DIR, build the report and write it (default OUT_DIR/report.html) whole. With
     `history`, output directories of other nights, the page adds a trend chart per suite over
     their runs and OUT_DIR's (each directory read whole, as `evalbatch history` reads it).
-    `detail_runs` and `run_ids` choose the runs shown in full (see `build_report`)."""
-    out = load(out_dir, tables=("tasks", "trials"), optional=("runs", "problems"))
+    `detail_runs` and `run_ids` choose the runs shown in full (see `build_report`). The page
+    never replaces a file it is made from (E-120).
+
+    Raises:
+        InputError: OUT_DIR or a `history` directory cannot be read (`outdir.load`), or `output`
+            is one of their files.
+        OutputError: the page could not be written."""
+    target = Path(output) if output else Path(out_dir) / output_format.REPORT_FILE
+    reads = Inputs(out_dirs=[out_dir, *history])
+    refuse_overwrite("--out", target, reads)
+    out = load(out_dir)
     nights = history_series.series([out_dir, *history]) if history else None
     report = build_report(out, title, nights, detail_runs=detail_runs, run_ids=run_ids)
-    target = Path(output) if output else out.path / output_format.REPORT_FILE
     return write_atomic(target, report.html), report
