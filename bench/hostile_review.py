@@ -3278,7 +3278,8 @@ def hostile_specs(ws: Workspace) -> list[Spec]:
         ("nul-escape", f'{{{base_scored},"taskId":"order\\u0000status"}}'),
         ("lone-surrogate", f'{{{base_scored},"note":"\\ud800"}}'),
     ]:
-        add(f"payload-{name}", payload(text), flag=name not in ("bom",))
+        # a key repeated in a payload is JSON, the last one counting (D-7, E-26): no fault
+        add(f"payload-{name}", payload(text), flag=name not in ("bom", "duplicate-keys"))
     add(
         "payload-10MB-string",
         lambda rows: set_field(rows, "eval.scored", "blob", json.dumps("b" * (10 << 20))),
