@@ -343,6 +343,10 @@ def grade_trajectory(
     }
 
 
+#: E-3: a runId of Unicode white space only (or empty) names no run, as a null one
+_BLANK = re.compile("[\t\n\v\f\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*")
+
+
 # --------------------------------------------------------------------------------------------------
 # Timestamps (E-17)
 # --------------------------------------------------------------------------------------------------
@@ -1393,7 +1397,7 @@ def grade_reference(
     rows_by_run: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for row in events:
         run_id = row.get("runId")
-        if run_id is None:
+        if run_id is None or (isinstance(run_id, str) and _BLANK.fullmatch(run_id)):
             sequence = row.get("sequence")
             problems.append(
                 {

@@ -645,6 +645,14 @@ def _damaged(kind: str) -> Callable[[Path], None]:
     return build
 
 
+def _every_row(**fields: Any) -> Callable[[Rows], None]:
+    def mutate(rows: Rows) -> None:
+        for row in rows:
+            row.update(fields)
+
+    return mutate
+
+
 CASES = {
     "sequence-max": Case(_plain(_set(3, sequence=2**63 - 1)), 3, True),
     "sequence-min": Case(_plain(_set(3, sequence=-(2**63))), 3, True),
@@ -658,6 +666,10 @@ CASES = {
     "run-id-utf8": Case(_damaged("run-id-utf8"), 3, False),
     "run-id-pages": Case(_damaged("run-id-pages"), 3, False),
     "payload-utf8": Case(_damaged("payload-utf8"), 3, False),
+    "timestamp-year-0": Case(_plain(_every_row(timestamp="0000-01-01T00:00:00Z")), 0, True),
+    "timestamp-year-10000": Case(_plain(_every_row(timestamp="10000-01-01T00:00:00Z")), 0, True),
+    "run-id-empty": Case(_plain(_every_row(runId="")), 0, False),
+    "run-id-blank": Case(_plain(_every_row(runId=" \t")), 0, False),
 }
 
 
@@ -752,6 +764,32 @@ def test_e79_run_id_or_type_as_bytes_is_a_file_problem(tmp_path: Path, column: s
     lost = result.problems.filter(pl.col("code") == "columns-missing")
     assert lost.height == 1 and "b.parquet" in lost["message"][0]
     assert result.exit_code == 3
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\u3000"], ids=repr)
+def test_e3_a_log_of_blank_run_ids_holds_no_run_for_any_command(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    blank: str,
+) -> None:
+    """E-3: a log whose runId is `""` or `" "` was graded (exit 0, a summary with `"runId":
+    ""`), verified and passed conformance. Its rows name no run: `run` has nothing to grade
+    and says how many rows had no runId, and `verify` (with `--conformance` too) has nothing to
+    verify, each exit 2."""
+    rows = [{**row, "runId": blank} for row in _bad_rows()]
+    events = write_events(tmp_path / "events" / "e.parquet", rows)
+    suites = write_json(tmp_path / "suites" / "basic.json", make_suite()).parent
+    code, _, stderr = run_main(
+        monkeypatch, capsys, "run", events, "--suites", suites, "--out", tmp_path / "out"
+    )
+    assert code == 2 and f"({len(rows)} row(s) without a runId)" in stderr, stderr
+    assert not (tmp_path / "out").exists()
+    for flags in ([], ["--conformance"]):
+        code, _, stderr = run_main(
+            monkeypatch, capsys, "verify", events, "--suites", suites, *flags
+        )
+        assert code == 2, (flags, stderr)
 
 
 @pytest.mark.parametrize("error", ["InterruptException", "OutOfMemoryException"])

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from evalbatch.reference import grade_reference
 from tests.logbuilder import (
     AGENT,
     RUN,
@@ -20,6 +21,7 @@ from tests.logbuilder import (
     golden,
     grade,
     iso,
+    problems_of,
     severity_of,
     suite,
     summary_of,
@@ -595,3 +597,57 @@ def test_d3_duplicates_differing_beyond_double_precision_conflict(first: str, se
     result = grade([*log.rows, clash], [suite(golden("task-a"))])
     assert RUN in result.skipped
     assert severity_of(result, "event-conflict") == {"error"}
+
+
+# --------------------------------------------------------------------------------------------------
+# E-3 rows that cannot be placed
+# --------------------------------------------------------------------------------------------------
+
+#: runIds that name no run (E-3): empty, or white space only (Unicode's White_Space)
+BLANK_RUN_IDS = ["", " ", "\t\n\r", "\u00a0", "\u3000 \u2028"]
+
+
+@pytest.mark.parametrize("blank", BLANK_RUN_IDS, ids=repr)
+def test_e3_empty_or_blank_run_id_names_no_run(blank: str) -> None:
+    """E-3: a whole eval run under runId `""` or `" "` was graded, its summary written with
+    `"runId": ""`. Such a runId names no run: each row is dropped as a null runId's is (one
+    `row-invalid` warning, no run), and the other runs are graded."""
+    good = LogBuilder(RUN2)
+    good.eval_started()
+    good.trial("task-a", calls=["t:x"])
+    good.eval_completed()
+    nameless = LogBuilder(blank)
+    nameless.eval_started()
+    nameless.trial("task-a", calls=["t:x"])
+    nameless.eval_completed()
+    s = suite(golden("task-a"))
+    result = grade([good, nameless], [s])
+    assert list(result.summaries) == [RUN2]
+    assert result.skipped == [] and result.exit_code == 0
+    nulls = grade([good, *({**row, "runId": None} for row in nameless.rows)], [s])
+    assert problems_of(result, None) == problems_of(nulls, None)
+    assert [(r["run_id"], r["code"]) for r in problems_of(result, None)] == [(None, "row-invalid")]
+    reference = grade_reference([*good.rows, *nameless.rows], [s])
+    assert sorted(reference.summaries) == [RUN2]
+    assert {p["code"] for p in reference.problems if p["runId"] is None} == {"row-invalid"}
+
+
+@pytest.mark.parametrize("blank", BLANK_RUN_IDS, ids=repr)
+def test_e3_blank_run_id_row_is_left_out_of_its_run(blank: str) -> None:
+    """E-3: one row of a run written with a blank runId is no row of that run (nor of a run
+    `""`): it is dropped as a row with a null runId is, and the run is graded without it."""
+    log = LogBuilder()
+    log.eval_started()
+    log.trial("task-a", calls=["t:x", "t:y"])
+    log.eval_completed()
+    calls = [i for i, row in enumerate(log.rows) if row["type"] == "agent.tool-called"]
+    s = suite(golden("task-a", traj("exact", ["t:x"])))
+    rows = [dict(row) for row in log.rows]
+    rows[calls[1]]["runId"] = blank
+    result = grade(rows, [s])
+    rows[calls[1]]["runId"] = None
+    nulls = grade(rows, [s])
+    assert summary_of(result) == summary_of(nulls)
+    assert task_of(summary_of(result), "task-a")["trajectory"]["observedCount"] == 1
+    assert problems_of(result, None) == problems_of(nulls, None)
+    assert "row-invalid" in codes_of(result, None)

@@ -226,10 +226,27 @@ def leaving_out_damaged(
 RunRange = tuple[str | None, str | None]
 
 
+#: E-3: a runId of these characters only (Unicode's White_Space, RE2's syntax) names no run
+_BLANK_RUN_ID = (
+    r"[\t\n\x{0B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}"
+    r"\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]*"
+)
+
+
+def _run_id_expr(run_col: str) -> str:
+    """The row's run id as text, NULL when it is empty or white space only (E-3: it names no
+    run, as a null one). Ids starting with a printable ASCII character skip the pattern."""
+    col = f"CAST({_ident(run_col)} AS VARCHAR)"
+    return (
+        f"CASE WHEN {col} >= '!' AND {col} < chr(127) THEN {col} "
+        f"WHEN regexp_full_match({col}, '{_BLANK_RUN_ID}') THEN NULL ELSE {col} END"
+    )
+
+
 def _range_filter(run_col: str, runs: RunRange | None, only: bool = False) -> str:
     """Rows with a run id (a row without one belongs to no run: counted once by `plan_batches`),
     inside the batch's range of run ids (and, with `only`, among the `selected_runs`)."""
-    col = f"CAST({_ident(run_col)} AS VARCHAR)"
+    col = _run_id_expr(run_col)
     low, high = runs or (None, None)
     where = [f"{col} IS NOT NULL"]
     if only:
@@ -360,7 +377,7 @@ def _runs_union(sources: Sources, with_nulls: bool = False) -> str:
         run_col = dict(plan)["runId"].split(":", 1)[0]
         where = "" if with_nulls else _range_filter(run_col, None, sources.only_runs is not None)
         selects.append(
-            f"SELECT CAST({_ident(run_col)} AS VARCHAR) AS run_id FROM source_group_{number}{where}"
+            f"SELECT {_run_id_expr(run_col)} AS run_id FROM source_group_{number}{where}"
         )
     return " UNION ALL ".join(selects)
 
@@ -397,7 +414,7 @@ def register(
             else "CAST(NULL AS TIMESTAMPTZ)"
         )
         selects.append(
-            f"SELECT CAST({_ident(run_col)} AS VARCHAR) AS run_id, "
+            f"SELECT {_run_id_expr(run_col)} AS run_id, "
             f"{_sequence_expr(seq_col, columns['sequence'][1])} AS sequence, "
             f"{_sequence_expr(seq_col, columns['sequence'][1])} IS NOT NULL AS sequence_ok, "
             f"CAST({_ident(type_col)} AS VARCHAR) AS type, "
