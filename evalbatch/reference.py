@@ -370,14 +370,14 @@ def _utc_seconds(year: int, month: int, day: int, hour: int, minute: int, second
     return seconds + (cycles - 1) * _SECONDS_PER_400_YEARS
 
 
-#: E-119: a timestamp names an instant from year 1 up to, not including, year 10000 (UTC)
+#: E-124: a timestamp names an instant from year 1 up to, not including, year 10000 (UTC)
 _FIRST_MS = Fraction(_utc_seconds(1, 1, 1, 0, 0, 0) * 1000)
 _END_MS = Fraction(_utc_seconds(10000, 1, 1, 0, 0, 0) * 1000)
 
 
 def timestamp_ms(value: Any) -> Fraction | None:
     """An ISO-8601 date-time as exact milliseconds since the epoch; None when not parseable or
-    outside years 1 to 9999 in UTC (E-119).
+    outside years 1 to 9999 in UTC (E-124).
 
     A time without an offset is read as UTC.
     """

@@ -226,7 +226,7 @@ def test_e81_bracket_span_across_the_timestamp_range_does_not_overflow(
     tmp_path: Path, canonical: api.GradeResult
 ) -> None:
     """E-81: a bracket from year -290000 to 290000 (DuckDB reads both) overflowed 64-bit
-    microseconds and stopped everything. Since E-119 neither parses (no span, no latency); the
+    microseconds and stopped everything. Since E-124 neither parses (no span, no latency); the
     widest span left, year 1 to year 9999, is graded to the millisecond."""
     for name, first, last, latency in [
         ("wide", "-290000-01-01T00:00:00Z", "290000-01-01T00:00:00Z", None),
@@ -242,9 +242,9 @@ def test_e81_bracket_span_across_the_timestamp_range_does_not_overflow(
 
 
 # --------------------------------------------------------------------------------------------
-# E-119: a timestamp names a year from 1 to 9999
+# E-124: a timestamp names a year from 1 to 9999
 
-#: timestamps outside years 1..9999 in UTC (E-119), and two that never parsed (month 13, 30
+#: timestamps outside years 1..9999 in UTC (E-124), and two that never parsed (month 13, 30
 #: February) and an offset no parser reads, which must give the same grade
 OUT_OF_RANGE_TIMESTAMPS = [
     "0000-01-01T00:00:00Z",
@@ -271,10 +271,10 @@ def _stamped(stamp: Any, types: tuple[str, ...] | None = None) -> Rows:
 
 @pytest.mark.parametrize("stamp", OUT_OF_RANGE_TIMESTAMPS)
 @pytest.mark.parametrize("where", ["every-event", "eval-started", "bracket"])
-def test_e119_timestamp_outside_years_1_to_9999_does_not_parse(
+def test_e124_timestamp_outside_years_1_to_9999_does_not_parse(
     tmp_path: Path, canonical: api.GradeResult, stamp: str, where: str
 ) -> None:
-    """E-119: a timestamp of year 0 stopped `run` with an internal error (its eval.started's
+    """E-124: a timestamp of year 0 stopped `run` with an internal error (its eval.started's
     time became a Python datetime). Outside years 1 to 9999 (UTC) a timestamp does not parse,
     as `not a time` does: the same summary and problems, no eval_started_at, the run graded;
     the reference reads it alike."""
@@ -309,10 +309,10 @@ def test_e119_timestamp_outside_years_1_to_9999_does_not_parse(
 
 
 @pytest.mark.parametrize("micros", [-62_167_219_200_000_000, 253_402_300_800_000_000])
-def test_e119_parquet_timestamp_of_year_0_or_10000_does_not_parse(
+def test_e124_parquet_timestamp_of_year_0_or_10000_does_not_parse(
     tmp_path: Path, canonical: api.GradeResult, micros: int
 ) -> None:
-    """E-119: a Parquet timestamp column holds year 0 and year 10000 too (microseconds since
+    """E-124: a Parquet timestamp column holds year 0 and year 10000 too (microseconds since
     the epoch); such a value does not parse, as a null one does, and the run is graded."""
 
     def write(name: str, value: int | None) -> api.GradeResult:
@@ -338,13 +338,13 @@ def test_e119_parquet_timestamp_of_year_0_or_10000_does_not_parse(
 
 
 @pytest.mark.parametrize("stamp", ["0000-01-01T00:00:00Z", "10000-01-01T00:00:00Z"])
-def test_e119_verify_and_conformance_read_a_year_0_timestamp(
+def test_e124_verify_and_conformance_read_a_year_0_timestamp(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     stamp: str,
 ) -> None:
-    """E-119: `verify` and `verify --conformance` stopped with an internal error on a year-0
+    """E-124: `verify` and `verify --conformance` stopped with an internal error on a year-0
     timestamp; they now answer as for a timestamp that does not parse (same exit code)."""
     answers = {}
     for name, value in [("range", stamp), ("unparsed", "not a time")]:
@@ -361,10 +361,10 @@ def test_e119_verify_and_conformance_read_a_year_0_timestamp(
     assert answers["range", ("--conformance",)] == answers["unparsed", ("--conformance",)]
 
 
-def test_e119_export_otel_writes_no_time_past_what_nanoseconds_hold(
+def test_e124_export_otel_writes_no_time_past_what_nanoseconds_hold(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """E-119: `export otel` stopped with an internal error on a timestamp of year 3000 (past
+    """E-124: `export otel` stopped with an internal error on a timestamp of year 3000 (past
     2262, 64-bit nanoseconds overflow); such a record is written without a time."""
     write_json(tmp_path / "suites" / "basic.json", make_suite())
     events = write_events(

@@ -1307,8 +1307,8 @@ def test_timestamps_parse_exactly():
         ("2100-02-29T00:00:00Z", None),
     ],
 )
-def test_e119_timestamps_name_years_1_to_9999(text: str, expected: int | None) -> None:
-    """E-119: a timestamp whose UTC instant is outside years 1 to 9999 does not parse; the
+def test_e124_timestamps_name_years_1_to_9999(text: str, expected: int | None) -> None:
+    """E-124: a timestamp whose UTC instant is outside years 1 to 9999 does not parse; the
     calendar is the proleptic Gregorian one, year 0 included, as DuckDB reads it."""
     assert timestamp_ms(text) == expected
 

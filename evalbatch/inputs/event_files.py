@@ -300,14 +300,14 @@ def _sequence_expr(column: str, type_name: str) -> str:
     return f"CASE WHEN {in_range} THEN {value} END"
 
 
-#: E-119: the instants a timestamp may name, years 1 to 9999 in UTC (ISO 8601's four-digit years;
+#: E-124: the instants a timestamp may name, years 1 to 9999 in UTC (ISO 8601's four-digit years;
 #: what Python's datetime, and so every reader of the runs table, holds), first and last
 TIMESTAMP_RANGE = ("0001-01-01 00:00:00+00", "9999-12-31 23:59:59.999999+00")
 
 
 def _timestamp_expr(column: str, type_name: str) -> str:
     """The row's timestamp, or NULL when it does not parse or lies outside `TIMESTAMP_RANGE`
-    (E-17, E-119): year 0 or 10000 is a timestamp that does not parse, never an error."""
+    (E-17, E-124): year 0 or 10000 is a timestamp that does not parse, never an error."""
     col = _ident(column)
     if type_name.upper().startswith("TIMESTAMP"):
         value = f"CAST({col} AS TIMESTAMPTZ)"

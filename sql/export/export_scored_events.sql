@@ -4,7 +4,7 @@
 -- keep. Rows repeating a (runId, sequence) are one event (D-3): the earliest timestamp is kept,
 -- ties broken by content. Payloads are parsed strictly in Python (D-7). Reads source_events.
 -- The time is written only where OTLP's unsigned 64-bit nanoseconds hold it (1970 to 2262, as
--- far as epoch_ns reaches): a timestamp of year 3000 is a record without a time (E-119).
+-- far as epoch_ns reaches): a timestamp of year 3000 is a record without a time (E-124).
 SELECT
     run_id,
     sequence,
