@@ -6,15 +6,25 @@ Every test builds a small log, grades it with `grade_events` and checks what the
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from evalbatch.reference import grade_reference
+from tests.conftest import (
+    make_suite,
+    run_main,
+    standard_run,
+    write_events,
+    write_json,
+)
 from tests.logbuilder import (
     AGENT,
     RUN,
     RUN2,
+    SUITE_ID,
+    VERSION,
     LogBuilder,
     codes_of,
     expect,
@@ -651,3 +661,73 @@ def test_e3_blank_run_id_row_is_left_out_of_its_run(blank: str) -> None:
     assert task_of(summary_of(result), "task-a")["trajectory"]["observedCount"] == 1
     assert problems_of(result, None) == problems_of(nulls, None)
     assert "row-invalid" in codes_of(result, None)
+
+
+#: sequences that place no row (E-3, E-76): null, negative, past 2^53-1
+UNUSABLE_SEQUENCES = [None, -1, 2**53]
+#: the run of a log's file that breaks a rule, beside a clean one
+BAD_RUN = "acme/run-bad"
+
+
+def _unplaced_start(sequence: int | None, **started: Any) -> list[dict[str, Any]]:
+    """A whole eval run (RUN) whose only eval.started has `sequence`, beside a clean run RUN2."""
+    log = LogBuilder()
+    log.eval_started(**started)
+    log.trial("task-a", calls=["t:x"])
+    log.eval_completed()
+    good = LogBuilder(RUN2)
+    good.eval_started()
+    good.trial("task-a", calls=["t:x"])
+    good.eval_completed()
+    rows = [dict(row) for row in log.rows]
+    for row in rows:
+        if row["type"] == "eval.started":
+            row["sequence"] = sequence
+    return rows + good.rows
+
+
+@pytest.mark.parametrize("sequence", UNUSABLE_SEQUENCES, ids=repr)
+@pytest.mark.parametrize("started", [{}, {"trialCount": "two"}], ids=["plain", "bad-trialCount"])
+def test_e3_eval_run_whose_eval_started_has_no_usable_sequence_is_named_with_its_suite(
+    sequence: int | None, started: dict[str, Any]
+) -> None:
+    """E-1, E-3: a run whose every eval.started has an unusable sequence is an eval run all the
+    same, not graded (`sequence-invalid`) and named with the suite its eval.started names; the
+    runs table listed it under no suite. Its eval.started places nothing, so it is not also
+    `eval-incomplete` or `trial-count-invalid`; the reference grades it alike."""
+    rows = _unplaced_start(sequence, **started)
+    s = suite(golden("task-a"))
+    result = grade(rows, [s])
+    assert list(result.summaries) == [RUN2] and result.skipped == [RUN]
+    assert result.exit_code == 3
+    (run,) = result.runs.filter(result.runs["run_id"] == RUN).to_dicts()
+    assert (run["suite_id"], run["suite_version"], run["graded"]) == (SUITE_ID, VERSION, False)
+    assert codes_of(result) == ["sequence-invalid"]
+    reference = grade_reference(rows, [s])
+    assert reference.skipped == {RUN} and sorted(reference.summaries) == [RUN2]
+    assert {p["code"] for p in reference.problems if p["runId"] == RUN} == {"sequence-invalid"}
+
+
+def test_e3_verify_and_explain_name_an_eval_run_whose_eval_started_is_unplaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """E-1, E-3: `verify` left such a run out (exit 0, `agrees` over the other run alone) and
+    `explain` called it no eval run (exit 2). Both now name it as a run not graded, as for any
+    other unusable sequence: `verify` does not verify it, `explain` shows its suite (exit 3)."""
+    bad = standard_run(BAD_RUN).rows
+    for row in bad:
+        if row["type"] == "eval.started":
+            row["sequence"] = None
+    events = write_events(tmp_path / "e.parquet", standard_run("acme/run-good").rows + bad)
+    s = write_json(tmp_path / "suites" / "s.json", make_suite()).parent
+    code, out, err = run_main(monkeypatch, capsys, "verify", events, "--suites", s)
+    assert code == 3 and "not-verified" in out, (out, err)
+    assert "2 eval runs" in out
+    code, out, err = run_main(
+        monkeypatch, capsys, "explain", events, "--suites", s, "--run-id", BAD_RUN
+    )
+    assert code == 3, (out, err)
+    assert f"run {BAD_RUN}" in out and "acme.test.evals.basic@1.0.0" in out
+    assert "NOT GRADED" in out and "sequence-invalid" in out
+    for text in (out, err):
+        assert "Traceback" not in text and "internal error" not in text
