@@ -35,8 +35,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "file-unreadable": ("error", "a file is not Parquet, is truncated, or cannot be read"),
     "columns-missing": (
         "error",
-        "a file lacks a required column (runId, sequence, type, payload) or holds runId or type "
-        "as bytes",
+        "a file lacks a required column (runId, sequence, type, payload) or holds one in a type "
+        "that cannot hold its values (E-125)",
     ),
     "row-invalid": (
         "warning",

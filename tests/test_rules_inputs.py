@@ -6,13 +6,19 @@ Every test builds a small log, grades it with `grade_events` and checks what the
 from __future__ import annotations
 
 import json
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from evalbatch import api
 from evalbatch.reference import grade_reference
 from tests.conftest import (
+    assert_content_free,
     make_suite,
     run_main,
     standard_run,
@@ -731,3 +737,161 @@ def test_e3_verify_and_explain_name_an_eval_run_whose_eval_started_is_unplaced(
     assert "NOT GRADED" in out and "sequence-invalid" in out
     for text in (out, err):
         assert "Traceback" not in text and "internal error" not in text
+
+
+# --------------------------------------------------------------------------------------------------
+# E-125 a required column's type can hold its values
+# --------------------------------------------------------------------------------------------------
+
+#: a required column stored in a type that cannot hold its values: (column, the column written
+#: from its values, the kind the message names)
+BAD_COLUMN_KINDS: dict[str, tuple[str, Callable[[list[Any]], pa.Array], str]] = {
+    "type-as-integers": ("type", lambda v: pa.array(range(len(v)), pa.int64()), "BIGINT"),
+    "type-of-nulls": ("type", lambda v: pa.nulls(len(v)), "NULL"),
+    "sequence-as-booleans": ("sequence", lambda v: pa.array([x > 0 for x in v]), "BOOLEAN"),
+    "payload-as-numbers": ("payload", lambda v: pa.array([7] * len(v), pa.int64()), "BIGINT"),
+    "payload-as-lists": (
+        "payload",
+        lambda v: pa.array([[1, 2]] * len(v), pa.list_(pa.int64())),
+        "LIST",
+    ),
+    "runId-as-booleans": ("runId", lambda v: pa.array([True] * len(v)), "BOOLEAN"),
+    "runId-as-bytes": ("runId", lambda v: pa.array([x.encode() for x in v], pa.binary()), "BLOB"),
+}
+
+
+def _bad_kind_file(path: Path, case: str) -> tuple[Path, str, str]:
+    """A clean run's log with one column rewritten as BAD_COLUMN_KINDS[case] says."""
+    column, rewrite, kind = BAD_COLUMN_KINDS[case]
+    table = pq.read_table(write_events(path, standard_run(BAD_RUN).rows))
+    index = table.schema.get_field_index(column)
+    pq.write_table(table.set_column(index, column, rewrite(table[column].to_pylist())), path)
+    return path, column, kind
+
+
+@pytest.mark.parametrize("case", BAD_COLUMN_KINDS)
+def test_e125_column_of_a_type_that_cannot_hold_its_values_leaves_its_file_out(
+    tmp_path: Path, case: str
+) -> None:
+    """E-125: a `type` stored as integers was read as type names no event has (every row
+    ignored, the run's events gone without a word), a boolean sequence numbered rows 0 and 1
+    (`event-conflict`), a payload of numbers or lists held no object (`summary-invalid`), a
+    boolean runId graded a run `true`. The file is left out (`columns-missing`), its message
+    naming the file, the column and its kind and nothing the file holds; every other file is
+    graded, as it is alone (exit 3)."""
+    good = write_events(tmp_path / "in" / "good.parquet", standard_run("acme/run-good").rows)
+    bad, column, kind = _bad_kind_file(tmp_path / "in" / "bad.parquet", case)
+    suites = [write_json(tmp_path / "s.json", make_suite())]
+    result = api.grade_paths([tmp_path / "in"], suites)
+    alone = api.grade_paths([good], suites)
+    assert result.summaries == alone.summaries and list(result.summaries) == ["acme/run-good"]
+    (problem,) = [p for p in result.problems.to_dicts() if p["run_id"] is None]
+    assert problem["code"] == "columns-missing" and problem["severity"] == "error"
+    message = problem["message"]
+    assert str(bad) in message and f"column {column} ({column})" in message
+    assert kind in message, message
+    assert BAD_RUN not in message and "eval.started" not in message
+    assert_content_free(message)
+    assert result.exit_code == 3
+
+
+@pytest.mark.parametrize("case", ["type-as-integers", "sequence-as-booleans", "payload-as-lists"])
+def test_e125_cli_names_the_file_and_column_exit_3_or_2_when_no_file_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    """E-125 through `run`: beside a good file, the file is skipped with a line naming it and
+    its column, the good run is written (exit 3); alone, no file is usable: exit 2 naming the
+    file and the column, nothing written. Never a traceback or an internal error."""
+    suites = write_json(tmp_path / "suites" / "s.json", make_suite()).parent
+    write_events(tmp_path / "in" / "good.parquet", standard_run("acme/run-good").rows)
+    bad, column, kind = _bad_kind_file(tmp_path / "in" / "bad.parquet", case)
+    out = tmp_path / "out"
+    code, stdout, stderr = run_main(
+        monkeypatch, capsys, "run", tmp_path / "in", "--suites", suites, "--out", out
+    )
+    assert code == 3, (stdout, stderr)
+    (line,) = [line for line in stderr.splitlines() if "[columns-missing]" in line]
+    assert line.strip().startswith("skipped:") and str(bad) in line and f"column {column}" in line
+    assert kind in line
+    assert [json.loads(x)["runId"] for x in (out / "summaries.jsonl").read_text().splitlines()] == [
+        "acme/run-good"
+    ]
+    code, stdout, stderr = run_main(
+        monkeypatch, capsys, "run", bad, "--suites", suites, "--out", tmp_path / "out-bad"
+    )
+    assert code == 2, (stdout, stderr)
+    assert "no usable event file" in stderr and str(bad) in stderr
+    assert f"column {column} ({column}) holds {kind}" in stderr
+    assert not (tmp_path / "out-bad").exists()
+    for text in (stdout, stderr):
+        assert "Traceback" not in text and "internal error" not in text
+        assert_content_free(text)
+
+
+def test_e125_a_file_of_no_rows_is_read_whatever_its_column_types(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """E-125, E-70: a file of no rows loses nothing, so its column types are not held to the
+    rule (an empty Arrow table's columns are of type null): beside a good file it changes no
+    grade (exit 0), and alone it is an empty log, which --allow-empty writes (exit 0)."""
+    suites = write_json(tmp_path / "suites" / "s.json", make_suite()).parent
+    good = write_events(tmp_path / "in" / "good.parquet", standard_run("acme/run-good").rows)
+    empty = tmp_path / "in" / "empty.parquet"
+    columns = ("runId", "sequence", "type", "payload")
+    pq.write_table(pa.table({c: pa.array([], pa.null()) for c in columns}), empty)
+    result = api.grade_paths([tmp_path / "in"], [suites])
+    assert result.summaries == api.grade_paths([good], [suites]).summaries
+    assert result.problems.height == 0 and result.exit_code == 0
+    out = tmp_path / "out"
+    code, stdout, stderr = run_main(
+        monkeypatch, capsys, "run", empty, "--suites", suites, "--out", out, "--allow-empty"
+    )
+    assert code == 0 and "wrote 0 summaries" in stdout, (stdout, stderr)
+
+
+#: a UUID run id, as its text (DuckDB's: lower case, hyphens)
+UUID_RUN = "0f8e6d2c-4b1a-4c3e-9d7f-2a5b8c1e0d93"
+
+
+@pytest.mark.parametrize(
+    ("column", "kind"),
+    [
+        ("runId", pa.int64()),
+        ("runId", pa.uuid()),
+        ("sequence", pa.float64()),
+        ("sequence", pa.string()),
+        ("sequence", pa.decimal128(20, 0)),
+        ("payload", pa.binary()),
+    ],
+    ids=str,
+)
+def test_e125_columns_of_the_kinds_the_rule_names_are_read(
+    tmp_path: Path, column: str, kind: pa.DataType
+) -> None:
+    """E-125 refuses only what cannot hold a column's values: a runId of integers or UUIDs (its
+    text), a sequence of doubles, decimals or text (E-76), a payload of bytes (E-79) are graded
+    as the same log written with the usual types."""
+    suites = [write_json(tmp_path / "s.json", make_suite())]
+    run_id = UUID_RUN if kind == pa.uuid() else "7"
+    usual = write_events(tmp_path / "usual.parquet", standard_run(run_id).rows)
+    table = pq.read_table(usual)
+    values = table[column].to_pylist()
+    if kind == pa.uuid():
+        array: pa.Array = pa.ExtensionArray.from_storage(
+            kind, pa.array([uuid.UUID(v).bytes for v in values], pa.binary(16))
+        )
+    else:
+        if column == "runId":
+            values = [int(v) for v in values]
+        elif column == "sequence" and kind == pa.string():
+            values = [str(v) for v in values]
+        elif column == "payload":
+            values = [v.encode() for v in values]
+        array = pa.array(values, kind)
+    index = table.schema.get_field_index(column)
+    other = tmp_path / "other.parquet"
+    pq.write_table(table.set_column(index, column, array), other)
+    expected = api.grade_paths([usual], suites)
+    result = api.grade_paths([other], suites)
+    assert result.summaries == expected.summaries and list(result.summaries) == [run_id]
+    assert result.problems.to_dicts() == expected.problems.to_dicts()

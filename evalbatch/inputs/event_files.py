@@ -32,8 +32,28 @@ COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
     "payload": ("payload", "data"),
 }
 OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {"timestamp": ("timestamp",)}
-#: columns whose values are ids and names: a string column (a payload may be bytes of JSON text)
-TEXT_COLUMNS = frozenset({"runId", "type"})
+#: column types whose values are integers as stored (no fraction to check)
+_INTEGER_TYPES = frozenset(
+    {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT"}
+    | {"UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"}
+)
+#: E-125: the kinds of column (DuckDB's type name up to its first parenthesis) each required
+#: column may be, and what it holds, for the message naming one that is not: a run id as text
+#: (or an integer or UUID, read as its text), a sequence as E-76 reads it, a type name as text,
+#: a payload as JSON text, bytes of it, or a struct or map (E-7). Bytes are not text: a runId or
+#: type read from a BLOB is escaped (`\xFF`), an id that is not the log's (E-79).
+COLUMN_KINDS: dict[str, tuple[frozenset[str], str]] = {
+    "runId": (frozenset({"VARCHAR", "UUID"}) | _INTEGER_TYPES, "text"),
+    "sequence": (
+        frozenset({"FLOAT", "DOUBLE", "DECIMAL", "VARCHAR"}) | _INTEGER_TYPES,
+        "integers",
+    ),
+    "type": (frozenset({"VARCHAR"}), "text"),
+    "payload": (
+        frozenset({"VARCHAR", "JSON", "BLOB", "STRUCT", "MAP"}),
+        "JSON text (or a struct or map column)",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -85,6 +105,8 @@ def hive_keys(path: str) -> tuple[str, ...]:
 
 def _column_plan(con: duckdb.DuckDBPyConnection, path: str) -> tuple[tuple[str, str], ...]:
     """How one file's columns map to the canonical ones: ((canonical, 'column:type'), ...).
+    KeyError names a required column the file lacks, or holds in a type that cannot hold its
+    values (E-125) while the file holds rows.
 
     Files are grouped by this plan, so it also carries the file's hive keys: one read of a group
     must see the same partition layout in every file.
@@ -100,13 +122,6 @@ def _column_plan(con: duckdb.DuckDBPyConnection, path: str) -> tuple[tuple[str, 
             if canonical in COLUMN_ALIASES:
                 missing.append(canonical)
             continue
-        if canonical in TEXT_COLUMNS and columns[chosen].upper() == "BLOB":
-            # bytes read as text would be escaped (`\xFF`): a run graded under an id that is
-            # not the log's, or a type never matched (issue 14)
-            raise KeyError(
-                f"column {chosen} ({canonical}) holds bytes (BLOB), not text: write it as a "
-                "UTF-8 string column"
-            )
         plan.append((canonical, f"{chosen}:{columns[chosen]}"))
     if missing:
         have = ", ".join(sorted(columns)) or "none"
@@ -115,7 +130,46 @@ def _column_plan(con: duckdb.DuckDBPyConnection, path: str) -> tuple[tuple[str, 
             + "; ".join("|".join(COLUMN_ALIASES[m]) for m in missing)
             + f"); the file has: {have}"
         )
+    for canonical, spec in plan:
+        chosen, _, type_name = spec.partition(":")
+        if canonical not in COLUMN_KINDS or chosen in keys:  # a hive key is the path's text
+            continue
+        fault = _kind_fault(canonical, chosen, type_name)
+        # a file of no rows loses nothing, whatever its types (an empty Arrow table's columns
+        # are often of type null): it is read as before, and an empty log stays empty (E-70)
+        if fault and relation.aggregate("count(*)").fetchall() != [(0,)]:
+            raise KeyError(fault)
     return tuple(plan)
+
+
+def _type_kind(type_name: str) -> str:
+    """A column type's kind, without the field names a nested type carries (content-free):
+    `STRUCT`, `MAP`, `LIST` (`INTEGER[]`), `ARRAY` (`INTEGER[3]`), `DECIMAL`, `BIGINT`..."""
+    name = type_name.upper().strip('"')  # DuckDB quotes the type NULL
+    if name.endswith("[]"):
+        return "LIST"
+    if name.endswith("]"):
+        return "ARRAY"
+    return name.split("(", 1)[0].strip()
+
+
+def _kind_fault(canonical: str, chosen: str, type_name: str) -> str | None:
+    """Why a required column's type cannot hold its values (E-79, E-125), None when it can: a
+    `type` stored as integers named no event, so every row was ignored; a boolean sequence
+    numbered rows 0 and 1; a payload of numbers or lists held no object. Content-free: the
+    column's name, its role and its kind, never a value or a nested type's field names."""
+    kinds, holds = COLUMN_KINDS[canonical]
+    kind = _type_kind(type_name)
+    if kind in kinds:
+        return None
+    fix = "a UTF-8 string column" if holds == "text" else holds
+    if kind == "BLOB":
+        return f"column {chosen} ({canonical}) holds bytes (BLOB), not text: write it as {fix}"
+    if kind == "NULL":
+        return (
+            f"column {chosen} ({canonical}) holds no values (its type is NULL): write it as {fix}"
+        )
+    return f"column {chosen} ({canonical}) holds {kind} values, not {holds}: write it as {fix}"
 
 
 def scan(con: duckdb.DuckDBPyConnection, paths: list[str]) -> Sources:
@@ -277,13 +331,6 @@ def _payload_expr(column: str, type_name: str) -> str:
         # (payload-invalid on a type grading reads), never a failure of the whole read
         return f"coalesce(try(decode({col})), CASE WHEN {col} IS NOT NULL THEN '' END)"
     return f"CAST({col} AS VARCHAR)"
-
-
-#: column types whose values are integers as stored (no fraction to check)
-_INTEGER_TYPES = frozenset(
-    {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT"}
-    | {"UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"}
-)
 
 
 def _sequence_expr(column: str, type_name: str) -> str:
