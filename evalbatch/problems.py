@@ -35,10 +35,13 @@ CODES: dict[str, tuple[Severity, str]] = {
     "file-unreadable": ("error", "a file is not Parquet, is truncated, or cannot be read"),
     "columns-missing": (
         "error",
-        "a file lacks a required column (runId, sequence, type, payload) or holds runId or type "
-        "as bytes",
+        "a file lacks a required column (runId, sequence, type, payload) or holds one in a type "
+        "that cannot hold its values (E-125)",
     ),
-    "row-invalid": ("warning", "a row has no runId and cannot be placed in any run"),
+    "row-invalid": (
+        "warning",
+        "a row's runId is null, empty or white space: it cannot be placed in any run (E-3)",
+    ),
     "sequence-invalid": (
         "error",
         "a row's sequence is null, not an integer, or outside 0..2^53-1 (E-3, E-76)",

@@ -343,37 +343,66 @@ def grade_trajectory(
     }
 
 
+#: E-3: a runId of Unicode white space only (or empty) names no run, as a null one
+_BLANK = re.compile("[\t\n\v\f\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*")
+
+
 # --------------------------------------------------------------------------------------------------
 # Timestamps (E-17)
 # --------------------------------------------------------------------------------------------------
 
 _TIMESTAMP = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?"
+    r"^(\d{4,6})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?"
     r"(?:([Zz])|([+-])(\d{2}):?(\d{2}))?$"
 )
 
+#: the Gregorian calendar repeats every 400 years, which are exactly this many seconds
+_SECONDS_PER_400_YEARS = 146_097 * 86_400
+
+
+def _utc_seconds(year: int, month: int, day: int, hour: int, minute: int, second: int) -> int:
+    """Seconds since the epoch of a proleptic Gregorian date-time of any year >= 0 (ValueError
+    for a date that does not exist): year 0 is a calendar year, though Python's has none."""
+    cycles, year_in_cycle = divmod(year, 400)
+    shifted = (year_in_cycle + 400, month, day, hour, minute, second)
+    dt.datetime(*shifted)  # month 13, 30 February, hour 24: ValueError
+    seconds = calendar.timegm((*shifted, 0, 0, 0))
+    return seconds + (cycles - 1) * _SECONDS_PER_400_YEARS
+
+
+#: E-124: a timestamp names an instant from year 1 up to, not including, year 10000 (UTC)
+_FIRST_MS = Fraction(_utc_seconds(1, 1, 1, 0, 0, 0) * 1000)
+_END_MS = Fraction(_utc_seconds(10000, 1, 1, 0, 0, 0) * 1000)
+
 
 def timestamp_ms(value: Any) -> Fraction | None:
-    """An ISO-8601 date-time as exact milliseconds since the epoch; None when not parseable.
+    """An ISO-8601 date-time as exact milliseconds since the epoch; None when not parseable or
+    outside years 1 to 9999 in UTC (E-124).
 
     A time without an offset is read as UTC.
     """
+    instant = _instant_ms(value)
+    if instant is None or not _FIRST_MS <= instant < _END_MS:
+        return None
+    return instant
+
+
+def _instant_ms(value: Any) -> Fraction | None:
+    """`timestamp_ms` before its range check."""
     if isinstance(value, dt.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(dt.UTC).replace(tzinfo=None)
-        whole_seconds = calendar.timegm(value.timetuple())
-        return (Fraction(whole_seconds) + Fraction(value.microsecond, 10**6)) * 1000
+        offset = value.utcoffset() or dt.timedelta()
+        whole_seconds = calendar.timegm(value.replace(tzinfo=None).timetuple())
+        seconds = Fraction(whole_seconds) + Fraction(value.microsecond, 10**6)
+        return (seconds - Fraction(offset.days * 86_400 + offset.seconds)) * 1000
     if not isinstance(value, str):
         return None
     found = _TIMESTAMP.match(value.strip())
     if found is None:
         return None
-    year, month, day, hour, minute, second = (int(found.group(i)) for i in range(1, 7))
     try:
-        dt.datetime(year, month, day, hour, minute, second)
+        seconds = Fraction(_utc_seconds(*(int(found.group(i)) for i in range(1, 7))))
     except ValueError:
         return None
-    seconds = Fraction(calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0)))
     digits = found.group(7)
     if digits:
         seconds += Fraction(int(digits), 10 ** len(digits))
@@ -1368,7 +1397,7 @@ def grade_reference(
     rows_by_run: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for row in events:
         run_id = row.get("runId")
-        if run_id is None:
+        if run_id is None or (isinstance(run_id, str) and _BLANK.fullmatch(run_id)):
             sequence = row.get("sequence")
             problems.append(
                 {

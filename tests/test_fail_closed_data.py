@@ -226,15 +226,170 @@ def test_e81_bracket_span_across_the_timestamp_range_does_not_overflow(
     tmp_path: Path, canonical: api.GradeResult
 ) -> None:
     """E-81: a bracket from year -290000 to 290000 (DuckDB reads both) overflowed 64-bit
-    microseconds and stopped everything; the span is taken in 128 bits and the run is graded."""
-    bad = _bad_rows()
-    started = _first(bad, "agent.invocation-started")
-    completed = _first(bad, "agent.invocation-completed")
-    started["timestamp"] = "-290000-01-01T00:00:00Z"
-    completed["timestamp"] = "290000-01-01T00:00:00Z"
-    result = _grade(tmp_path, ("events.parquet", _good_rows() + bad))
-    assert BAD in result.summaries
+    microseconds and stopped everything. Since E-124 neither parses (no span, no latency); the
+    widest span left, year 1 to year 9999, is graded to the millisecond."""
+    for name, first, last, latency in [
+        ("wide", "-290000-01-01T00:00:00Z", "290000-01-01T00:00:00Z", None),
+        ("years", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999Z", 315_537_897_599_999),
+    ]:
+        bad = _bad_rows()
+        _first(bad, "agent.invocation-started")["timestamp"] = first
+        _first(bad, "agent.invocation-completed")["timestamp"] = last
+        result = _grade(tmp_path / name, ("events.parquet", _good_rows() + bad))
+        alpha = next(t for t in result.summaries[BAD]["tasks"] if t["taskId"] == "alpha")
+        assert alpha.get("latencyMs") == latency, name
+        _assert_good_runs_graded(result, canonical)
+
+
+# --------------------------------------------------------------------------------------------
+# E-124: a timestamp names a year from 1 to 9999
+
+#: timestamps outside years 1..9999 in UTC (E-124), and two that never parsed (month 13, 30
+#: February) and an offset no parser reads, which must give the same grade
+OUT_OF_RANGE_TIMESTAMPS = [
+    "0000-01-01T00:00:00Z",
+    "-0001-01-01T00:00:00Z",
+    "10000-01-01T00:00:00Z",
+    "294247-01-01T00:00:00Z",
+    "0001-01-01T00:00:00+01:00",
+    "9999-12-31T23:59:59-01:00",
+    "infinity",
+    "2026-13-01T00:00:00Z",
+    "2026-02-30T00:00:00Z",
+    "2026-11-02T10:00:00+1500:00",
+]
+
+
+def _stamped(stamp: Any, types: tuple[str, ...] | None = None) -> Rows:
+    """The bad run with `stamp` as the timestamp of its events of `types` (None: every one)."""
+    rows = _bad_rows()
+    for row in rows:
+        if types is None or row["type"] in types:
+            row["timestamp"] = stamp
+    return rows
+
+
+@pytest.mark.parametrize("stamp", OUT_OF_RANGE_TIMESTAMPS)
+@pytest.mark.parametrize("where", ["every-event", "eval-started", "bracket"])
+def test_e124_timestamp_outside_years_1_to_9999_does_not_parse(
+    tmp_path: Path, canonical: api.GradeResult, stamp: str, where: str
+) -> None:
+    """E-124: a timestamp of year 0 stopped `run` with an internal error (its eval.started's
+    time became a Python datetime). Outside years 1 to 9999 (UTC) a timestamp does not parse,
+    as `not a time` does: the same summary and problems, no eval_started_at, the run graded;
+    the reference reads it alike."""
+    types = {
+        "every-event": None,
+        "eval-started": ("eval.started",),
+        "bracket": ("agent.invocation-started", "agent.invocation-completed"),
+    }[where]
+    bad = _stamped(stamp, types)
+    result = _grade(tmp_path / "a", ("e.parquet", _good_rows() + bad))
+    unparsed = _grade(tmp_path / "b", ("e.parquet", _good_rows() + _stamped("not a time", types)))
+    assert result.summaries[BAD] == unparsed.summaries[BAD]
+    assert _problems(result) == _problems(unparsed)
+    assert (
+        result.runs.filter(pl.col("run_id") == BAD)
+        .select("eval_started_at", "eval_completed_at")
+        .rows()
+        == unparsed.runs.filter(pl.col("run_id") == BAD)
+        .select("eval_started_at", "eval_completed_at")
+        .rows()
+    )
+    if where != "bracket":
+        assert result.runs.filter(pl.col("run_id") == BAD)["eval_started_at"].item() is None
     _assert_good_runs_graded(result, canonical)
+    _reference_agrees(_good_rows() + bad, result)
+    reference = grade_reference(
+        [{**r, "payload": json.dumps(r["payload"]), "timestamp": iso(r["timestamp"])} for r in bad],
+        [make_suite()],
+    )
+    latencies = [t.get("latencyMs") for t in reference.summaries[BAD]["tasks"]]
+    assert latencies == [t.get("latencyMs") for t in result.summaries[BAD]["tasks"]]
+
+
+@pytest.mark.parametrize("micros", [-62_167_219_200_000_000, 253_402_300_800_000_000])
+def test_e124_parquet_timestamp_of_year_0_or_10000_does_not_parse(
+    tmp_path: Path, canonical: api.GradeResult, micros: int
+) -> None:
+    """E-124: a Parquet timestamp column holds year 0 and year 10000 too (microseconds since
+    the epoch); such a value does not parse, as a null one does, and the run is graded."""
+
+    def write(name: str, value: int | None) -> api.GradeResult:
+        rows = _good_rows() + _bad_rows()
+        stamps = [
+            value if r["runId"] == BAD else int(r["timestamp"].timestamp() * 1_000_000)
+            for r in rows
+        ]
+        column = pa.array(stamps, pa.timestamp("us", tz="UTC"))
+        write_json(tmp_path / name / "suites" / "basic.json", make_suite())
+        write_events(
+            tmp_path / name / "events" / "e.parquet",
+            rows,
+            timestamp=None,
+            extra={"timestamp": column},
+        )
+        return api.grade_paths([tmp_path / name / "events"], [tmp_path / name / "suites"])
+
+    result, nulls = write("range", micros), write("nulls", None)
+    assert result.summaries[BAD] == nulls.summaries[BAD]
+    assert result.runs.filter(pl.col("run_id") == BAD)["eval_started_at"].item() is None
+    _assert_good_runs_graded(result, canonical)
+
+
+@pytest.mark.parametrize("stamp", ["0000-01-01T00:00:00Z", "10000-01-01T00:00:00Z"])
+def test_e124_verify_and_conformance_read_a_year_0_timestamp(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    stamp: str,
+) -> None:
+    """E-124: `verify` and `verify --conformance` stopped with an internal error on a year-0
+    timestamp; they now answer as for a timestamp that does not parse (same exit code)."""
+    answers = {}
+    for name, value in [("range", stamp), ("unparsed", "not a time")]:
+        root = tmp_path / name
+        write_json(root / "suites" / "basic.json", make_suite())
+        write_events(root / "events" / "e.parquet", _good_rows() + _stamped(value))
+        for flags in ([], ["--conformance"]):
+            code, _, stderr = run_main(
+                monkeypatch, capsys, "verify", root / "events", "--suites", root / "suites", *flags
+            )
+            assert "internal error" not in stderr, stderr
+            answers[name, tuple(flags)] = code
+    assert answers["range", ()] == answers["unparsed", ()]
+    assert answers["range", ("--conformance",)] == answers["unparsed", ("--conformance",)]
+
+
+def test_e124_export_otel_writes_no_time_past_what_nanoseconds_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """E-124: `export otel` stopped with an internal error on a timestamp of year 3000 (past
+    2262, 64-bit nanoseconds overflow); such a record is written without a time."""
+    write_json(tmp_path / "suites" / "basic.json", make_suite())
+    events = write_events(
+        tmp_path / "events" / "e.parquet", _good_rows() + _stamped("3000-01-01T00:00:00Z")
+    )
+    out = tmp_path / "out"
+    code, _, stderr = run_main(
+        monkeypatch, capsys, "run", events, "--suites", tmp_path / "suites", "--out", out
+    )
+    assert code == 0, stderr
+    target = tmp_path / "otel.jsonl"
+    code, _, stderr = run_main(
+        monkeypatch, capsys, "export", "otel", out, "--events", events, "--out", target
+    )
+    assert code == 0, stderr
+    records = [
+        (record, resource)
+        for line in target.read_text(encoding="utf-8").splitlines()
+        for resource in json.loads(line)["resourceLogs"]
+        for scope in resource["scopeLogs"]
+        for record in scope["logRecords"]
+    ]
+    assert records
+    timed = [record for record, _ in records if "timeUnixNano" in record]
+    assert len(timed) == 2 * len(GOOD)  # the clean runs' trials; none of the bad run's
 
 
 # --------------------------------------------------------------------------------------------
@@ -490,6 +645,14 @@ def _damaged(kind: str) -> Callable[[Path], None]:
     return build
 
 
+def _every_row(**fields: Any) -> Callable[[Rows], None]:
+    def mutate(rows: Rows) -> None:
+        for row in rows:
+            row.update(fields)
+
+    return mutate
+
+
 CASES = {
     "sequence-max": Case(_plain(_set(3, sequence=2**63 - 1)), 3, True),
     "sequence-min": Case(_plain(_set(3, sequence=-(2**63))), 3, True),
@@ -503,6 +666,10 @@ CASES = {
     "run-id-utf8": Case(_damaged("run-id-utf8"), 3, False),
     "run-id-pages": Case(_damaged("run-id-pages"), 3, False),
     "payload-utf8": Case(_damaged("payload-utf8"), 3, False),
+    "timestamp-year-0": Case(_plain(_every_row(timestamp="0000-01-01T00:00:00Z")), 0, True),
+    "timestamp-year-10000": Case(_plain(_every_row(timestamp="10000-01-01T00:00:00Z")), 0, True),
+    "run-id-empty": Case(_plain(_every_row(runId="")), 0, False),
+    "run-id-blank": Case(_plain(_every_row(runId=" \t")), 0, False),
 }
 
 
@@ -597,6 +764,32 @@ def test_e79_run_id_or_type_as_bytes_is_a_file_problem(tmp_path: Path, column: s
     lost = result.problems.filter(pl.col("code") == "columns-missing")
     assert lost.height == 1 and "b.parquet" in lost["message"][0]
     assert result.exit_code == 3
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\u3000"], ids=repr)
+def test_e3_a_log_of_blank_run_ids_holds_no_run_for_any_command(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    blank: str,
+) -> None:
+    """E-3: a log whose runId is `""` or `" "` was graded (exit 0, a summary with `"runId":
+    ""`), verified and passed conformance. Its rows name no run: `run` has nothing to grade
+    and says how many rows had no runId, and `verify` (with `--conformance` too) has nothing to
+    verify, each exit 2."""
+    rows = [{**row, "runId": blank} for row in _bad_rows()]
+    events = write_events(tmp_path / "events" / "e.parquet", rows)
+    suites = write_json(tmp_path / "suites" / "basic.json", make_suite()).parent
+    code, _, stderr = run_main(
+        monkeypatch, capsys, "run", events, "--suites", suites, "--out", tmp_path / "out"
+    )
+    assert code == 2 and f"({len(rows)} row(s) without a runId)" in stderr, stderr
+    assert not (tmp_path / "out").exists()
+    for flags in ([], ["--conformance"]):
+        code, _, stderr = run_main(
+            monkeypatch, capsys, "verify", events, "--suites", suites, *flags
+        )
+        assert code == 2, (flags, stderr)
 
 
 @pytest.mark.parametrize("error", ["InterruptException", "OutOfMemoryException"])

@@ -1097,8 +1097,18 @@ def m_timestamp(c: Chooser, info: RunInfo, events: list[Ev]) -> Expect:
         ),
         "restamped",
     )
-    e.ts = c.pick((None, "not a time", "2026-13-45T99:99:99Z", "", "🙂"))
-    return Expect("bad timestamp", "§3.5, E-17", same=True)
+    e.ts = c.pick(
+        (
+            None,
+            "not a time",
+            "2026-13-45T99:99:99Z",
+            "",
+            "🙂",
+            "0000-01-01T00:00:00Z",  # years past 1..9999 do not parse (E-124)
+            "10000-01-01T00:00:00Z",
+        )
+    )
+    return Expect("bad timestamp", "§3.5, E-17, E-124", same=True)
 
 
 def m_shift(c: Chooser, info: RunInfo, events: list[Ev]) -> Expect:

@@ -1292,6 +1292,27 @@ def test_timestamps_parse_exactly():
     assert parse_json_text("0.5") == Decimal("0.5")
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("0000-01-01T00:00:00Z", None),
+        ("10000-01-01T00:00:00Z", None),
+        ("-0001-01-01T00:00:00Z", None),
+        ("0001-01-01T00:00:00+01:00", None),  # year 0 in UTC
+        ("9999-12-31T23:59:59-01:00", None),  # year 10000 in UTC
+        ("0001-01-01T00:00:00Z", -62_135_596_800_000),
+        ("0000-12-31T23:00:00-02:00", -62_135_593_200_000),  # year 1 in UTC
+        ("10000-01-01T00:30:00+01:00", 253_402_299_000_000),  # year 9999 in UTC
+        ("2024-02-29T00:00:00Z", 1_709_164_800_000),
+        ("2100-02-29T00:00:00Z", None),
+    ],
+)
+def test_e124_timestamps_name_years_1_to_9999(text: str, expected: int | None) -> None:
+    """E-124: a timestamp whose UTC instant is outside years 1 to 9999 does not parse; the
+    calendar is the proleptic Gregorian one, year 0 included, as DuckDB reads it."""
+    assert timestamp_ms(text) == expected
+
+
 # --------------------------------------------------------------------------------------------------
 # Invariants over generated logs (tests/strategies.py)
 # --------------------------------------------------------------------------------------------------

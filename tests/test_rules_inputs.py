@@ -6,20 +6,38 @@ Every test builds a small log, grades it with `grade_events` and checks what the
 from __future__ import annotations
 
 import json
+import uuid
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from evalbatch import api
+from evalbatch.reference import grade_reference
+from tests.conftest import (
+    assert_content_free,
+    make_suite,
+    run_main,
+    standard_run,
+    write_events,
+    write_json,
+)
 from tests.logbuilder import (
     AGENT,
     RUN,
     RUN2,
+    SUITE_ID,
+    VERSION,
     LogBuilder,
     codes_of,
     expect,
     golden,
     grade,
     iso,
+    problems_of,
     severity_of,
     suite,
     summary_of,
@@ -595,3 +613,285 @@ def test_d3_duplicates_differing_beyond_double_precision_conflict(first: str, se
     result = grade([*log.rows, clash], [suite(golden("task-a"))])
     assert RUN in result.skipped
     assert severity_of(result, "event-conflict") == {"error"}
+
+
+# --------------------------------------------------------------------------------------------------
+# E-3 rows that cannot be placed
+# --------------------------------------------------------------------------------------------------
+
+#: runIds that name no run (E-3): empty, or white space only (Unicode's White_Space)
+BLANK_RUN_IDS = ["", " ", "\t\n\r", "\u00a0", "\u3000 \u2028"]
+
+
+@pytest.mark.parametrize("blank", BLANK_RUN_IDS, ids=repr)
+def test_e3_empty_or_blank_run_id_names_no_run(blank: str) -> None:
+    """E-3: a whole eval run under runId `""` or `" "` was graded, its summary written with
+    `"runId": ""`. Such a runId names no run: each row is dropped as a null runId's is (one
+    `row-invalid` warning, no run), and the other runs are graded."""
+    good = LogBuilder(RUN2)
+    good.eval_started()
+    good.trial("task-a", calls=["t:x"])
+    good.eval_completed()
+    nameless = LogBuilder(blank)
+    nameless.eval_started()
+    nameless.trial("task-a", calls=["t:x"])
+    nameless.eval_completed()
+    s = suite(golden("task-a"))
+    result = grade([good, nameless], [s])
+    assert list(result.summaries) == [RUN2]
+    assert result.skipped == [] and result.exit_code == 0
+    nulls = grade([good, *({**row, "runId": None} for row in nameless.rows)], [s])
+    assert problems_of(result, None) == problems_of(nulls, None)
+    assert [(r["run_id"], r["code"]) for r in problems_of(result, None)] == [(None, "row-invalid")]
+    reference = grade_reference([*good.rows, *nameless.rows], [s])
+    assert sorted(reference.summaries) == [RUN2]
+    assert {p["code"] for p in reference.problems if p["runId"] is None} == {"row-invalid"}
+
+
+@pytest.mark.parametrize("blank", BLANK_RUN_IDS, ids=repr)
+def test_e3_blank_run_id_row_is_left_out_of_its_run(blank: str) -> None:
+    """E-3: one row of a run written with a blank runId is no row of that run (nor of a run
+    `""`): it is dropped as a row with a null runId is, and the run is graded without it."""
+    log = LogBuilder()
+    log.eval_started()
+    log.trial("task-a", calls=["t:x", "t:y"])
+    log.eval_completed()
+    calls = [i for i, row in enumerate(log.rows) if row["type"] == "agent.tool-called"]
+    s = suite(golden("task-a", traj("exact", ["t:x"])))
+    rows = [dict(row) for row in log.rows]
+    rows[calls[1]]["runId"] = blank
+    result = grade(rows, [s])
+    rows[calls[1]]["runId"] = None
+    nulls = grade(rows, [s])
+    assert summary_of(result) == summary_of(nulls)
+    assert task_of(summary_of(result), "task-a")["trajectory"]["observedCount"] == 1
+    assert problems_of(result, None) == problems_of(nulls, None)
+    assert "row-invalid" in codes_of(result, None)
+
+
+#: sequences that place no row (E-3, E-76): null, negative, past 2^53-1
+UNUSABLE_SEQUENCES = [None, -1, 2**53]
+#: the run of a log's file that breaks a rule, beside a clean one
+BAD_RUN = "acme/run-bad"
+
+
+def _unplaced_start(sequence: int | None, **started: Any) -> list[dict[str, Any]]:
+    """A whole eval run (RUN) whose only eval.started has `sequence`, beside a clean run RUN2."""
+    log = LogBuilder()
+    log.eval_started(**started)
+    log.trial("task-a", calls=["t:x"])
+    log.eval_completed()
+    good = LogBuilder(RUN2)
+    good.eval_started()
+    good.trial("task-a", calls=["t:x"])
+    good.eval_completed()
+    rows = [dict(row) for row in log.rows]
+    for row in rows:
+        if row["type"] == "eval.started":
+            row["sequence"] = sequence
+    return rows + good.rows
+
+
+@pytest.mark.parametrize("sequence", UNUSABLE_SEQUENCES, ids=repr)
+@pytest.mark.parametrize("started", [{}, {"trialCount": "two"}], ids=["plain", "bad-trialCount"])
+def test_e3_eval_run_whose_eval_started_has_no_usable_sequence_is_named_with_its_suite(
+    sequence: int | None, started: dict[str, Any]
+) -> None:
+    """E-1, E-3: a run whose every eval.started has an unusable sequence is an eval run all the
+    same, not graded (`sequence-invalid`) and named with the suite its eval.started names; the
+    runs table listed it under no suite. Its eval.started places nothing, so it is not also
+    `eval-incomplete` or `trial-count-invalid`; the reference grades it alike."""
+    rows = _unplaced_start(sequence, **started)
+    s = suite(golden("task-a"))
+    result = grade(rows, [s])
+    assert list(result.summaries) == [RUN2] and result.skipped == [RUN]
+    assert result.exit_code == 3
+    (run,) = result.runs.filter(result.runs["run_id"] == RUN).to_dicts()
+    assert (run["suite_id"], run["suite_version"], run["graded"]) == (SUITE_ID, VERSION, False)
+    assert codes_of(result) == ["sequence-invalid"]
+    reference = grade_reference(rows, [s])
+    assert reference.skipped == {RUN} and sorted(reference.summaries) == [RUN2]
+    assert {p["code"] for p in reference.problems if p["runId"] == RUN} == {"sequence-invalid"}
+
+
+def test_e3_verify_and_explain_name_an_eval_run_whose_eval_started_is_unplaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """E-1, E-3: `verify` left such a run out (exit 0, `agrees` over the other run alone) and
+    `explain` called it no eval run (exit 2). Both now name it as a run not graded, as for any
+    other unusable sequence: `verify` does not verify it, `explain` shows its suite (exit 3)."""
+    bad = standard_run(BAD_RUN).rows
+    for row in bad:
+        if row["type"] == "eval.started":
+            row["sequence"] = None
+    events = write_events(tmp_path / "e.parquet", standard_run("acme/run-good").rows + bad)
+    s = write_json(tmp_path / "suites" / "s.json", make_suite()).parent
+    code, out, err = run_main(monkeypatch, capsys, "verify", events, "--suites", s)
+    assert code == 3 and "not-verified" in out, (out, err)
+    assert "2 eval runs" in out
+    code, out, err = run_main(
+        monkeypatch, capsys, "explain", events, "--suites", s, "--run-id", BAD_RUN
+    )
+    assert code == 3, (out, err)
+    assert f"run {BAD_RUN}" in out and "acme.test.evals.basic@1.0.0" in out
+    assert "NOT GRADED" in out and "sequence-invalid" in out
+    for text in (out, err):
+        assert "Traceback" not in text and "internal error" not in text
+
+
+# --------------------------------------------------------------------------------------------------
+# E-125 a required column's type can hold its values
+# --------------------------------------------------------------------------------------------------
+
+#: a required column stored in a type that cannot hold its values: (column, the column written
+#: from its values, the kind the message names)
+BAD_COLUMN_KINDS: dict[str, tuple[str, Callable[[list[Any]], pa.Array], str]] = {
+    "type-as-integers": ("type", lambda v: pa.array(range(len(v)), pa.int64()), "BIGINT"),
+    "type-of-nulls": ("type", lambda v: pa.nulls(len(v)), "NULL"),
+    "sequence-as-booleans": ("sequence", lambda v: pa.array([x > 0 for x in v]), "BOOLEAN"),
+    "payload-as-numbers": ("payload", lambda v: pa.array([7] * len(v), pa.int64()), "BIGINT"),
+    "payload-as-lists": (
+        "payload",
+        lambda v: pa.array([[1, 2]] * len(v), pa.list_(pa.int64())),
+        "LIST",
+    ),
+    "runId-as-booleans": ("runId", lambda v: pa.array([True] * len(v)), "BOOLEAN"),
+    "runId-as-bytes": ("runId", lambda v: pa.array([x.encode() for x in v], pa.binary()), "BLOB"),
+}
+
+
+def _bad_kind_file(path: Path, case: str) -> tuple[Path, str, str]:
+    """A clean run's log with one column rewritten as BAD_COLUMN_KINDS[case] says."""
+    column, rewrite, kind = BAD_COLUMN_KINDS[case]
+    table = pq.read_table(write_events(path, standard_run(BAD_RUN).rows))
+    index = table.schema.get_field_index(column)
+    pq.write_table(table.set_column(index, column, rewrite(table[column].to_pylist())), path)
+    return path, column, kind
+
+
+@pytest.mark.parametrize("case", BAD_COLUMN_KINDS)
+def test_e125_column_of_a_type_that_cannot_hold_its_values_leaves_its_file_out(
+    tmp_path: Path, case: str
+) -> None:
+    """E-125: a `type` stored as integers was read as type names no event has (every row
+    ignored, the run's events gone without a word), a boolean sequence numbered rows 0 and 1
+    (`event-conflict`), a payload of numbers or lists held no object (`summary-invalid`), a
+    boolean runId graded a run `true`. The file is left out (`columns-missing`), its message
+    naming the file, the column and its kind and nothing the file holds; every other file is
+    graded, as it is alone (exit 3)."""
+    good = write_events(tmp_path / "in" / "good.parquet", standard_run("acme/run-good").rows)
+    bad, column, kind = _bad_kind_file(tmp_path / "in" / "bad.parquet", case)
+    suites = [write_json(tmp_path / "s.json", make_suite())]
+    result = api.grade_paths([tmp_path / "in"], suites)
+    alone = api.grade_paths([good], suites)
+    assert result.summaries == alone.summaries and list(result.summaries) == ["acme/run-good"]
+    (problem,) = [p for p in result.problems.to_dicts() if p["run_id"] is None]
+    assert problem["code"] == "columns-missing" and problem["severity"] == "error"
+    message = problem["message"]
+    assert str(bad) in message and f"column {column} ({column})" in message
+    assert kind in message, message
+    assert BAD_RUN not in message and "eval.started" not in message
+    assert_content_free(message)
+    assert result.exit_code == 3
+
+
+@pytest.mark.parametrize("case", ["type-as-integers", "sequence-as-booleans", "payload-as-lists"])
+def test_e125_cli_names_the_file_and_column_exit_3_or_2_when_no_file_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    """E-125 through `run`: beside a good file, the file is skipped with a line naming it and
+    its column, the good run is written (exit 3); alone, no file is usable: exit 2 naming the
+    file and the column, nothing written. Never a traceback or an internal error."""
+    suites = write_json(tmp_path / "suites" / "s.json", make_suite()).parent
+    write_events(tmp_path / "in" / "good.parquet", standard_run("acme/run-good").rows)
+    bad, column, kind = _bad_kind_file(tmp_path / "in" / "bad.parquet", case)
+    out = tmp_path / "out"
+    code, stdout, stderr = run_main(
+        monkeypatch, capsys, "run", tmp_path / "in", "--suites", suites, "--out", out
+    )
+    assert code == 3, (stdout, stderr)
+    (line,) = [line for line in stderr.splitlines() if "[columns-missing]" in line]
+    assert line.strip().startswith("skipped:") and str(bad) in line and f"column {column}" in line
+    assert kind in line
+    assert [json.loads(x)["runId"] for x in (out / "summaries.jsonl").read_text().splitlines()] == [
+        "acme/run-good"
+    ]
+    code, stdout, stderr = run_main(
+        monkeypatch, capsys, "run", bad, "--suites", suites, "--out", tmp_path / "out-bad"
+    )
+    assert code == 2, (stdout, stderr)
+    assert "no usable event file" in stderr and str(bad) in stderr
+    assert f"column {column} ({column}) holds {kind}" in stderr
+    assert not (tmp_path / "out-bad").exists()
+    for text in (stdout, stderr):
+        assert "Traceback" not in text and "internal error" not in text
+        assert_content_free(text)
+
+
+def test_e125_a_file_of_no_rows_is_read_whatever_its_column_types(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """E-125, E-70: a file of no rows loses nothing, so its column types are not held to the
+    rule (an empty Arrow table's columns are of type null): beside a good file it changes no
+    grade (exit 0), and alone it is an empty log, which --allow-empty writes (exit 0)."""
+    suites = write_json(tmp_path / "suites" / "s.json", make_suite()).parent
+    good = write_events(tmp_path / "in" / "good.parquet", standard_run("acme/run-good").rows)
+    empty = tmp_path / "in" / "empty.parquet"
+    columns = ("runId", "sequence", "type", "payload")
+    pq.write_table(pa.table({c: pa.array([], pa.null()) for c in columns}), empty)
+    result = api.grade_paths([tmp_path / "in"], [suites])
+    assert result.summaries == api.grade_paths([good], [suites]).summaries
+    assert result.problems.height == 0 and result.exit_code == 0
+    out = tmp_path / "out"
+    code, stdout, stderr = run_main(
+        monkeypatch, capsys, "run", empty, "--suites", suites, "--out", out, "--allow-empty"
+    )
+    assert code == 0 and "wrote 0 summaries" in stdout, (stdout, stderr)
+
+
+#: a UUID run id, as its text (DuckDB's: lower case, hyphens)
+UUID_RUN = "0f8e6d2c-4b1a-4c3e-9d7f-2a5b8c1e0d93"
+
+
+@pytest.mark.parametrize(
+    ("column", "kind"),
+    [
+        ("runId", pa.int64()),
+        ("runId", pa.uuid()),
+        ("sequence", pa.float64()),
+        ("sequence", pa.string()),
+        ("sequence", pa.decimal128(20, 0)),
+        ("payload", pa.binary()),
+    ],
+    ids=str,
+)
+def test_e125_columns_of_the_kinds_the_rule_names_are_read(
+    tmp_path: Path, column: str, kind: pa.DataType
+) -> None:
+    """E-125 refuses only what cannot hold a column's values: a runId of integers or UUIDs (its
+    text), a sequence of doubles, decimals or text (E-76), a payload of bytes (E-79) are graded
+    as the same log written with the usual types."""
+    suites = [write_json(tmp_path / "s.json", make_suite())]
+    run_id = UUID_RUN if kind == pa.uuid() else "7"
+    usual = write_events(tmp_path / "usual.parquet", standard_run(run_id).rows)
+    table = pq.read_table(usual)
+    values = table[column].to_pylist()
+    if kind == pa.uuid():
+        array: pa.Array = pa.ExtensionArray.from_storage(
+            kind, pa.array([uuid.UUID(v).bytes for v in values], pa.binary(16))
+        )
+    else:
+        if column == "runId":
+            values = [int(v) for v in values]
+        elif column == "sequence" and kind == pa.string():
+            values = [str(v) for v in values]
+        elif column == "payload":
+            values = [v.encode() for v in values]
+        array = pa.array(values, kind)
+    index = table.schema.get_field_index(column)
+    other = tmp_path / "other.parquet"
+    pq.write_table(table.set_column(index, column, array), other)
+    expected = api.grade_paths([usual], suites)
+    result = api.grade_paths([other], suites)
+    assert result.summaries == expected.summaries and list(result.summaries) == [run_id]
+    assert result.problems.to_dicts() == expected.problems.to_dicts()

@@ -67,11 +67,15 @@ def _fetch(con: duckdb.DuckDBPyConnection, query: str) -> pl.DataFrame:
 
 
 def eval_runs(started: pl.DataFrame, completed: pl.DataFrame) -> pl.DataFrame:
-    """One row per eval run (§2.1): as sql's arg_min, each field is the first non-null one."""
+    """One row per eval run (§2.1): as sql's arg_min, each field is the first non-null one.
+
+    A run whose every eval.started has an unusable sequence is an eval run all the same (E-1),
+    not graded (`sequence-invalid`, E-3): its start_seq is null and its fields are read from
+    those rows in the order of their values, so every command names the run and its suite."""
     fields = [c for c in started.columns if c not in ("run_id", "sequence")]
+    placed = started.filter(pl.col("sequence").is_not_null())
     starts = (
-        started.filter(pl.col("sequence").is_not_null())
-        .sort("run_id", "sequence")
+        placed.sort("run_id", "sequence")
         .group_by("run_id", maintain_order=True)
         .agg(
             pl.col("sequence").first().alias("start_seq"),
@@ -79,6 +83,20 @@ def eval_runs(started: pl.DataFrame, completed: pl.DataFrame) -> pl.DataFrame:
             *[pl.col(c).drop_nulls().first() for c in fields],
         )
     )
+    unplaced = started.filter(
+        pl.col("sequence").is_null() & ~pl.col("run_id").is_in(placed["run_id"].implode())
+    )
+    if unplaced.height:
+        loose = (
+            unplaced.sort("run_id", *fields, nulls_last=True)
+            .group_by("run_id", maintain_order=True)
+            .agg(
+                pl.col("sequence").first().alias("start_seq"),
+                pl.len().cast(pl.Int64).alias("started_count"),
+                *[pl.col(c).drop_nulls().first() for c in fields],
+            )
+        )
+        starts = pl.concat([starts, loose]).sort("run_id")
     ends = (
         completed.join(starts.select("run_id", "start_seq"), on="run_id")
         .filter(pl.col("start_seq").lt(pl.col("sequence")))

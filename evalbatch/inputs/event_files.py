@@ -33,8 +33,28 @@ COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
     "payload": ("payload", "data"),
 }
 OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {"timestamp": ("timestamp",)}
-#: columns whose values are ids and names: a string column (a payload may be bytes of JSON text)
-TEXT_COLUMNS = frozenset({"runId", "type"})
+#: column types whose values are integers as stored (no fraction to check)
+_INTEGER_TYPES = frozenset(
+    {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT"}
+    | {"UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"}
+)
+#: E-125: the kinds of column (DuckDB's type name up to its first parenthesis) each required
+#: column may be, and what it holds, for the message naming one that is not: a run id as text
+#: (or an integer or UUID, read as its text), a sequence as E-76 reads it, a type name as text,
+#: a payload as JSON text, bytes of it, or a struct or map (E-7). Bytes are not text: a runId or
+#: type read from a BLOB is escaped (`\xFF`), an id that is not the log's (E-79).
+COLUMN_KINDS: dict[str, tuple[frozenset[str], str]] = {
+    "runId": (frozenset({"VARCHAR", "UUID"}) | _INTEGER_TYPES, "text"),
+    "sequence": (
+        frozenset({"FLOAT", "DOUBLE", "DECIMAL", "VARCHAR"}) | _INTEGER_TYPES,
+        "integers",
+    ),
+    "type": (frozenset({"VARCHAR"}), "text"),
+    "payload": (
+        frozenset({"VARCHAR", "JSON", "BLOB", "STRUCT", "MAP"}),
+        "JSON text (or a struct or map column)",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -86,6 +106,8 @@ def hive_keys(path: str) -> tuple[str, ...]:
 
 def _column_plan(con: duckdb.DuckDBPyConnection, path: str) -> tuple[tuple[str, str], ...]:
     """How one file's columns map to the canonical ones: ((canonical, 'column:type'), ...).
+    KeyError names a required column the file lacks, or holds in a type that cannot hold its
+    values (E-125) while the file holds rows.
 
     Files are grouped by this plan, so it also carries the file's hive keys: one read of a group
     must see the same partition layout in every file.
@@ -101,13 +123,6 @@ def _column_plan(con: duckdb.DuckDBPyConnection, path: str) -> tuple[tuple[str, 
             if canonical in COLUMN_ALIASES:
                 missing.append(canonical)
             continue
-        if canonical in TEXT_COLUMNS and columns[chosen].upper() == "BLOB":
-            # bytes read as text would be escaped (`\xFF`): a run graded under an id that is
-            # not the log's, or a type never matched (issue 14)
-            raise KeyError(
-                f"column {chosen} ({canonical}) holds bytes (BLOB), not text: write it as a "
-                "UTF-8 string column"
-            )
         plan.append((canonical, f"{chosen}:{columns[chosen]}"))
     if missing:
         have = ", ".join(sorted(columns)) or "none"
@@ -116,7 +131,46 @@ def _column_plan(con: duckdb.DuckDBPyConnection, path: str) -> tuple[tuple[str, 
             + "; ".join("|".join(COLUMN_ALIASES[m]) for m in missing)
             + f"); the file has: {have}"
         )
+    for canonical, spec in plan:
+        chosen, _, type_name = spec.partition(":")
+        if canonical not in COLUMN_KINDS or chosen in keys:  # a hive key is the path's text
+            continue
+        fault = _kind_fault(canonical, chosen, type_name)
+        # a file of no rows loses nothing, whatever its types (an empty Arrow table's columns
+        # are often of type null): it is read as before, and an empty log stays empty (E-70)
+        if fault and relation.aggregate("count(*)").fetchall() != [(0,)]:
+            raise KeyError(fault)
     return tuple(plan)
+
+
+def _type_kind(type_name: str) -> str:
+    """A column type's kind, without the field names a nested type carries (content-free):
+    `STRUCT`, `MAP`, `LIST` (`INTEGER[]`), `ARRAY` (`INTEGER[3]`), `DECIMAL`, `BIGINT`..."""
+    name = type_name.upper().strip('"')  # DuckDB quotes the type NULL
+    if name.endswith("[]"):
+        return "LIST"
+    if name.endswith("]"):
+        return "ARRAY"
+    return name.split("(", 1)[0].strip()
+
+
+def _kind_fault(canonical: str, chosen: str, type_name: str) -> str | None:
+    """Why a required column's type cannot hold its values (E-79, E-125), None when it can: a
+    `type` stored as integers named no event, so every row was ignored; a boolean sequence
+    numbered rows 0 and 1; a payload of numbers or lists held no object. Content-free: the
+    column's name, its role and its kind, never a value or a nested type's field names."""
+    kinds, holds = COLUMN_KINDS[canonical]
+    kind = _type_kind(type_name)
+    if kind in kinds:
+        return None
+    fix = "a UTF-8 string column" if holds == "text" else holds
+    if kind == "BLOB":
+        return f"column {chosen} ({canonical}) holds bytes (BLOB), not text: write it as {fix}"
+    if kind == "NULL":
+        return (
+            f"column {chosen} ({canonical}) holds no values (its type is NULL): write it as {fix}"
+        )
+    return f"column {chosen} ({canonical}) holds {kind} values, not {holds}: write it as {fix}"
 
 
 def scan(con: duckdb.DuckDBPyConnection, paths: list[str]) -> Sources:
@@ -247,10 +301,27 @@ def leaving_out_damaged(
 RunRange = tuple[str | None, str | None]
 
 
+#: E-3: a runId of these characters only (Unicode's White_Space, RE2's syntax) names no run
+_BLANK_RUN_ID = (
+    r"[\t\n\x{0B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}"
+    r"\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]*"
+)
+
+
+def _run_id_expr(run_col: str) -> str:
+    """The row's run id as text, NULL when it is empty or white space only (E-3: it names no
+    run, as a null one). Ids starting with a printable ASCII character skip the pattern."""
+    col = f"CAST({_ident(run_col)} AS VARCHAR)"
+    return (
+        f"CASE WHEN {col} >= '!' AND {col} < chr(127) THEN {col} "
+        f"WHEN regexp_full_match({col}, '{_BLANK_RUN_ID}') THEN NULL ELSE {col} END"
+    )
+
+
 def _range_filter(run_col: str, runs: RunRange | None, only: bool = False) -> str:
     """Rows with a run id (a row without one belongs to no run: counted once by `plan_batches`),
     inside the batch's range of run ids (and, with `only`, among the `selected_runs`)."""
-    col = f"CAST({_ident(run_col)} AS VARCHAR)"
+    col = _run_id_expr(run_col)
     low, high = runs or (None, None)
     where = [f"{col} IS NOT NULL"]
     if only:
@@ -283,13 +354,6 @@ def _payload_expr(column: str, type_name: str) -> str:
     return f"CAST({col} AS VARCHAR)"
 
 
-#: column types whose values are integers as stored (no fraction to check)
-_INTEGER_TYPES = frozenset(
-    {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT"}
-    | {"UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"}
-)
-
-
 def _sequence_expr(column: str, type_name: str) -> str:
     """The row's sequence, or NULL when it is not an integer 0..MAX_SEQUENCE (E-3, E-76).
 
@@ -304,11 +368,21 @@ def _sequence_expr(column: str, type_name: str) -> str:
     return f"CASE WHEN {in_range} THEN {value} END"
 
 
+#: E-124: the instants a timestamp may name, years 1 to 9999 in UTC (ISO 8601's four-digit years;
+#: what Python's datetime, and so every reader of the runs table, holds), first and last
+TIMESTAMP_RANGE = ("0001-01-01 00:00:00+00", "9999-12-31 23:59:59.999999+00")
+
+
 def _timestamp_expr(column: str, type_name: str) -> str:
+    """The row's timestamp, or NULL when it does not parse or lies outside `TIMESTAMP_RANGE`
+    (E-17, E-124): year 0 or 10000 is a timestamp that does not parse, never an error."""
     col = _ident(column)
     if type_name.upper().startswith("TIMESTAMP"):
-        return f"CAST({col} AS TIMESTAMPTZ)"
-    return f"TRY_CAST(CAST({col} AS VARCHAR) AS TIMESTAMPTZ)"
+        value = f"CAST({col} AS TIMESTAMPTZ)"
+    else:
+        value = f"TRY_CAST(CAST({col} AS VARCHAR) AS TIMESTAMPTZ)"
+    first, last = (f"TIMESTAMPTZ '{bound}'" for bound in TIMESTAMP_RANGE)
+    return f"CASE WHEN {value} BETWEEN {first} AND {last} THEN {value} END"
 
 
 @dataclass(frozen=True)
@@ -371,7 +445,7 @@ def _runs_union(sources: Sources, with_nulls: bool = False) -> str:
         run_col = dict(plan)["runId"].split(":", 1)[0]
         where = "" if with_nulls else _range_filter(run_col, None, sources.only_runs is not None)
         selects.append(
-            f"SELECT CAST({_ident(run_col)} AS VARCHAR) AS run_id FROM source_group_{number}{where}"
+            f"SELECT {_run_id_expr(run_col)} AS run_id FROM source_group_{number}{where}"
         )
     return " UNION ALL ".join(selects)
 
@@ -408,7 +482,7 @@ def register(
             else "CAST(NULL AS TIMESTAMPTZ)"
         )
         selects.append(
-            f"SELECT CAST({_ident(run_col)} AS VARCHAR) AS run_id, "
+            f"SELECT {_run_id_expr(run_col)} AS run_id, "
             f"{_sequence_expr(seq_col, columns['sequence'][1])} AS sequence, "
             f"{_sequence_expr(seq_col, columns['sequence'][1])} IS NOT NULL AS sequence_ok, "
             f"CAST({_ident(type_col)} AS VARCHAR) AS type, "

@@ -130,6 +130,8 @@ def _nothing_to_grade(
     filtered = " matches the run filters" if run_filter is not None and not run_filter.empty else ""
     unreadable = len(grading.file_problems)
     left_out = f" ({unreadable} event file(s) left out as unusable)" if unreadable else ""
+    if grading.plan.rows_without_run:  # E-3: rows whose runId is null or blank name no run
+        left_out += f" ({grading.plan.rows_without_run} row(s) without a runId)"
     return InputError(
         f"nothing to grade: no eval run (no eval.started) in the events{filtered}{left_out}; "
         f"nothing written to {out} (--allow-empty writes empty outputs)"

@@ -29,8 +29,9 @@ SELECT e.run_id, e.sequence, 'eval-restarted'
 FROM events AS e JOIN eval_runs AS r ON r.run_id = e.run_id
 WHERE e.type = 'eval.started' AND e.sequence > r.start_seq
 UNION ALL
+-- (an eval run whose eval.started has no usable sequence is only sequence-invalid, E-3)
 SELECT run_id, start_seq, 'eval-incomplete'
-FROM eval_runs WHERE end_seq IS NULL
+FROM eval_runs WHERE end_seq IS NULL AND start_seq IS NOT NULL
 UNION ALL
 SELECT e.run_id, e.sequence, 'scored-after-completed'
 FROM events AS e JOIN eval_runs AS r ON r.run_id = e.run_id
@@ -41,5 +42,5 @@ FROM events AS e JOIN eval_runs AS r ON r.run_id = e.run_id
 WHERE e.type = 'eval.completed' AND e.sequence > r.end_seq
 UNION ALL
 SELECT run_id, start_seq, 'trial-count-invalid'
-FROM eval_runs WHERE trial_count_present AND trial_count IS NULL
+FROM eval_runs WHERE trial_count_present AND trial_count IS NULL AND start_seq IS NOT NULL
 ORDER BY run_id, sequence, code
