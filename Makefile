@@ -86,7 +86,8 @@ test: $(DEV_STAMP) native browser
 	$(BIN)/python -m pytest
 
 # the families that read payloads, again on the DuckDB reference extractor (E-108): `make test`
-# runs them on the native one where it is built, and both must give one answer
+# runs them on the native one where it is built, and both must give one answer. The library never
+# reads EVALBATCH_EXTRACTOR (E-130): the commands do, and tests/conftest.py for library calls
 REFERENCE_PATH_TESTS := tests/test_fuzz.py tests/test_fault_injection.py tests/test_reference.py \
   tests/test_samples.py tests/test_rules_extract.py tests/test_rules_inputs.py \
   tests/test_delegates.py tests/test_sql_golden.py

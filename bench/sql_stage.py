@@ -23,11 +23,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import os
 import shlex
 import sys
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from run import (
     NATIVE_LIBRARY,
@@ -46,45 +46,46 @@ from run import (
     shown,
 )
 
+if TYPE_CHECKING:
+    from evalbatch.options import Extractor, Resources
 
-def _floor(files: list[str]) -> None:
+
+def _floor(files: list[str], _resources: Resources) -> None:
     import floor
 
     with contextlib.redirect_stdout(io.StringIO()):
         floor.main(files)
 
 
-def _events_pass(files: list[str]) -> None:
+def _events_pass(files: list[str], resources: Resources) -> None:
     from evalbatch.extract import events_pass
     from evalbatch.inputs import event_files
 
-    con = events_pass.connect()
+    con = events_pass.connect(resources)
     events_pass.events_pass(con, event_files.scan(con, files), None)
 
 
-def _events_pass_batched(files: list[str]) -> None:
+def _events_pass_batched(files: list[str], resources: Resources) -> None:
     from evalbatch.extract import events_pass
     from evalbatch.inputs import event_files
-    from evalbatch.options import Resources
 
-    resources = Resources()
     con = events_pass.connect(resources)
     sources = event_files.scan(con, files)
     for runs in event_files.plan_batches(con, sources, resources.batch_events).ranges:
         events_pass.events_pass(con, sources, runs)
 
 
-def _sql_stage(files: list[str]) -> None:
+def _sql_stage(files: list[str], resources: Resources) -> None:
     from evalbatch.extract import sql_files, trial_tables
     from evalbatch.inputs import event_files
 
-    con = trial_tables.connect()
+    con = trial_tables.connect(resources)
     trial_tables.extract(con, event_files.scan(con, files), None)
     con.execute(sql_files.load("batch_fingerprints").text).fetchall()
 
 
 #: stage name -> (label in the table, what the child runs after its imports)
-STAGES: dict[str, tuple[str, Callable[[list[str]], None]]] = {
+STAGES: dict[str, tuple[str, Callable[[list[str], Resources], None]]] = {
     "floor": ("floor, timed after its imports", _floor),
     "events": ("events pass (parse + checks, one batch)", _events_pass),
     "batches": ("events pass (parse + checks) in run's batches", _events_pass_batched),
@@ -92,16 +93,18 @@ STAGES: dict[str, tuple[str, Callable[[list[str]], None]]] = {
 }
 
 
-def run_stage(stage: str, patterns: list[str]) -> None:
-    """The child: import what the stage needs, then time only the stage and print its seconds."""
+def run_stage(stage: str, patterns: list[str], extractor: Extractor = "auto") -> None:
+    """The child: import what the stage needs, then time only the stage and print its seconds
+    (with the extractor named: the library reads no environment variable, E-130)."""
     import duckdb  # noqa: F401  (imported before the clock starts, as every stage needs it)
 
     from evalbatch.extract import trial_tables  # noqa: F401
     from evalbatch.inputs import event_files
+    from evalbatch.options import Resources
 
     files = event_files.expand_paths(patterns)
     started = time.perf_counter()
-    STAGES[stage][1](files)
+    STAGES[stage][1](files, Resources(extractor=extractor))
     print(time.perf_counter() - started)
 
 
@@ -133,9 +136,7 @@ def main() -> None:
     parser.add_argument("files", nargs="*", help="with --stage: event files or globs")
     args = parser.parse_args()
     if args.stage:
-        if args.extractor:
-            os.environ["EVALBATCH_EXTRACTOR"] = args.extractor
-        run_stage(args.stage, args.files)
+        run_stage(args.stage, args.files, args.extractor or "auto")
         return
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")

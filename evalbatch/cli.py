@@ -34,12 +34,12 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     """`--version`: the package's version and which extractor parses payloads (E-108)."""
     if not value or ctx.resilient_parsing:
         return
+    from evalbatch.commands.resources import environment_extractor
     from evalbatch.extract import extractor
-    from evalbatch.options import default_extractor
     from evalbatch.version import package_version
 
     click.echo(f"evalbatch, version {package_version()}")
-    click.echo(f"extractor: {extractor.describe(default_extractor())}")
+    click.echo(f"extractor: {extractor.describe(environment_extractor())}")
     ctx.exit()
 
 

@@ -16,6 +16,12 @@ class EvalbatchError(Exception):
     """Base of every error meant for a user: the message says what is wrong and what to do."""
 
 
+class OptionError(EvalbatchError, ValueError):
+    """An option object was made with a field outside what it allows (`GradeOptions`,
+    `RegressOptions`, `Resources`: E-130); the message names the field, the value and what is
+    allowed. A command's own parameter types refuse such a value first, as a usage error."""
+
+
 class InputError(EvalbatchError):
     """The input as a whole is unusable (no readable file, no file with the required columns)."""
 

@@ -1,22 +1,111 @@
 """Options that change how runs are graded, and the resources a command may use: shared by the
-engine, the reference, the library surface and the CLI, and passed explicitly."""
+engine, the reference, the library surface and the CLI, and passed explicitly.
+
+Every range and choice an option allows is declared here once (E-130): the option objects check
+their fields against it when they are made, and the CLI builds its parameter types from it, so a
+library user gets the CLI's protection and the two cannot drift. Nothing here reads the
+environment: `EVALBATCH_EXTRACTOR` is read where a command starts."""
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
+import math
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
+
+from evalbatch.errors import OptionError
 
 if TYPE_CHECKING:
     import duckdb
 
+
+@dataclass(frozen=True)
+class Bounds:
+    """The numbers an option allows: from `low` to `high` (None: unbounded), each end open or
+    closed, finite, whole numbers only when `integer`; a bool is never a number (E-130)."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    integer: bool = False
+
+    def describe(self) -> str:
+        """The range as a message names it: `a number in (0, 1)`, `a whole number >= 1`."""
+        kind = "a whole number" if self.integer else "a finite number"
+        low, high = (_shown(end) for end in (self.low, self.high))
+        if self.low is not None and self.high is not None:
+            left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+            return f"{kind} in {left}{low}, {high}{right}"
+        if self.low is not None:
+            return f"{kind} {'>' if self.low_open else '>='} {low}"
+        if self.high is not None:
+            return f"{kind} {'<' if self.high_open else '<='} {high}"
+        return kind
+
+    def allows(self, value: object) -> bool:
+        """Whether `value` is a number of this range (ints and floats, numpy's too; no bool)."""
+        kind = numbers.Integral if self.integer else numbers.Real
+        if isinstance(value, bool) or not isinstance(value, kind):
+            return False
+        number = float(value)
+        if not math.isfinite(number):
+            return False
+        if self.low is not None and (number <= self.low if self.low_open else number < self.low):
+            return False
+        return self.high is None or (number < self.high if self.high_open else number <= self.high)
+
+    def check(self, owner: str, name: str, value: object) -> None:
+        """Raise `OptionError` naming the field, the value and the range unless it allows it."""
+        if not self.allows(value):
+            raise OptionError(f"{owner}.{name} = {value!r}: must be {self.describe()}")
+
+
+def _shown(end: float | None) -> str:
+    """A range's end as a message writes it: 1, 0.5, 1000000."""
+    return "" if end is None else str(int(end)) if float(end).is_integer() else str(end)
+
+
+def check_choice(owner: str, name: str, value: object, choices: Sequence[object]) -> None:
+    """Raise `OptionError` naming the field, the value and the choices unless it is one."""
+    if isinstance(value, str) and value in choices:
+        return
+    allowed = ", ".join(repr(choice) for choice in choices)
+    raise OptionError(f"{owner}.{name} = {value!r}: must be one of {allowed}")
+
+
+def check_flag(owner: str, name: str, value: object) -> None:
+    """Raise `OptionError` unless `value` is True or False."""
+    if not isinstance(value, bool):
+        raise OptionError(f"{owner}.{name} = {value!r}: must be True or False")
+
+
+#: a suite bar: a score (D-15)
+PASS_SCORE = Bounds(0, 1)
 OnMissDefault = Literal["count", "fail"]
+ON_MISS_DEFAULTS: tuple[OnMissDefault, ...] = ("count", "fail")
 #: the paired tests `regress` and the regression block may use (§5, D-16)
 Method = Literal["paired-bootstrap", "paired-t", "sign-test", "mcnemar"]
 METHODS: tuple[Method, ...] = ("paired-bootstrap", "paired-t", "sign-test", "mcnemar")
 #: bootstrap resamples: at least §5's 10,000, at most a million (a float per resample is kept,
 #: and the draws take time in proportion: past this a gate would hang, not decide better)
 MIN_RESAMPLES, MAX_RESAMPLES = 10_000, 1_000_000
+RESAMPLES = Bounds(MIN_RESAMPLES, MAX_RESAMPLES, integer=True)
+#: the two-sided significance level, and a plan's chance of detecting its effect
+ALPHA = POWER = Bounds(0, 1, low_open=True, high_open=True)
+#: the equivalence margin in score points: below 1, which would call every change unchanged (E-114)
+MARGIN = Bounds(0, 1, high_open=True)
+#: the change in score points a plan sizes a comparison to detect
+EFFECT = Bounds(0, 1, low_open=True)
+#: the bootstrap's random seed (numpy's generators take no negative one)
+SEED = Bounds(0, integer=True)
+#: what a comparison reads: task gating scores (D-19) or meanScore
+Score = Literal["gating", "output"]
+SCORES: tuple[Score, ...] = ("gating", "output")
+#: how the p-values of several suites gated at once are adjusted
+Correction = Literal["holm", "bh", "none"]
+CORRECTIONS: tuple[Correction, ...] = ("holm", "bh", "none")
 
 
 @dataclass(frozen=True)
@@ -32,6 +121,10 @@ class GradeOptions:
     default_pass_score: float = 1.0
     on_miss_default: OnMissDefault = "count"
 
+    def __post_init__(self) -> None:
+        PASS_SCORE.check("GradeOptions", "default_pass_score", self.default_pass_score)
+        check_choice("GradeOptions", "on_miss_default", self.on_miss_default, ON_MISS_DEFAULTS)
+
 
 #: how the events pass parses payloads (E-108): "auto" takes the native extractor where it is
 #: built, "native" requires it, "duckdb" is the reference query alone; one answer either way
@@ -41,18 +134,13 @@ EXTRACTORS: tuple[Extractor, ...] = ("auto", "native", "duckdb")
 EXTRACTOR_VARIABLE = "evalbatch_extractor"
 
 
-def default_extractor() -> Extractor:
-    """The extractor when none is named: EVALBATCH_EXTRACTOR if it names one, else "auto" (so
-    a notebook or a test run can take the reference path without an option)."""
-    value = os.environ.get("EVALBATCH_EXTRACTOR", "auto")
-    for name in EXTRACTORS:
-        if value == name:
-            return name
-    return "auto"
-
-
 #: events per batch of whole runs: below this everything is graded in one pass
 DEFAULT_BATCH_EVENTS = 1_000_000
+BATCH_EVENTS = Bounds(1, integer=True)
+#: the most DuckDB threads a command asks for: far past any machine's cores, well short of the
+#: count that makes DuckDB spend minutes starting threads (E-82)
+MAX_THREADS = 1024
+THREADS = Bounds(1, MAX_THREADS, integer=True)
 
 
 @dataclass(frozen=True)
@@ -67,14 +155,22 @@ class Resources:
         spill_dir: where DuckDB spills past the memory limit.
         batch_events: events per batch of whole runs for the local engine: memory grows with
             a batch, not with the input.
-        extractor: which extractor parses payloads in the events pass (E-108).
+        extractor: which extractor parses payloads in the events pass (E-108): "auto" unless
+            named; the environment is never read here (`EVALBATCH_EXTRACTOR` is the CLI's, read
+            where a command starts, E-130).
     """
 
     threads: int | None = None
     memory_limit: str | None = None
     spill_dir: str | None = None
     batch_events: int = DEFAULT_BATCH_EVENTS
-    extractor: Extractor = field(default_factory=default_extractor)
+    extractor: Extractor = "auto"
+
+    def __post_init__(self) -> None:
+        if self.threads is not None:
+            THREADS.check("Resources", "threads", self.threads)
+        BATCH_EVENTS.check("Resources", "batch_events", self.batch_events)
+        check_choice("Resources", "extractor", self.extractor, EXTRACTORS)
 
     def apply(self, con: duckdb.DuckDBPyConnection) -> None:
         """Set a connection's threads, memory limit and spill directory; DuckDB's defaults for

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import random
 import subprocess
@@ -19,11 +20,16 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+import click
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
+from evalbatch.commands.resources import environment_extractor
+from evalbatch.extract import extractor
+from evalbatch.options import Bounds, Extractor
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -357,6 +363,29 @@ def assert_problem_message(row: Mapping[str, Any]) -> None:
 # Fixtures
 
 
+#: the extractor the whole test run names (`make test-duckdb` sets EVALBATCH_EXTRACTOR=duckdb),
+#: read once, here, as a command reads it where it starts
+RUN_EXTRACTOR = environment_extractor()
+
+
+@pytest.fixture(autouse=True)
+def _extractor_of_the_test_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test run's boundary reads EVALBATCH_EXTRACTOR, as the CLI's does (E-108, E-130).
+
+    The CLI tests get it from the environment; the library never reads it (`Resources()` is
+    "auto"), so a test that calls the library without naming an extractor would take the native
+    one under `make test-duckdb`. When the run names one, "auto" resolves to it here, so those
+    tests take the path the run asked for; an extractor a test names itself is kept."""
+    if RUN_EXTRACTOR == "auto":
+        return
+    resolve = extractor.resolve
+
+    def resolve_for_the_run(choice: Extractor) -> Literal["native", "duckdb"]:
+        return resolve(RUN_EXTRACTOR if choice == "auto" else choice)
+
+    monkeypatch.setattr(extractor, "resolve", resolve_for_the_run)
+
+
 @pytest.fixture
 def suite_dir(tmp_path: Path) -> Path:
     """A directory holding the suite `make_suite()` describes."""
@@ -444,3 +473,35 @@ def generated_log(
     with duckdb.connect() as con:
         con.execute(f"COPY ({query}) TO '{events}' (FORMAT parquet)", params)
     return events, suites
+
+
+# --------------------------------------------------------------------------------------------
+# Options that check themselves (E-130)
+
+
+def cli_param(command: click.Command, name: str) -> click.Parameter:
+    """The parameter of `command` whose keyword is `name`."""
+    return next(param for param in command.params if param.name == name)
+
+
+def cli_accepts(command: click.Command, name: str, text: str) -> bool:
+    """Whether `command`'s option `name` takes `text` as a user would type it."""
+    param = cli_param(command, name)
+    try:
+        param.type.convert(text, param, None)
+    except click.BadParameter:
+        return False
+    return True
+
+
+def bound_probes(bounds: Bounds) -> list[float]:
+    """Numbers at, just inside and just outside each end of a range, and the non-finite ones."""
+    values = [math.nan, math.inf, -math.inf]
+    for end in (bounds.low, bounds.high):
+        if end is None:
+            continue
+        if bounds.integer:
+            values += [int(end) - 1, int(end), int(end) + 1]
+        else:
+            values += [float(end), math.nextafter(end, -math.inf), math.nextafter(end, math.inf)]
+    return values

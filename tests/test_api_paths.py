@@ -10,16 +10,39 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
+from click.testing import CliRunner
 from polars.testing import assert_frame_equal
 
 import evalbatch
 from evalbatch import api
+from evalbatch.cli import cli
+from evalbatch.commands.run import run as run_command
+from evalbatch.errors import OptionError
+from evalbatch.extract import extractor
+from evalbatch.options import (
+    BATCH_EVENTS,
+    EXTRACTORS,
+    MAX_THREADS,
+    ON_MISS_DEFAULTS,
+    PASS_SCORE,
+    THREADS,
+    Bounds,
+)
 from evalbatch.pipeline.grading import as_paths
-from tests.conftest import ROOT, SAMPLE_EVENTS, SAMPLE_SUITES
+from tests.conftest import (
+    ROOT,
+    SAMPLE_EVENTS,
+    SAMPLE_SUITES,
+    bound_probes,
+    cli_accepts,
+)
 
 REGRESS = ROOT / "data" / "samples" / "regress"
 RUN = "acme/run-trials-k2-0001"
@@ -161,3 +184,133 @@ def test_everything_the_docs_import_is_in_evalbatch() -> None:
 def test_evalbatch_exports_the_whole_api() -> None:
     """Issue 17 item 5: `evalbatch` and `evalbatch.api` offer the same names."""
     assert sorted(evalbatch.__all__) == sorted(api.__all__)
+
+
+# --------------------------------------------------------------------------------------------
+# E-130: options that check themselves, with the ranges the CLI has
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"default_pass_score": 7.0, "on_miss_default": "bogus"}, "default_pass_score = 7.0"),
+        ({"default_pass_score": -0.1}, "default_pass_score = -0.1"),
+        ({"default_pass_score": math.nan}, "default_pass_score = nan"),
+        ({"default_pass_score": math.inf}, "default_pass_score = inf"),
+        ({"default_pass_score": True}, "default_pass_score = True"),
+        ({"default_pass_score": "0.5"}, "default_pass_score = '0.5'"),
+        ({"on_miss_default": "bogus"}, "on_miss_default = 'bogus'"),
+        ({"on_miss_default": None}, "on_miss_default = None"),
+    ],
+)
+def test_e130_grade_options_refuse_what_the_cli_refuses(
+    fields: dict[str, object], named: str
+) -> None:
+    """E-130 / D-9 / D-15: a GradeOptions the CLI could not be given is refused when it is made,
+    naming the field, the value and what is allowed (not graded with exit 0)."""
+    with pytest.raises(OptionError, match=re.escape(f"GradeOptions.{named}: must be")) as raised:
+        evalbatch.GradeOptions(**fields)  # type: ignore[arg-type]
+    assert isinstance(raised.value, ValueError)
+    assert "[0, 1]" in str(raised.value) or "'count', 'fail'" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"threads": 0}, "threads = 0"),
+        ({"threads": MAX_THREADS + 1}, f"threads = {MAX_THREADS + 1}"),
+        ({"threads": 2.0}, "threads = 2.0"),
+        ({"threads": True}, "threads = True"),
+        ({"batch_events": 0}, "batch_events = 0"),
+        ({"batch_events": -5}, "batch_events = -5"),
+        ({"batch_events": False}, "batch_events = False"),
+        ({"extractor": "simdjson"}, "extractor = 'simdjson'"),
+        ({"extractor": None}, "extractor = None"),
+    ],
+)
+def test_e130_resources_refuse_what_the_cli_refuses(fields: dict[str, object], named: str) -> None:
+    """E-130 / E-64 / E-108: Resources the CLI could not be given are refused when made."""
+    with pytest.raises(OptionError, match=re.escape(f"Resources.{named}: must be")):
+        evalbatch.Resources(**fields)  # type: ignore[arg-type]
+
+
+def test_e130_defaults_and_every_cli_edge_still_construct() -> None:
+    """E-130: the defaults, and each value at an edge the CLI takes, make the objects."""
+    assert evalbatch.GradeOptions() == evalbatch.GradeOptions(1.0, "count")
+    for score in (0, 1, 0.0, 1.0, 0.75, np.float64(0.5), np.int64(1)):
+        for on_miss in ON_MISS_DEFAULTS:
+            evalbatch.GradeOptions(default_pass_score=score, on_miss_default=on_miss)
+    assert evalbatch.Resources().extractor == "auto"
+    for threads in (None, 1, MAX_THREADS, np.int64(4)):
+        for name in EXTRACTORS:
+            evalbatch.Resources(threads=threads, batch_events=1, extractor=name)
+
+
+@pytest.mark.parametrize(
+    ("option", "name", "bounds", "make"),
+    [
+        ("--default-pass-score", "default_pass_score", PASS_SCORE, evalbatch.GradeOptions),
+        ("--threads", "threads", THREADS, evalbatch.Resources),
+        ("--batch-events", "batch_events", BATCH_EVENTS, evalbatch.Resources),
+    ],
+)
+def test_e130_the_cli_and_the_objects_allow_the_same_numbers(
+    option: str, name: str, bounds: Bounds, make: Any
+) -> None:
+    """E-130: one range, declared once: at, just inside and just outside each end (and NaN,
+    infinities), `evalbatch run` takes a value exactly when the object does."""
+    for value in bound_probes(bounds):
+        text = str(value) if isinstance(value, int) else repr(value)
+        try:
+            make(**{name: value})
+            made = True
+        except OptionError as exc:
+            assert f".{name} = " in str(exc)
+            made = False
+        assert cli_accepts(run_command, name, text) == made, (option, value)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--default-pass-score", "7.0"],
+        ["--default-pass-score", "nan"],
+        ["--on-miss-default", "bogus"],
+        ["--threads", "0"],
+        ["--batch-events", "0"],
+        ["--extractor", "simdjson"],
+    ],
+)
+def test_e130_the_cli_still_refuses_with_its_usage_line(args: list[str]) -> None:
+    """E-130 / E-82: the same bad values on the command line are click's usage error (exit 2,
+    the usage line and the option named), before the option objects are made."""
+    result = CliRunner().invoke(cli, ["run", str(SAMPLE_EVENTS), "--out", "unused", *args])
+    assert result.exit_code == 2, result.output
+    assert "Usage: cli run" in result.output or "Usage: evalbatch run" in result.output
+    assert f"Invalid value for '{args[0]}'" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_e130_evalbatch_extractor_is_read_by_the_cli_not_by_resources(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """E-130 / E-108: EVALBATCH_EXTRACTOR set in the environment leaves `Resources()` "auto" (the
+    library reads no environment) and is what `evalbatch run` takes when --extractor is not
+    given; --extractor still wins over it."""
+    monkeypatch.setenv("EVALBATCH_EXTRACTOR", "duckdb")
+    assert evalbatch.Resources() == evalbatch.Resources(extractor="auto")
+    assert evalbatch.Resources().extractor == "auto"
+
+    def extractor_of(*extra: str) -> str:
+        out = tmp_path / f"out{len(list(tmp_path.iterdir()))}"
+        args = ["run", str(SAMPLE_EVENTS), "--suites", str(SAMPLE_SUITES), "--out", str(out)]
+        result = CliRunner().invoke(cli, [*args, "--json", "--quiet", *extra])
+        assert result.exit_code == 0, result.output
+        return str(json.loads(result.stdout)["extractor"])
+
+    assert extractor_of() == "duckdb"
+    if extractor.library() is not None:  # where the native extractor is built
+        assert extractor_of("--extractor", "native").startswith("native")
+        monkeypatch.setenv("EVALBATCH_EXTRACTOR", "native")
+        assert extractor_of().startswith("native")
+        assert extractor_of("--extractor", "duckdb") == "duckdb"

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 from typing import Any
 
+import click
 import numpy as np
 import polars as pl
 import pytest
@@ -13,10 +16,24 @@ from click.testing import CliRunner
 
 from evalbatch import api
 from evalbatch.cli import cli
-from evalbatch.errors import InputError
-from evalbatch.options import METHODS
+from evalbatch.commands.regress import regress_command
+from evalbatch.errors import InputError, OptionError
+from evalbatch.options import (
+    ALPHA,
+    CORRECTIONS,
+    EFFECT,
+    MARGIN,
+    MAX_RESAMPLES,
+    METHODS,
+    MIN_RESAMPLES,
+    POWER,
+    RESAMPLES,
+    SCORES,
+    SEED,
+    Bounds,
+)
 from evalbatch.reduce import regression
-from tests.conftest import run_evalbatch
+from tests.conftest import bound_probes, cli_accepts, cli_param, run_evalbatch
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
 BASE = SAMPLES / "regress" / "baseline.parquet"
@@ -367,3 +384,124 @@ def test_cli_unusable_input_exits_2() -> None:
     assert refused.returncode == 2
     assert "acme/run-regress-baseline-0001" in refused.stderr
     assert "--base-run-id" in refused.stderr
+
+
+# --- E-130: RegressOptions checks itself, with the ranges `regress` has ----------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"alpha": 3.0, "resamples": -1}, "alpha = 3.0"),
+        ({"resamples": -1}, "resamples = -1"),
+        ({"resamples": MIN_RESAMPLES - 1}, f"resamples = {MIN_RESAMPLES - 1}"),
+        ({"resamples": MAX_RESAMPLES + 1}, f"resamples = {MAX_RESAMPLES + 1}"),
+        ({"resamples": 10_000.0}, "resamples = 10000.0"),
+        ({"method": "wilcoxon"}, "method = 'wilcoxon'"),
+        ({"alpha": 0.0}, "alpha = 0.0"),
+        ({"alpha": 1}, "alpha = 1"),
+        ({"alpha": math.nan}, "alpha = nan"),
+        ({"alpha": True}, "alpha = True"),
+        ({"margin": 1.0}, "margin = 1.0"),
+        ({"margin": -0.01}, "margin = -0.01"),
+        ({"seed": -1}, "seed = -1"),
+        ({"seed": 1.5}, "seed = 1.5"),
+        ({"seed": True}, "seed = True"),
+        ({"score": "mean"}, "score = 'mean'"),
+        ({"correction": "bonferroni"}, "correction = 'bonferroni'"),
+        ({"plan": "yes"}, "plan = 'yes'"),
+        ({"effect": 0.0}, "effect = 0.0"),
+        ({"effect": 1.5}, "effect = 1.5"),
+        ({"effect": math.inf}, "effect = inf"),
+        ({"power": 1.0}, "power = 1.0"),
+        ({"power": 0}, "power = 0"),
+    ],
+)
+def test_e130_regress_options_refuse_what_regress_refuses(
+    fields: dict[str, Any], named: str
+) -> None:
+    """E-130 / D-16 / E-114: a RegressOptions `regress` could not be given is refused when it is
+    made, naming the field, the value and what is allowed (a ValueError, and the project's
+    OptionError, which a command shows as one line with exit code 2)."""
+    with pytest.raises(OptionError, match=re.escape(f"RegressOptions.{named}: must be")) as raised:
+        regression.RegressOptions(**fields)
+    assert isinstance(raised.value, ValueError)
+
+
+def test_e130_regress_defaults_and_every_cli_edge_still_construct() -> None:
+    """E-130: the defaults, and each value at an edge `regress` takes, make the object."""
+    assert regression.RegressOptions().resamples == MIN_RESAMPLES
+    for method in METHODS:
+        regression.RegressOptions(method=method)
+    for score in SCORES:
+        for correction in CORRECTIONS:
+            regression.RegressOptions(score=score, correction=correction, plan=True)
+    tiny, near_one = math.nextafter(0, 1), math.nextafter(1, 0)
+    regression.RegressOptions(alpha=tiny, margin=0, seed=0, resamples=MIN_RESAMPLES)
+    regression.RegressOptions(alpha=near_one, margin=near_one, seed=2**63, resamples=MAX_RESAMPLES)
+    regression.RegressOptions(effect=tiny, power=tiny)
+    regression.RegressOptions(effect=1, power=near_one, alpha=np.float64(0.1), seed=np.int64(7))
+
+
+#: each number `regress` takes: its option, the RegressOptions field, the command's keyword
+REGRESS_NUMBERS = [
+    ("--alpha", "alpha", "alpha", ALPHA),
+    ("--margin", "margin", "margin", MARGIN),
+    ("--seed", "seed", "seed", SEED),
+    ("--resamples", "resamples", "resamples", RESAMPLES),
+    ("--effect", "effect", "effect", EFFECT),
+    ("--power", "power", "power", POWER),
+]
+
+
+@pytest.mark.parametrize(("option", "field", "keyword", "bounds"), REGRESS_NUMBERS)
+def test_e130_regress_and_its_options_allow_the_same_numbers(
+    option: str, field: str, keyword: str, bounds: Bounds
+) -> None:
+    """E-130: one range, declared once: at, just inside and just outside each end (and NaN,
+    infinities), `regress` takes a value exactly when RegressOptions does."""
+    for value in bound_probes(bounds):
+        text = str(value) if isinstance(value, int) else repr(value)
+        try:
+            regression.RegressOptions(**{field: value})
+            made = True
+        except OptionError as exc:
+            assert f"RegressOptions.{field} = " in str(exc)
+            made = False
+        assert cli_accepts(regress_command, keyword, text) == made, (option, value)
+
+
+@pytest.mark.parametrize(
+    ("keyword", "choices"),
+    [("method", METHODS), ("score_kind", SCORES), ("correction", CORRECTIONS)],
+)
+def test_e130_regress_choices_are_the_declared_ones(keyword: str, choices: tuple[str, ...]) -> None:
+    """E-130: `regress`'s choices are the tuples RegressOptions checks against."""
+    param = cli_param(regress_command, keyword)
+    assert isinstance(param.type, click.Choice)
+    assert tuple(param.type.choices) == choices
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--alpha", "3.0"],
+        ["--alpha", "0"],
+        ["--margin", "1"],
+        ["--seed", "-1"],
+        ["--resamples", "-1"],
+        ["--effect", "0"],
+        ["--power", "1"],
+        ["--method", "wilcoxon"],
+        ["--score", "mean"],
+        ["--correction", "bonferroni"],
+    ],
+)
+def test_e130_regress_still_refuses_with_its_usage_line(args: list[str]) -> None:
+    """E-130 / E-82: on the command line the same values are click's usage error: exit 2, the
+    usage line, the option named, no traceback."""
+    result = CliRunner().invoke(cli, ["regress", str(BASE), str(CAND), *args])
+    assert result.exit_code == 2, result.output
+    assert "Usage: " in result.output and " regress " in result.output
+    assert f"Invalid value for '{args[0]}'" in result.output
+    assert "Traceback" not in result.output

@@ -10,13 +10,13 @@ noted on stderr, and giving an old and the new spelling together is a usage erro
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.core import ParameterSource
 
-from evalbatch.commands.types import FiniteFloatRange
-from evalbatch.options import OnMissDefault
+from evalbatch.commands.types import bounded
+from evalbatch.options import ON_MISS_DEFAULTS, PASS_SCORE
 
 if TYPE_CHECKING:
     from evalbatch.inputs.capabilities import EvalSuiteFacets
@@ -130,14 +130,14 @@ suites_option = click.option(
 )
 default_pass_score_option = click.option(
     "--default-pass-score",
-    type=FiniteFloatRange(0, 1),
+    type=bounded(PASS_SCORE),
     default=1.0,
     show_default=True,
     help="Suite bar, a score from 0 to 1, when thresholds.passScore is absent (D-15).",
 )
 on_miss_default_option = click.option(
     "--on-miss-default",
-    type=click.Choice(get_args(OnMissDefault)),  # the values GradeOptions is typed with
+    type=click.Choice(ON_MISS_DEFAULTS),  # the values GradeOptions checks (E-130)
     default="count",
     show_default=True,
     help="What an absent fixtures.onMiss means (D-9).",

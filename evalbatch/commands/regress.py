@@ -10,15 +10,29 @@ from __future__ import annotations
 import json
 import sys
 from datetime import datetime
-from typing import Literal
 
 import click
 
 from evalbatch.commands import faults, filters, printing, resources
 from evalbatch.commands.options import quiet_option, renamed_option, suites_option
-from evalbatch.commands.types import FiniteFloatRange, printable
+from evalbatch.commands.types import bounded, printable
 from evalbatch.errors import EXIT_FAILED
-from evalbatch.options import MAX_RESAMPLES, METHODS, MIN_RESAMPLES, Method, Resources
+from evalbatch.options import (
+    ALPHA,
+    CORRECTIONS,
+    EFFECT,
+    MARGIN,
+    METHODS,
+    MIN_RESAMPLES,
+    POWER,
+    RESAMPLES,
+    SCORES,
+    SEED,
+    Correction,
+    Method,
+    Resources,
+    Score,
+)
 
 
 @click.command(
@@ -37,14 +51,14 @@ from evalbatch.options import MAX_RESAMPLES, METHODS, MIN_RESAMPLES, Method, Res
 )
 @click.option(
     "--alpha",
-    type=FiniteFloatRange(0, 1, min_open=True, max_open=True),
+    type=bounded(ALPHA),
     default=0.05,
     show_default=True,
     help="Two-sided significance level.",
 )
 @click.option(
     "--margin",
-    type=FiniteFloatRange(0, 1, max_open=True),
+    type=bounded(MARGIN),
     default=0.02,
     show_default=True,
     help="Equivalence margin, in score points (0 <= x < 1): the mean paired difference's "
@@ -52,14 +66,14 @@ from evalbatch.options import MAX_RESAMPLES, METHODS, MIN_RESAMPLES, Method, Res
 )
 @click.option(
     "--seed",
-    type=click.IntRange(0),
+    type=bounded(SEED),
     default=0,
     show_default=True,
     help="Bootstrap random seed: the same seed gives the same interval.",
 )
 @click.option(
     "--resamples",
-    type=click.IntRange(MIN_RESAMPLES, MAX_RESAMPLES),
+    type=bounded(RESAMPLES),
     default=MIN_RESAMPLES,
     show_default=True,
     help="Bootstrap resamples of the tasks (10,000 to 1,000,000: at least §5's 10,000).",
@@ -67,7 +81,7 @@ from evalbatch.options import MAX_RESAMPLES, METHODS, MIN_RESAMPLES, Method, Res
 @click.option(
     "--score",
     "score_kind",
-    type=click.Choice(["gating", "output"]),
+    type=click.Choice(SCORES),
     default="gating",
     show_default=True,
     help="Compare task gating scores (D-19) or meanScore.",
@@ -109,7 +123,7 @@ from evalbatch.options import MAX_RESAMPLES, METHODS, MIN_RESAMPLES, Method, Res
 )
 @click.option(
     "--correction",
-    type=click.Choice(["holm", "bh", "none"]),
+    type=click.Choice(CORRECTIONS),
     default="holm",
     show_default=True,
     help="When several suites are tested at once: Holm (family-wise error at --alpha), "
@@ -124,14 +138,14 @@ from evalbatch.options import MAX_RESAMPLES, METHODS, MIN_RESAMPLES, Method, Res
 )
 @click.option(
     "--effect",
-    type=FiniteFloatRange(0, 1, min_open=True),
+    type=bounded(EFFECT),
     default=0.05,
     show_default=True,
     help="The change in score points (0 to 1) a plan sizes the comparison to detect.",
 )
 @click.option(
     "--power",
-    type=FiniteFloatRange(0, 1, min_open=True, max_open=True),
+    type=bounded(POWER),
     default=0.8,
     show_default=True,
     help="The chance a plan asks of detecting --effect.",
@@ -153,13 +167,13 @@ def regress_command(
     margin: float,
     seed: int,
     resamples: int,
-    score_kind: Literal["gating", "output"],
+    score_kind: Score,
     base_run: str | None,
     cand_run: str | None,
     allow_mixed: bool,
     allow_same_run: bool,
     fail_on: str,
-    correction: Literal["holm", "bh", "none"],
+    correction: Correction,
     with_plan: bool,
     effect: float,
     power: float,

@@ -8,26 +8,49 @@ spelling of `--temp-dir`, is a hidden old spelling (issue 17 item 2)."""
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import click
 
 from evalbatch.commands.options import renamed_option
-from evalbatch.commands.types import MAX_THREADS, MemoryLimit
-from evalbatch.options import DEFAULT_BATCH_EVENTS, EXTRACTORS, Resources, default_extractor
+from evalbatch.commands.types import MemoryLimit, bounded
+from evalbatch.options import (
+    BATCH_EVENTS,
+    DEFAULT_BATCH_EVENTS,
+    EXTRACTORS,
+    THREADS,
+    Extractor,
+    Resources,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: the environment variable that names the extractor when --extractor is not given (E-108); read
+#: here, where a command starts, never by the library (E-130)
+EXTRACTOR_ENVIRONMENT = "EVALBATCH_EXTRACTOR"
+
+
+def environment_extractor() -> Extractor:
+    """The extractor a command takes when --extractor is not given: EVALBATCH_EXTRACTOR if it
+    names one, else "auto". `Resources()` itself is always "auto" (E-130)."""
+    value = os.environ.get(EXTRACTOR_ENVIRONMENT, "auto")
+    for name in EXTRACTORS:
+        if value == name:
+            return name
+    return "auto"
+
+
 _THREADS = click.option(
     "--threads",
-    type=click.IntRange(1, MAX_THREADS),
+    type=bounded(THREADS),
     default=None,
     help="DuckDB threads (default: all cores).",
 )
 _BATCH_EVENTS = click.option(
     "--batch-events",
-    type=click.IntRange(1),
+    type=bounded(BATCH_EVENTS),
     default=DEFAULT_BATCH_EVENTS,
     show_default=True,
     help="Grade whole runs in batches of about this many events (bounds memory).",
@@ -77,7 +100,7 @@ def resource_options(*, batch_events: bool = False) -> Callable[[F], F]:
             **kwargs: Any,
         ) -> Any:
             events = kwargs.pop("batch_events", DEFAULT_BATCH_EVENTS)
-            chosen = extractor or default_extractor()
+            chosen = extractor or environment_extractor()
             resources = Resources(threads, memory_limit, spill_dir, events, chosen)
             return command(*args, resources=resources, **kwargs)
 

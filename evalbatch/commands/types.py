@@ -9,9 +9,10 @@ from typing import Any
 
 import click
 
+from evalbatch.options import Bounds
 from evalbatch.text import printable
 
-__all__ = ["ByteSize", "FiniteFloatRange", "MemoryLimit", "printable"]
+__all__ = ["ByteSize", "FiniteFloatRange", "MemoryLimit", "bounded", "printable"]
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -27,9 +28,14 @@ class FiniteFloatRange(click.FloatRange):
         return number
 
 
-#: the most DuckDB threads a command asks for: far past any machine's cores, well short of the
-#: count that makes DuckDB spend minutes starting threads (E-82)
-MAX_THREADS = 1024
+def bounded(bounds: Bounds) -> click.IntRange | FiniteFloatRange:
+    """The click type of an option whose range `evalbatch.options` declares: the command refuses
+    what the option object would (E-130), as a usage error before anything is read."""
+    if bounds.integer:
+        low, high = (None if end is None else int(end) for end in (bounds.low, bounds.high))
+        return click.IntRange(low, high, bounds.low_open, bounds.high_open)
+    return FiniteFloatRange(bounds.low, bounds.high, bounds.low_open, bounds.high_open)
+
 
 #: bytes per unit of a DuckDB memory size (DuckDB's own spellings, any case)
 _MEMORY_UNITS: dict[str, int] = {

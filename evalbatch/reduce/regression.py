@@ -19,13 +19,26 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
-from evalbatch.options import Method
+from evalbatch.options import (
+    ALPHA,
+    CORRECTIONS,
+    EFFECT,
+    MARGIN,
+    METHODS,
+    MIN_RESAMPLES,
+    POWER,
+    RESAMPLES,
+    SCORES,
+    SEED,
+    Correction,
+    Method,
+    Score,
+    check_choice,
+    check_flag,
+)
 from evalbatch.text import printable
 
 Verdict = Literal["improved", "regressed", "unchanged", "inconclusive"]
-#: how the p-values of several suites gated at once are adjusted (issue 18 item 5)
-Correction = Literal["holm", "bh", "none"]
-CORRECTIONS: tuple[Correction, ...] = ("holm", "bh", "none")
 #: what each correction controls, for the output
 CORRECTION_NAMES: dict[Correction, str] = {
     "holm": "Holm, family-wise error",
@@ -44,12 +57,26 @@ class RegressOptions:
     alpha: float = 0.05
     margin: float = 0.02
     seed: int = 0
-    resamples: int = 10_000
-    score: Literal["gating", "output"] = "gating"
+    resamples: int = MIN_RESAMPLES
+    score: Score = "gating"
     correction: Correction = "holm"
     plan: bool = False
     effect: float = 0.05
     power: float = 0.8
+
+    def __post_init__(self) -> None:
+        """The ranges `regress` allows, declared once in `evalbatch.options` (E-130)."""
+        owner = "RegressOptions"
+        check_choice(owner, "method", self.method, METHODS)
+        ALPHA.check(owner, "alpha", self.alpha)
+        MARGIN.check(owner, "margin", self.margin)
+        SEED.check(owner, "seed", self.seed)
+        RESAMPLES.check(owner, "resamples", self.resamples)
+        check_choice(owner, "score", self.score, SCORES)
+        check_choice(owner, "correction", self.correction, CORRECTIONS)
+        check_flag(owner, "plan", self.plan)
+        EFFECT.check(owner, "effect", self.effect)
+        POWER.check(owner, "power", self.power)
 
 
 @dataclass(frozen=True)
