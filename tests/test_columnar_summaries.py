@@ -76,8 +76,9 @@ class PathCheck:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Equal as JSON text: NaN equals NaN, and 1 differs from 1.0."""
-    return json.dumps(a, default=str) == json.dumps(b, default=str)
+    """Equal as JSON text: NaN equals NaN, and 1 differs from 1.0 (a task row's keys in any
+    order: the tasks table puts its columns in order when written)."""
+    return json.dumps(a, default=str, sort_keys=True) == json.dumps(b, default=str, sort_keys=True)
 
 
 def _compare_paths(plans: Any, tasks: Any, figures: Any, models: Any, check: PathCheck) -> Outcomes:

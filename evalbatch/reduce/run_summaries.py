@@ -23,7 +23,6 @@ import polars as pl
 
 from evalbatch.grade.suite_tables import suite_key
 from evalbatch.inputs.suites import Fault, validate_summary
-from evalbatch.outputs.output_format import RUN_SCHEMA, TASK_SCHEMA
 from evalbatch.reduce import stats
 
 MODEL_CLASSES = frozenset(
@@ -478,13 +477,13 @@ def _task_columns(tasks: pl.DataFrame) -> pl.DataFrame:
 
 
 def _task_table(task_columns: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
-    """The tasks-table rows: the run's ids, the columns mirroring an entry's fields, the others
-    (`TASK_ROW_COLUMNS`), in the table's order."""
+    """The tasks-table rows: the run's ids, the columns no field mirrors (`TASK_ROW_COLUMNS`),
+    and those mirroring an entry's fields (`conform` puts them in the file's order)."""
     columns = TASK_ROW_COLUMNS | table_columns(TASK_FIELDS)
-    order = [name for name in TASK_SCHEMA if name in columns or name in _RUN_IDS]
-    order += [name for name in columns if name not in order]
     return (
-        task_columns.join(runs.select(_RUN_IDS), on="run_id").with_columns(**columns).select(order)
+        task_columns.join(runs.select(_RUN_IDS), on="run_id")
+        .with_columns(**columns)
+        .select(*_RUN_IDS, *columns)
     )
 
 
@@ -748,10 +747,8 @@ def build_outcomes(
     runs = runs.with_columns(columnar.alias("columnar"))
     runs = runs.with_columns(pl.when("columnar").then(pl.col("line")).alias("line"))
     mirrored = RUN_ROW_COLUMNS | table_columns(SUMMARY_FIELDS)
-    table = [name for name in RUN_SCHEMA if name in mirrored]
-    table += [name for name in mirrored if name not in table]
     columns = ColumnarRuns(
-        runs=runs.select("run_id", "line", "columnar", *table),
+        runs=runs.select("run_id", "line", "columnar", *mirrored),
         tasks=_task_table(task_columns, runs),
     )
     on_dicts = runs.filter(~pl.col("columnar"))
