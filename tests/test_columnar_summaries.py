@@ -1,10 +1,11 @@
 """Summaries built as columns write the bytes the dict path writes, and every line they write is a
-valid EvalSummary (E-87, CONTRACT §4).
+valid EvalSummary (E-87, CONTRACT §4); both are laid out by one field table (E-131).
 
-The columnar path is checked against the dict path on the same runs (the samples, the regression
-pair, the conftest runs, Hypothesis logs): every columnar line must equal `json.dumps` of the
-dict path's summary byte for byte, its task rows must be the dict path's, and its summary must
-pass the packaged closed schema, which the columnar path no longer runs per line.
+Both paths are checked against the hand-written layout of `tests/summary_oracle.py` on the same
+runs (the samples, the regression pair, the conftest runs, Hypothesis logs): every line must equal
+`json.dumps` of the oracle's summary byte for byte, the task rows must be the oracle's, and a
+columnar summary must pass the packaged closed schema, which the columnar path does not run per
+line.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from evalbatch.outputs.writer import summary_line
 from evalbatch.pipeline import shard
 from evalbatch.reduce import run_summaries
 from evalbatch.reduce.run_summaries import Outcomes, build_outcomes, json_floats
+from tests import summary_oracle
 from tests.conftest import make_suite, read_outputs, standard_run, write_events, write_json
 from tests.logbuilder import LogBuilder, grade
 from tests.strategies import logs_and_suites
@@ -73,21 +75,38 @@ class PathCheck:
     by_dict: list[str] = field(default_factory=list)
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON text: NaN equals NaN, and 1 differs from 1.0 (a task row's keys in any
+    order: the tasks table puts its columns in order when written)."""
+    return json.dumps(a, default=str, sort_keys=True) == json.dumps(b, default=str, sort_keys=True)
+
+
 def _compare_paths(plans: Any, tasks: Any, figures: Any, models: Any, check: PathCheck) -> Outcomes:
-    """Build the batch both ways and assert the columnar runs' bytes, rows and validity."""
+    """Build the batch as text and as dicts, and hold both to the hand-written layout of
+    `tests/summary_oracle.py`: each columnar line byte for byte, every run's task rows, and the
+    validity of what the columns wrote."""
     columnar = build_outcomes(plans, tasks, figures, models)
     as_dicts = build_outcomes(plans, tasks, figures, models, dict_path=list(plans))
-    assert as_dicts.columns.runs.height == 0
-    for run_id, line in columnar.columns.runs.select("run_id", "line").iter_rows():
-        reference = as_dicts[run_id]
-        assert line == summary_line(run_id, reference.summary), run_id
-        assert columnar[run_id].task_rows == reference.task_rows, run_id
+    assert not as_dicts.columns.runs["columnar"].any()
+    expected = summary_oracle.outcomes(plans, tasks, figures, models)
+    assert sorted(columnar) == sorted(as_dicts) == sorted(expected)
+    on_dicts = columnar.by_dict()
+    for run_id, reference in expected.items():
+        line = summary_line(run_id, reference.summary)
+        assert summary_line(run_id, as_dicts[run_id].summary) == line, run_id
+        assert _same(as_dicts[run_id].task_rows, reference.task_rows), run_id
+        assert _same(columnar[run_id].task_rows, reference.task_rows), run_id
+        if run_id in on_dicts:
+            assert summary_line(run_id, on_dicts[run_id].summary) == line, run_id
+            continue
+        written = columnar.columns.runs.filter(pl.col("run_id") == run_id)["line"].item()
+        assert written == line, run_id
         assert columnar[run_id].summary == reference.summary, run_id
-        summary = json.loads(line)["summary"]
+        summary = json.loads(written)["summary"]
         faults = [f for f in suites.validate_summary(summary) if f.severity == "error"]
         assert faults == [], (run_id, faults)
         check.columnar.append(run_id)
-    check.by_dict += list(columnar.by_dict())
+    check.by_dict += list(on_dicts)
     return columnar
 
 
@@ -225,3 +244,57 @@ def test_e87_random_logs_write_the_same_lines_through_either_path(
         patch.setattr(shard, "build_outcomes", _comparing(check))
         grade_events(events, suite_docs)
     assert set(check.columnar).isdisjoint(check.by_dict)
+
+
+def test_e131_a_field_added_to_the_table_is_written_kept_and_checked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """E-131: one entry in the field table is all a new field needs. A task field and a summary
+    field added to it appear in the summaries.jsonl line in table order, in the tasks and runs
+    columns the columnar path builds, and in the validity check: a value its check rejects sends
+    the run to the dict path, which writes the same field into the dict that the closed schema
+    then judges (a field it does not know: `summary-invalid`)."""
+    Field = run_summaries.Field
+    ok = {"value": True}
+    probe = Field(
+        "probeCount",
+        "integer",
+        pl.col("observed") + 40,
+        shown=pl.col("observed") > 0,
+        check=lambda v: (v == 41) & pl.lit(ok["value"]),
+        column="probe_count",
+    )
+    total = Field("probeTotal", "number", pl.col("task_count") * 0.5, column="probe_total")
+    *head, tasks = run_summaries.SUMMARY_FIELDS
+    monkeypatch.setattr(run_summaries, "TASK_FIELDS", (*run_summaries.TASK_FIELDS, probe))
+    monkeypatch.setattr(run_summaries, "SUMMARY_FIELDS", (*head, total, tasks))
+    seen: list[Outcomes] = []
+
+    def capture(*args: Any) -> Outcomes:
+        seen.append(build_outcomes(*args))
+        return seen[-1]
+
+    monkeypatch.setattr(shard, "build_outcomes", capture)
+    run = LogBuilder("acme/run-probe")
+    run.eval_started()
+    run.trial("task-a")
+    run.eval_completed()
+
+    result = grade([run], [])
+    line = summary_line("acme/run-probe", result.summaries["acme/run-probe"])
+    assert ', "probeTotal": 0.5, "tasks": [' in line
+    assert line.count('"probeCount": 41}') == 1  # last in the entry, as in the table
+    columns = seen[-1].columns
+    assert columns.runs["columnar"].to_list() == [True]
+    assert columns.runs["probe_total"].to_list() == [0.5]
+    assert columns.tasks["probe_count"].to_list() == [41]
+
+    ok["value"] = False
+    result = grade([run], [])
+    outcome = seen[-1]["acme/run-probe"]
+    assert list(seen[-1].by_dict()) == ["acme/run-probe"]
+    assert outcome.summary["probeTotal"] == 0.5
+    assert outcome.summary["tasks"][0]["probeCount"] == 41
+    assert result.summaries == {}
+    invalid = result.problems.filter(pl.col("code") == "summary-invalid")
+    assert "probeCount" in invalid["message"].item()

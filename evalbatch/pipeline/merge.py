@@ -26,7 +26,7 @@ from evalbatch.pipeline.local import Pass, Progress
 from evalbatch.pipeline.shard import Batch
 from evalbatch.problems import ProblemRow, problem_message
 from evalbatch.reduce import regression
-from evalbatch.reduce.run_summaries import Outcomes, RunPlan, summary_faults
+from evalbatch.reduce.run_summaries import Outcomes, summary_faults
 
 
 @dataclass
@@ -55,9 +55,7 @@ def batch_output(part: Batch) -> BatchOutput:
     problem_rows = list(part.problem_rows)
     fatal_runs = set(part.fatal_runs)
     columns = outcomes.columns
-    summaries: list[tuple[str, str]] = list(columns.runs.select("run_id", "line").iter_rows())
-    run_rows: list[dict[str, Any]] = []
-    task_rows: list[dict[str, Any]] = []
+    lines: dict[str, str] = {}
     for run_id, outcome in sorted(outcomes.by_dict().items()):
         faults = summary_faults(outcome.summary)
         if faults:
@@ -65,11 +63,13 @@ def batch_output(part: Batch) -> BatchOutput:
             problem_rows.append((run_id, None, "summary-invalid", detail))
             fatal_runs.add(run_id)
             continue
-        summaries.append((run_id, summary_line(run_id, outcome.summary)))
-        task_rows += outcome.task_rows
-        run_rows.append(
-            run_row(run_id, outcome.summary, part.plans[run_id]) | part.run_columns.get(run_id, {})
-        )
+        lines[run_id] = summary_line(run_id, outcome.summary)
+    written = columns.runs.filter(pl.col("columnar") | pl.col("run_id").is_in(sorted(lines)))
+    summaries: list[tuple[str, str]] = [
+        (run_id, line if line is not None else lines[run_id])
+        for run_id, line in written.select("run_id", "line").iter_rows()
+    ]
+    run_rows: list[dict[str, Any]] = []
     eval_runs = {row["run_id"]: row for row in part.eval_runs.iter_rows(named=True)}
     for run_id in sorted(fatal_runs):
         run = eval_runs.get(run_id, {})
@@ -86,15 +86,12 @@ def batch_output(part: Batch) -> BatchOutput:
     graded = {run_id for run_id, _ in summaries}
     runs = pl.concat(
         [
-            _with_run_columns(columns.runs.drop("line"), part.run_columns),
+            _with_run_columns(written.drop("line", "columnar"), part.run_columns),
             pl.DataFrame(run_rows, schema=RUN_SCHEMA),
         ]
     )
-    tasks = pl.concat(
-        [
-            conform("tasks", columns.tasks),
-            pl.DataFrame(task_rows, schema=TASK_SCHEMA),
-        ]
+    tasks = conform(
+        "tasks", columns.tasks.filter(pl.col("run_id").is_in(written["run_id"].implode()))
     )
     return BatchOutput(
         summaries=summaries,
@@ -127,27 +124,6 @@ def _with_run_columns(runs: pl.DataFrame, run_columns: dict[str, dict[str, Any]]
         schema={"run_id": pl.String, **{name: RUN_SCHEMA[name] for name in wanted}},
     )
     return conform("runs", runs.join(found, on="run_id", how="left"))
-
-
-def run_row(run_id: str, summary: dict[str, Any], plan: RunPlan) -> dict[str, Any]:
-    stats = summary.get("trialStats", {})
-    return {
-        "run_id": run_id,
-        "suite_id": summary["suiteId"],
-        "suite_version": summary["suiteVersion"],
-        "graded": True,
-        "has_suite": plan.doc is not None,
-        "aggregate_score": summary["aggregateScore"],
-        "passed": summary["passed"],
-        "task_count": summary["taskCount"],
-        "passed_count": summary["passedCount"],
-        "total_cost_usd": summary.get("totalCostUsd"),
-        "evaluated_model_class": summary.get("evaluatedModelClass"),
-        "k": stats.get("k"),
-        "pass_at_k": stats.get("passAtK"),
-        "pass_hat_k": stats.get("passHatK"),
-        "score_stderr": stats.get("scoreStderr"),
-    }
 
 
 def trial_table(trials: pl.DataFrame) -> pl.DataFrame:

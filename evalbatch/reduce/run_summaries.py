@@ -1,19 +1,22 @@
 """One EvalSummary per run (§3.6, §4), built from the reduced task rows of `reduce`.
 
-Fields are written in the contract's order and only when §3 defines them. Most runs are built as
-columns: each summaries.jsonl line is assembled as text from Polars columns, with numbers
-formatted exactly as `json.dumps` formats them, and only when every value is inside the
-EvalSummary schema (E-87). The runs the columns cannot express take the dict path, which writes
-the same bytes and is validated line by line.
+The layout is one table (E-131): `TASK_FIELDS` and `SUMMARY_FIELDS` list the contract's fields
+in its order, each with the column it comes from, its kind, when it is written (the optional
+fields of §3), the EvalSummary schema's range for it and the runs- or tasks-table column that
+mirrors it. Everything else is built from that table: each summaries.jsonl line as text assembled
+from Polars columns (numbers formatted exactly as `json.dumps` formats them), the runs and tasks
+rows, and the check that every value written is inside the schema (E-87). A run whose line the
+text cannot express, or with a value outside the schema, is rendered from the same table as a
+dict instead (the dict path), written with `json.dumps` and validated line by line.
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import reduce
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -49,8 +52,8 @@ class RunPlan:
 
 
 class RunOutcome:
-    """One run's summary plus the rows it adds to the tasks table, as dicts (the dict path; what
-    explain and verify read)."""
+    """One run's summary plus the rows it adds to the tasks table, as dicts (what explain and
+    verify read, and what the dict path writes)."""
 
     def __init__(self, summary: dict[str, Any], task_rows: list[dict[str, Any]]) -> None:
         self._summary = summary
@@ -65,125 +68,6 @@ class RunOutcome:
         return self._task_rows
 
 
-def _entry(row: dict[str, Any]) -> dict[str, Any]:
-    """One task entry in the contract's field order (§4), from a reduced task row."""
-    entry: dict[str, Any] = {
-        "taskId": row["task_id"],
-        "score": row["mean_score"],
-        "passed": bool(row["passed"]),
-    }
-    if row["cost_source"] is not None:
-        entry["costUsd"] = float(row["cost"])
-    if row["latency_ms"] is not None:
-        entry["latencyMs"] = int(row["latency_ms"])
-    observed = row["observed"]
-    if row["has_trajectory"] and observed:
-        entry["trajectory"] = {
-            "mode": row["last_mode"],
-            "matched": bool(row["last_matched"]),
-            "expectedCount": int(row["last_expected_count"]),
-            "observedCount": int(row["last_observed_count"]),
-            "matchedCount": int(row["last_matched_count"]),
-            "forbiddenCount": int(row["last_forbidden_count"]),
-        }
-    if row["trial_blocks"]:
-        entry["trials"] = {
-            "n": row["n"],
-            "passedCount": row["c"],
-            "meanScore": row["mean_score"],
-            "passAtK": row["pass_at_k"],
-            "passHatK": row["pass_hat_k"],
-        }
-    if observed:
-        entry["efficiency"] = {
-            "toolCallCount": row["tool_calls"] / observed,
-            "modelCallCount": row["model_calls"] / observed,
-            "inputTokens": row["input_tokens"] / observed,
-            "outputTokens": row["output_tokens"] / observed,
-        }
-    if row["has_fixtures"]:
-        entry["fixtureMissCount"] = row["misses"]
-    return entry
-
-
-def _task_row(plan: RunPlan, row: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "run_id": plan.run_id,
-        "suite_id": plan.suite_id,
-        "suite_version": plan.suite_version,
-        "task_pos": row["task_pos"],
-        "task_id": row["task_id"],
-        "score": row["mean_score"],
-        "gating_score": row["gating_mean"],
-        "passed": bool(row["passed"]),
-        "n": row["n"],
-        "observed_trials": row["observed"],
-        "passed_count": row["c"],
-        "pass_at_k": row["pass_at_k"] if row["trial_blocks"] else None,
-        "pass_hat_k": row["pass_hat_k"] if row["trial_blocks"] else None,
-        "pass_at_k_by_k": row["pass_at_k_by_k"] if row["trial_blocks"] else None,
-        "pass_hat_k_by_k": row["pass_hat_k_by_k"] if row["trial_blocks"] else None,
-        "cost_usd": entry.get("costUsd"),
-        "latency_ms": entry.get("latencyMs"),
-        "trajectory_matched": entry.get("trajectory", {}).get("matched"),
-        "fixture_miss_count": row["misses"] if row["has_fixtures"] else None,
-    }
-
-
-def _dict_outcome(
-    plan: RunPlan,
-    rows: list[dict[str, Any]],
-    figure: dict[str, Any],
-    model_class: str | None,
-) -> RunOutcome:
-    """One run's EvalSummary as a dict (the dict path), from its reduced task rows and figures."""
-    entries = [_entry(row) for row in rows]
-    thresholds = (plan.doc or {}).get("thresholds", {})
-    task_count = len(rows)
-    cost_known = bool(rows) and rows[0]["cost_source"] is not None
-    total_cost = figure["total_cost"] if figure and cost_known else None
-    passed = bool(rows) and stats.at_least(figure["gating_aggregate"], rows[0]["pass_score"])
-    if "maxCostUsd" in thresholds:
-        passed = (
-            passed
-            and total_cost is not None
-            and stats.at_most(float(total_cost), thresholds["maxCostUsd"])
-        )
-    if "maxP95LatencyMs" in thresholds:
-        latencies = figure["latencies"] if figure else []
-        passed = (
-            passed
-            and bool(latencies)
-            and stats.at_most(stats.p95_nearest_rank(latencies), thresholds["maxP95LatencyMs"])
-        )
-    summary: dict[str, Any] = {
-        "suiteId": plan.suite_id,
-        "suiteVersion": plan.suite_version,
-        "aggregateScore": figure["aggregate"] if figure else 0.0,
-        "passed": passed,
-        "taskCount": task_count,
-        "passedCount": figure["passed_count"] if figure else 0,
-    }
-    if total_cost is not None:
-        summary["totalCostUsd"] = float(total_cost)
-    if model_class is not None:
-        summary["evaluatedModelClass"] = model_class
-    if rows and rows[0]["trial_blocks"]:
-        trial_stats: dict[str, Any] = {
-            "k": rows[0]["k"],
-            "passAtK": figure["pass_at_k"],
-            "passHatK": figure["pass_hat_k"],
-        }
-        if task_count >= 2:
-            trial_stats["scoreStderr"] = stats.clustered_stderr(figure["means"])
-        summary["trialStats"] = trial_stats
-    summary["tasks"] = entries
-    return RunOutcome(
-        summary=summary,
-        task_rows=[_task_row(plan, row, e) for row, e in zip(rows, entries, strict=True)],
-    )
-
-
 def summary_faults(summary: dict[str, Any]) -> list[Fault]:
     """What keeps a summary from being written (§4): its errors against the closed schema and
     the count invariants. `run` leaves such a run out (`summary-invalid`); `verify` names each
@@ -191,15 +75,49 @@ def summary_faults(summary: dict[str, Any]) -> list[Fault]:
     return [fault for fault in validate_summary(summary) if fault.severity == "error"]
 
 
-# --- the columnar path (E-87) ---------------------------------------------------------------
+# --- number text ----------------------------------------------------------------------------
 
 
-def tied_or(op: str, x: pl.Expr, threshold: pl.Expr) -> pl.Expr:
-    """x ≥ t (op "ge") or x ≤ t (op "le") with D-17's tie tolerance, as an expression (what
-    `stats.at_least` and `stats.at_most` decide for one pair)."""
-    tolerance = stats.TIE_TOLERANCE * pl.max_horizontal(pl.lit(1.0), threshold.abs())
-    tied = (x - threshold).abs() <= tolerance
-    return ((x >= threshold) if op == "ge" else (x <= threshold)) | tied
+def json_floats(values: pl.Series) -> pl.Series:
+    """Each float as `json.dumps` writes it (`float.__repr__`: the shortest text that reads back).
+
+    Polars' cast to text writes the same shortest digits, and the same text as repr for zero and
+    for magnitudes of 1e-4 and above; below 1e-4 it writes `0.00001` or `1e-7` where repr writes
+    `1e-05` and `1e-07`. Those few are written by NumPy, whose float64 text is repr's (shortest
+    round trip, the same switch to exponents) but some twenty times slower than the cast, so it
+    is kept to them. Non-finite values are never written by this path (E-87)."""
+    text = values.cast(pl.String)
+    small = ((values != 0) & (values.abs() < 1e-4)).fill_null(False)
+    if not small.any():
+        return text
+    as_repr = values.filter(small).to_numpy().astype(str)
+    return text.scatter(small.arg_true(), pl.Series(as_repr, dtype=pl.String))
+
+
+# --- the layout (E-131) ---------------------------------------------------------------------
+
+#: how a field is written: a JSON number, integer, boolean or string, an object of `members`, or
+#: an array whose items' text is already joined in `value` (the tasks array)
+Kind = Literal["number", "integer", "boolean", "text", "object", "array"]
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of the EvalSummary layout.
+
+    `value` is the expression it is written from (over the task rows for a task entry's field,
+    over the run rows for the summary's); `shown`, when given, makes it optional: written only
+    where true (§3 defines it there); `check` is the schema's range for the value, true only
+    where the value may be written (null and NaN fail it); `column` names the runs- or
+    tasks-table column that holds the value where the field is written (null elsewhere)."""
+
+    key: str
+    kind: Kind
+    value: pl.Expr | None = None
+    shown: pl.Expr | None = None
+    check: Callable[[pl.Expr], pl.Expr] | None = None
+    members: tuple[Field, ...] = ()
+    column: str | None = None
 
 
 #: the EvalSummary schema's patterns (evalbatch/schemas/eval-summary.schema.json); a run whose ids
@@ -210,60 +128,8 @@ TASK_ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 #: a runId that JSON must escape (a quote, a backslash, a control character)
 NEEDS_ESCAPE = r'["\\\x00-\x1f]'
 TRAJECTORY_MODES = ("exact", "in-order", "any-order", "subset")
-#: integers a float64 division takes exactly, so `a / b` in Polars equals Python's `a / b`
+#: integers a float64 holds exactly, so `a / b` or a comparison in Polars is Python's
 EXACT_INT = 2**53
-
-
-def json_floats(values: pl.Series) -> pl.Series:
-    """Each float as `json.dumps` writes it (`float.__repr__`: the shortest text that reads back).
-
-    Polars' cast to text writes the same shortest digits, and the same text as repr for zero and
-    for magnitudes of 1e-4 and above; below 1e-4 it writes `0.00001` or `1e-7` where repr writes
-    `1e-05` and `1e-07`, so those few are rewritten from the same digits. Non-finite values are
-    never written by this path (E-87)."""
-    text = values.cast(pl.String)
-    small = ((values != 0) & (values.abs() < 1e-4)).fill_null(False)
-    if not small.any():
-        return text
-    tiny = text.filter(small).to_frame("text")
-    fixed = pl.col("text").str.extract_groups(r"^(-?)0\.(0*)([1-9])(\d*)$")
-    scientific = pl.col("text").str.extract_groups(r"^(-?[0-9.]+)e-(\d+)$")
-    rewritten = tiny.select(
-        pl.when(scientific.struct[1].is_not_null())
-        .then(scientific.struct[0] + "e-" + scientific.struct[1].str.zfill(2))
-        .otherwise(
-            fixed.struct[0]
-            + fixed.struct[2]
-            + pl.when(fixed.struct[3] != "").then("." + fixed.struct[3]).otherwise(pl.lit(""))
-            + "e-"
-            + (fixed.struct[1].str.len_chars() + 1).cast(pl.String).str.zfill(2)
-        )
-    ).to_series()
-    return text.scatter(small.arg_true(), rewritten)
-
-
-def _number(values: pl.Expr) -> pl.Expr:
-    """A float column as JSON number text."""
-    return values.map_batches(json_floats, return_dtype=pl.String)
-
-
-def _integer(values: pl.Expr) -> pl.Expr:
-    return values.cast(pl.String)
-
-
-def _boolean(values: pl.Expr) -> pl.Expr:
-    """`bool(value)` as JSON: a null reads false, as in the dict path."""
-    return pl.when(values.fill_null(False)).then(pl.lit("true")).otherwise(pl.lit("false"))
-
-
-def _field(shown: pl.Expr, *parts: pl.Expr | str) -> pl.Expr:
-    """Text that appears only when `shown` (an optional field or block of §3)."""
-    text = pl.concat_str([pl.lit(p) if isinstance(p, str) else p for p in parts])
-    return pl.when(shown).then(text).otherwise(pl.lit(""))
-
-
-def _text(*parts: pl.Expr | str) -> pl.Expr:
-    return pl.concat_str([pl.lit(p) if isinstance(p, str) else p for p in parts])
 
 
 def _unit(values: pl.Expr) -> pl.Expr:
@@ -276,160 +142,359 @@ def _at_least_zero(values: pl.Expr) -> pl.Expr:
     return ((values >= 0) & values.cast(pl.Float64).is_finite()).fill_null(False)
 
 
-def _divide_rows(numerator: pl.Series, denominator: pl.Series) -> pl.Series:
-    """IEEE division row by row (a constant denominator column must not become a
-    multiplication by its reciprocal: see `task_reductions._divide`)."""
+def _count(values: pl.Expr) -> pl.Expr:
+    """An integer ≥ 0 (false for null)."""
+    return (values >= 0).fill_null(False)
+
+
+def _matching(pattern: str) -> Callable[[pl.Expr], pl.Expr]:
+    return lambda values: values.str.contains(pattern).fill_null(False)
+
+
+def _one_of(allowed: Iterable[str]) -> Callable[[pl.Expr], pl.Expr]:
+    return lambda values: values.is_in(sorted(allowed)).fill_null(False)
+
+
+_OBSERVED = pl.col("observed") > 0
+
+#: a task entry (§4), in the contract's order, over the reduced task rows (`_task_columns` adds
+#: `cost_float` and the `*_mean` efficiency columns)
+TASK_FIELDS: tuple[Field, ...] = (
+    Field("taskId", "text", pl.col("task_id"), check=_matching(TASK_ID_PATTERN)),
+    Field("score", "number", pl.col("mean_score"), check=_unit, column="score"),
+    Field("passed", "boolean", pl.col("passed"), column="passed"),
+    Field(
+        "costUsd",
+        "number",
+        pl.col("cost_float"),
+        shown=pl.col("cost_source").is_not_null(),
+        check=_at_least_zero,
+        column="cost_usd",
+    ),
+    Field(
+        "latencyMs",
+        "integer",
+        pl.col("latency_ms"),
+        shown=pl.col("latency_ms").is_not_null(),
+        check=_count,
+        column="latency_ms",
+    ),
+    Field(
+        "trajectory",
+        "object",
+        shown=pl.col("has_trajectory") & _OBSERVED,
+        members=(
+            Field("mode", "text", pl.col("last_mode"), check=_one_of(TRAJECTORY_MODES)),
+            Field("matched", "boolean", pl.col("last_matched"), column="trajectory_matched"),
+            Field("expectedCount", "integer", pl.col("last_expected_count"), check=_count),
+            Field("observedCount", "integer", pl.col("last_observed_count"), check=_count),
+            Field("matchedCount", "integer", pl.col("last_matched_count"), check=_count),
+            Field("forbiddenCount", "integer", pl.col("last_forbidden_count"), check=_count),
+        ),
+    ),
+    Field(
+        "trials",
+        "object",
+        shown=pl.col("trial_blocks"),
+        members=(
+            Field("n", "integer", pl.col("n"), check=lambda n: (n >= 1).fill_null(False)),
+            Field(
+                "passedCount",
+                "integer",
+                pl.col("c"),
+                check=lambda c: c.is_between(0, pl.col("n")).fill_null(False),
+            ),
+            Field("meanScore", "number", pl.col("mean_score"), check=_unit),
+            Field("passAtK", "number", pl.col("pass_at_k"), check=_unit, column="pass_at_k"),
+            Field("passHatK", "number", pl.col("pass_hat_k"), check=_unit, column="pass_hat_k"),
+        ),
+    ),
+    Field(
+        "efficiency",
+        "object",
+        shown=_OBSERVED,
+        members=tuple(
+            Field(key, "number", pl.col(f"{name}_mean"), check=_at_least_zero)
+            for key, name in (
+                ("toolCallCount", "tool_calls"),
+                ("modelCallCount", "model_calls"),
+                ("inputTokens", "input_tokens"),
+                ("outputTokens", "output_tokens"),
+            )
+        ),
+    ),
+    Field(
+        "fixtureMissCount",
+        "integer",
+        pl.col("misses"),
+        shown=pl.col("has_fixtures"),
+        check=_count,
+        column="fixture_miss_count",
+    ),
+)
+
+#: the tasks-table columns that mirror no field of the entry, over the reduced task rows
+TASK_ROW_COLUMNS: dict[str, pl.Expr] = {
+    "task_pos": pl.col("task_pos"),
+    "task_id": pl.col("task_id"),
+    "gating_score": pl.col("gating_mean"),
+    "n": pl.col("n"),
+    "observed_trials": pl.col("observed"),
+    "passed_count": pl.col("c"),
+    "pass_at_k_by_k": pl.when(pl.col("trial_blocks")).then(pl.col("pass_at_k_by_k")),
+    "pass_hat_k_by_k": pl.when(pl.col("trial_blocks")).then(pl.col("pass_hat_k_by_k")),
+}
+
+#: the summary (§3.6, §4), in the contract's order, over the run rows of `_columnar_runs`; the
+#: tasks array holds one entry of `TASK_FIELDS` per task row (`regression`, §5, is spliced in
+#: before it once every batch is graded)
+SUMMARY_FIELDS: tuple[Field, ...] = (
+    Field(
+        "suiteId", "text", pl.col("suite_id"), check=_matching(SUITE_ID_PATTERN), column="suite_id"
+    ),
+    Field(
+        "suiteVersion",
+        "text",
+        pl.col("suite_version"),
+        check=_matching(SUITE_VERSION_PATTERN),
+        column="suite_version",
+    ),
+    Field("aggregateScore", "number", pl.col("aggregate"), check=_unit, column="aggregate_score"),
+    Field("passed", "boolean", pl.col("passed"), column="passed"),
+    Field("taskCount", "integer", pl.col("task_count"), check=_count, column="task_count"),
+    Field(
+        "passedCount",
+        "integer",
+        pl.col("passed_count"),
+        check=lambda c: c.is_between(0, pl.col("task_count")).fill_null(False),
+        column="passed_count",
+    ),
+    Field(
+        "totalCostUsd",
+        "number",
+        pl.col("total_cost_usd"),
+        shown=pl.col("cost_known"),
+        check=_at_least_zero,
+        column="total_cost_usd",
+    ),
+    Field(
+        "evaluatedModelClass",
+        "text",
+        pl.col("evaluated_model_class"),
+        shown=pl.col("evaluated_model_class").is_not_null(),
+        check=_one_of(MODEL_CLASSES),
+        column="evaluated_model_class",
+    ),
+    Field(
+        "trialStats",
+        "object",
+        shown=pl.col("trial_blocks"),
+        members=(
+            Field(
+                "k", "integer", pl.col("k"), check=lambda k: (k >= 1).fill_null(False), column="k"
+            ),
+            Field("passAtK", "number", pl.col("run_pass_at_k"), check=_unit, column="pass_at_k"),
+            Field("passHatK", "number", pl.col("run_pass_hat_k"), check=_unit, column="pass_hat_k"),
+            Field(
+                "scoreStderr",
+                "number",
+                pl.col("score_stderr"),
+                shown=pl.col("score_stderr").is_not_null(),
+                check=_at_least_zero,
+                column="score_stderr",
+            ),
+        ),
+    ),
+    Field("tasks", "array", pl.col("entries")),
+)
+
+#: the runs-table columns that mirror no field of the summary, over the run rows
+RUN_ROW_COLUMNS: dict[str, pl.Expr] = {
+    "graded": pl.lit(True),
+    "has_suite": pl.col("has_suite"),
+}
+
+
+# --- what is built from the layout ----------------------------------------------------------
+
+
+def _text(*parts: pl.Expr | str) -> pl.Expr:
+    return pl.concat_str([pl.lit(p) if isinstance(p, str) else p for p in parts])
+
+
+def _value(field: Field) -> pl.Expr:
+    assert field.value is not None, field.key
+    return field.value
+
+
+def _value_text(field: Field) -> pl.Expr:
+    """A field's value as JSON text (null where a value the kind needs is null)."""
+    if field.kind == "object":
+        return object_text(field.members)
+    value = _value(field)
+    if field.kind == "number":
+        return value.map_batches(json_floats, return_dtype=pl.String)
+    if field.kind == "integer":
+        return value.cast(pl.String)
+    if field.kind == "boolean":  # `bool(value)`: a null reads false, as in the dict path
+        return pl.when(value.fill_null(False)).then(pl.lit("true")).otherwise(pl.lit("false"))
+    if field.kind == "text":  # ids and enums the checks keep free of anything JSON escapes
+        return _text('"', value, '"')
+    return _text("[", value, "]")
+
+
+def object_text(fields: Sequence[Field]) -> pl.Expr:
+    """The fields as one JSON object's text, as `json.dumps` lays it out: `{"key": value, ...}`,
+    an optional field only where it is shown."""
+    parts: list[pl.Expr | str] = ["{"]
+    for i, field in enumerate(fields):
+        member = _text(", " if i else "", json.dumps(field.key), ": ", _value_text(field))
+        if field.shown is None:
+            parts.append(member)
+        else:  # the separator rides with the field, so the first one is always written
+            assert i > 0, f"{field.key}: an object's first field must always be written"
+            parts.append(pl.when(field.shown).then(member).otherwise(pl.lit("")))
+    parts.append("}")
+    return _text(*parts)
+
+
+def inside_schema(fields: Sequence[Field]) -> pl.Expr:
+    """Whether every value the fields write is one the schema allows (E-87): each check, where
+    its field is shown; null reads false."""
+    terms: list[pl.Expr] = []
+    for field in fields:
+        if field.members:
+            term = inside_schema(field.members)
+        elif field.check is not None:
+            term = field.check(_value(field))
+        else:
+            continue
+        terms.append(term if field.shown is None else ~field.shown | term)
+    return reduce(lambda a, b: a & b, terms, pl.lit(True)).fill_null(False)
+
+
+def _flat(fields: Sequence[Field], prefix: str = "") -> Iterable[tuple[str, Field]]:
+    """Each field with its path (`trials.n`), parents before their members."""
+    for field in fields:
+        path = prefix + field.key
+        yield path, field
+        yield from _flat(field.members, path + ".")
+
+
+def table_columns(fields: Sequence[Field]) -> dict[str, pl.Expr]:
+    """The table columns that mirror a field: its value where it is written, else null (a
+    boolean as it is written: a null reads false)."""
+    columns: dict[str, pl.Expr] = {}
+
+    def walk(fields: Sequence[Field], shown: pl.Expr | None) -> None:
+        for field in fields:
+            here = (
+                field.shown
+                if shown is None
+                else (shown if field.shown is None else shown & field.shown)
+            )
+            if field.column is not None:
+                value = _value(field)
+                if field.kind == "boolean":
+                    value = value.fill_null(False)
+                columns[field.column] = value if here is None else pl.when(here).then(value)
+            walk(field.members, here)
+
+    walk(fields, None)
+    return columns
+
+
+_PYTHON: dict[str, Callable[[Any], Any]] = {"number": float, "integer": int, "text": str}
+
+
+def as_dicts(
+    frame: pl.DataFrame, fields: Sequence[Field], arrays: Sequence[list[Any]] = ()
+) -> list[dict[str, Any]]:
+    """Each row of `frame` as the object the fields describe, valued as `json.dumps` would write
+    it (the dict path: rows the text cannot express or the checks reject). An array field takes
+    its items from `arrays`, row by row."""
+    paths = list(_flat(fields))
+    columns = {f"v:{path}": field.value for path, field in paths if field.value is not None}
+    columns |= {f"s:{path}": field.shown for path, field in paths if field.shown is not None}
+    rows = frame.select(**columns).to_dicts() if columns else [{}] * frame.height
+
+    def build(fields: Sequence[Field], row: dict[str, Any], at: int, prefix: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for field in fields:
+            path = prefix + field.key
+            if field.shown is not None and not row[f"s:{path}"]:
+                continue
+            if field.kind == "object":
+                out[field.key] = build(field.members, row, at, path + ".")
+            elif field.kind == "array":
+                out[field.key] = arrays[at]
+            elif field.kind == "boolean":
+                out[field.key] = bool(row[f"v:{path}"])
+            else:
+                value = row[f"v:{path}"]
+                out[field.key] = None if value is None else _PYTHON[field.kind](value)
+        return out
+
+    return [build(fields, row, at, "") for at, row in enumerate(rows)]
+
+
+# --- the columns (E-87) ---------------------------------------------------------------------
+
+
+def tied_or(op: str, x: pl.Expr, threshold: pl.Expr) -> pl.Expr:
+    """x ≥ t (op "ge") or x ≤ t (op "le") with D-17's tie tolerance, as an expression (what
+    `stats.at_least` and `stats.at_most` decide for one pair)."""
+    tolerance = stats.TIE_TOLERANCE * pl.max_horizontal(pl.lit(1.0), threshold.abs())
+    tied = (x - threshold).abs() <= tolerance
+    return ((x >= threshold) if op == "ge" else (x <= threshold)) | tied
+
+
+def _means(sums: pl.Series, counts: pl.Series) -> pl.Series:
+    """`sum / count` row by row as Python divides two integers (correctly rounded): IEEE division
+    where both are below 2^53, so exact as floats, and Python's own for the rare larger sum (a
+    constant denominator column must not become a multiplication by its reciprocal: see
+    `task_reductions._divide`)."""
+    numerator = sums.cast(pl.Float64).fill_null(0.0).to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):  # a task without trials shows none
-        return pl.Series(np.divide(numerator.to_numpy(), denominator.to_numpy()))
+        means = np.divide(numerator, counts.cast(pl.Float64).to_numpy())
+    large = ((sums.abs() > EXACT_INT) & (counts > 0)).fill_null(False)
+    for i in large.arg_true().to_list():
+        means[i] = sums[i] / counts[i]
+    return pl.Series(means)
 
 
 def _task_columns(tasks: pl.DataFrame) -> pl.DataFrame:
-    """Per task row: its entry of the summary's tasks array as JSON text, its tasks-table
-    values, and whether every value of the entry is one the schema allows (`entry_ok`)."""
-    observed = pl.col("observed") > 0
-    cost_shown = pl.col("cost_source").is_not_null()
-    trajectory_shown = pl.col("has_trajectory") & observed
-    counts = (
-        "last_expected_count",
-        "last_observed_count",
-        "last_matched_count",
-        "last_forbidden_count",
-    )
+    """Per task row: its entry of the summary's tasks array as JSON text (`entry`), whether every
+    value of it is one the schema allows (`entry_ok`), and the columns its fields read."""
     sums = ("tool_calls", "model_calls", "input_tokens", "output_tokens")
-    observed_counts = tasks["observed"].cast(pl.Float64)
-    means = {
-        name: _divide_rows(tasks[name].cast(pl.Float64).fill_null(0.0), observed_counts)
-        for name in sums
-    }
     frame = tasks.with_columns(
         pl.col("cost").cast(pl.Float64).alias("cost_float"),
-        *[pl.Series(f"{name}_mean", values) for name, values in means.items()],
-    )
-    entry = _text(
-        '{"taskId": "',
-        pl.col("task_id"),
-        '", "score": ',
-        _number(pl.col("mean_score")),
-        ', "passed": ',
-        _boolean(pl.col("passed")),
-        _field(cost_shown, ', "costUsd": ', _number(pl.col("cost_float"))),
-        _field(
-            pl.col("latency_ms").is_not_null(), ', "latencyMs": ', _integer(pl.col("latency_ms"))
-        ),
-        _field(
-            trajectory_shown,
-            ', "trajectory": {"mode": "',
-            pl.col("last_mode"),
-            '", "matched": ',
-            _boolean(pl.col("last_matched")),
-            ', "expectedCount": ',
-            _integer(pl.col("last_expected_count")),
-            ', "observedCount": ',
-            _integer(pl.col("last_observed_count")),
-            ', "matchedCount": ',
-            _integer(pl.col("last_matched_count")),
-            ', "forbiddenCount": ',
-            _integer(pl.col("last_forbidden_count")),
-            "}",
-        ),
-        _field(
-            pl.col("trial_blocks"),
-            ', "trials": {"n": ',
-            _integer(pl.col("n")),
-            ', "passedCount": ',
-            _integer(pl.col("c")),
-            ', "meanScore": ',
-            _number(pl.col("mean_score")),
-            ', "passAtK": ',
-            _number(pl.col("pass_at_k")),
-            ', "passHatK": ',
-            _number(pl.col("pass_hat_k")),
-            "}",
-        ),
-        _field(
-            observed,
-            ', "efficiency": {"toolCallCount": ',
-            _number(pl.col("tool_calls_mean")),
-            ', "modelCallCount": ',
-            _number(pl.col("model_calls_mean")),
-            ', "inputTokens": ',
-            _number(pl.col("input_tokens_mean")),
-            ', "outputTokens": ',
-            _number(pl.col("output_tokens_mean")),
-            "}",
-        ),
-        _field(pl.col("has_fixtures"), ', "fixtureMissCount": ', _integer(pl.col("misses"))),
-        "}",
-    )
-    entry_ok = (
-        pl.col("task_id").str.contains(TASK_ID_PATTERN).fill_null(False)
-        & _unit(pl.col("mean_score"))
-        & (~cost_shown | _at_least_zero(pl.col("cost_float")))
-        & (pl.col("latency_ms").is_null() | (pl.col("latency_ms") >= 0))
-        & (
-            ~trajectory_shown
-            | (
-                pl.col("last_mode").is_in(TRAJECTORY_MODES).fill_null(False)
-                & pl.all_horizontal([(pl.col(c) >= 0).fill_null(False) for c in counts])
-            )
-        )
-        & (
-            ~pl.col("trial_blocks")
-            | (
-                (pl.col("n") >= 1)
-                & pl.col("c").is_between(0, pl.col("n"))
-                & _unit(pl.col("pass_at_k"))
-                & _unit(pl.col("pass_hat_k"))
-            ).fill_null(False)
-        )
-        & (
-            ~observed
-            | pl.all_horizontal(
-                [pl.col(name).is_between(0, EXACT_INT).fill_null(False) for name in sums]
-            )
-        )
-        & (~pl.col("has_fixtures") | (pl.col("misses") >= 0).fill_null(False))
+        *[pl.Series(f"{name}_mean", _means(tasks[name], tasks["observed"])) for name in sums],
     )
     return frame.with_columns(
-        entry.alias("entry"),
-        entry_ok.fill_null(False).alias("entry_ok"),
-        pl.when(cost_shown).then(pl.col("cost_float")).alias("cost_usd"),
-        pl.when(trajectory_shown)
-        .then(pl.col("last_matched").fill_null(False))
-        .alias("trajectory_matched"),
+        object_text(TASK_FIELDS).alias("entry"), inside_schema(TASK_FIELDS).alias("entry_ok")
     )
 
 
-def _task_table(tasks: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
-    """The tasks-table rows of the columnar runs (the columns `_task_row` writes)."""
-    blocks = pl.col("trial_blocks")
-    return tasks.join(runs.select("run_id", "suite_id", "suite_version"), on="run_id").select(
-        "run_id",
-        "suite_id",
-        "suite_version",
-        "task_pos",
-        "task_id",
-        pl.col("mean_score").alias("score"),
-        pl.col("gating_mean").alias("gating_score"),
-        pl.col("passed").fill_null(False),
-        "n",
-        pl.col("observed").alias("observed_trials"),
-        pl.col("c").alias("passed_count"),
-        *[
-            pl.when(blocks).then(pl.col(name)).alias(name)
-            for name in ("pass_at_k", "pass_hat_k", "pass_at_k_by_k", "pass_hat_k_by_k")
-        ],
-        "cost_usd",
-        "latency_ms",
-        "trajectory_matched",
-        pl.when(pl.col("has_fixtures")).then(pl.col("misses")).alias("fixture_miss_count"),
+def _task_table(task_columns: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
+    """The tasks-table rows: the run's ids, the columns no field mirrors (`TASK_ROW_COLUMNS`),
+    and those mirroring an entry's fields (`conform` puts them in the file's order)."""
+    columns = TASK_ROW_COLUMNS | table_columns(TASK_FIELDS)
+    return (
+        task_columns.join(runs.select(_RUN_IDS), on="run_id")
+        .with_columns(**columns)
+        .select(*_RUN_IDS, *columns)
     )
+
+
+_RUN_IDS = ("run_id", "suite_id", "suite_version")
 
 
 @dataclass(frozen=True)
 class ColumnarRuns:
-    """The runs of a batch built as columns (E-87): per run its summaries.jsonl line and its runs
-    table values (`runs`), and the tasks-table rows they add (`tasks`), both sorted by run."""
+    """A batch's runs as columns (E-87): per run its summaries.jsonl line (null for a run on the
+    dict path), whether the columns wrote it (`columnar`: valid by construction) and its runs
+    table values (`runs`); and the tasks-table rows they add (`tasks`), both sorted by run."""
 
     runs: pl.DataFrame
     tasks: pl.DataFrame
@@ -439,13 +504,16 @@ class ColumnarRuns:
         line = self.runs.filter(pl.col("run_id") == run_id)["line"].item()
         return RunOutcome(
             summary=json.loads(line)["summary"],
-            task_rows=self.tasks.filter(pl.col("run_id") == run_id).to_dicts(),
+            task_rows=self.task_rows(run_id),
         )
+
+    def task_rows(self, run_id: str) -> list[dict[str, Any]]:
+        return self.tasks.filter(pl.col("run_id") == run_id).to_dicts()
 
 
 class ColumnarOutcome(RunOutcome):
-    """A run built as columns: its dicts are made only when read (explain and verify read them;
-    writing the outputs never does)."""
+    """A run whose line the columns wrote: its dicts are made only when read (explain and verify
+    read them; writing the outputs never does)."""
 
     def __init__(self, columns: ColumnarRuns, run_id: str) -> None:
         self._columns = columns
@@ -467,12 +535,14 @@ class ColumnarOutcome(RunOutcome):
 
 
 class Outcomes(dict[str, RunOutcome]):
-    """Every run's outcome in a batch, by run id: the columnar runs (`columns`) and the runs that
-    took the dict path (`RunOutcome`s holding dicts)."""
+    """Every run's outcome in a batch, by run id. `columns` holds every run's runs and tasks rows;
+    a run whose line the columns wrote reads back from them (`ColumnarOutcome`), a run on the
+    dict path holds its summary as a dict, to validate and write with `json.dumps`."""
 
     def __init__(self, columns: ColumnarRuns, by_dict: dict[str, RunOutcome]) -> None:
         super().__init__(by_dict)
-        self.update((run, ColumnarOutcome(columns, run)) for run in columns.runs["run_id"])
+        written = columns.runs.filter("columnar")["run_id"]
+        self.update((run, ColumnarOutcome(columns, run)) for run in written)
         self.columns = columns
 
     def by_dict(self) -> dict[str, RunOutcome]:
@@ -541,11 +611,31 @@ def _stderrs(task_counts: pl.Series, means: pl.Series) -> pl.Series:
     )
 
 
+def _passed_in_python(plan: RunPlan, run: dict[str, Any]) -> bool:
+    """§3.6's verdict for a run whose thresholds (or p95) a float64 does not hold exactly: the
+    same D-17 comparisons as `tied_or`, made by `stats` on the exact values."""
+    thresholds = (plan.doc or {}).get("thresholds", {})
+    passed = bool(run["task_count"]) and stats.at_least(run["gating_aggregate"], run["pass_score"])
+    if "maxCostUsd" in thresholds:
+        cost = run["total_cost"] if run["cost_known"] else None
+        passed = (
+            passed and cost is not None and stats.at_most(float(cost), thresholds["maxCostUsd"])
+        )
+    if "maxP95LatencyMs" in thresholds:
+        latencies = run["latencies"] or []
+        passed = (
+            passed
+            and bool(latencies)
+            and stats.at_most(stats.p95_nearest_rank(latencies), thresholds["maxP95LatencyMs"])
+        )
+    return passed
+
+
 def _columnar_runs(
     plans: dict[str, RunPlan], tasks: pl.DataFrame, figures: pl.DataFrame, models: dict[str, str]
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Every run's summaries.jsonl line and runs-table values as columns, with `line_ok` telling
-    whether the run is one the columns express with every value inside the schema (E-87); and
+    whether the line is one the text expresses with every value inside the schema (E-87); and
     the task rows with their entries."""
     task_columns = _task_columns(tasks)
     per_run = task_columns.group_by("run_id", maintain_order=True).agg(
@@ -564,6 +654,7 @@ def _columnar_runs(
         .join(
             figures.select(
                 "run_id",
+                pl.lit(True).alias("has_figures"),
                 "aggregate",
                 "gating_aggregate",
                 "passed_count",
@@ -578,23 +669,33 @@ def _columnar_runs(
         )
         .sort("run_id")
     )
+    # a run without task rows has no figures: no tasks, none passed, an aggregate of 0 (§3.6)
+    no_figures = pl.col("has_figures").is_null()
     runs = runs.with_columns(
-        _stderrs(runs["task_count"].fill_null(0), runs["means"]).alias("score_stderr")
+        pl.col("task_count").fill_null(0),
+        pl.col("entries").fill_null(""),
+        pl.col("trial_blocks").fill_null(False),
+        pl.col("cost_known").fill_null(False),
+        pl.when(no_figures).then(pl.lit(0.0)).otherwise(pl.col("aggregate")).alias("aggregate"),
+        pl.when(no_figures).then(pl.lit(0)).otherwise(pl.col("passed_count")).alias("passed_count"),
     )
-    blocks = pl.col("trial_blocks").fill_null(False)
-    cost_shown = pl.col("cost_known").fill_null(False)
     runs = runs.with_columns(
-        pl.when(blocks).then(pl.col("score_stderr")).alias("score_stderr"),
-        pl.when(cost_shown).then(pl.col("total_cost").cast(pl.Float64)).alias("total_cost_usd"),
+        pl.when(pl.col("trial_blocks"))
+        .then(_stderrs(runs["task_count"], runs["means"]))
+        .alias("score_stderr"),
+        pl.when(pl.col("cost_known"))
+        .then(pl.col("total_cost").cast(pl.Float64))
+        .alias("total_cost_usd"),
         _p95(pl.col("latencies")).alias("p95"),
     )
     max_cost, max_p95 = pl.col("max_cost"), pl.col("max_p95")
+    exact = pl.col("thresholds_exact") & (pl.col("p95").is_null() | (pl.col("p95") <= EXACT_INT))
     runs = runs.with_columns(
         (
             tied_or("ge", pl.col("gating_aggregate"), pl.col("pass_score"))
             & (
                 max_cost.is_null()
-                | (cost_shown & tied_or("le", pl.col("total_cost_usd"), max_cost))
+                | (pl.col("cost_known") & tied_or("le", pl.col("total_cost_usd"), max_cost))
             )
             & (
                 max_p95.is_null()
@@ -606,92 +707,25 @@ def _columnar_runs(
         )
         .fill_null(False)
         .alias("passed"),
+        exact.fill_null(False).alias("exact"),
     )
-    stderr_shown = blocks & pl.col("score_stderr").is_not_null()
-    line = _text(
-        '{"runId": "',
-        pl.col("run_id"),
-        '", "summary": {"suiteId": "',
-        pl.col("suite_id"),
-        '", "suiteVersion": "',
-        pl.col("suite_version"),
-        '", "aggregateScore": ',
-        _number(pl.col("aggregate")),
-        ', "passed": ',
-        _boolean(pl.col("passed")),
-        ', "taskCount": ',
-        _integer(pl.col("task_count")),
-        ', "passedCount": ',
-        _integer(pl.col("passed_count")),
-        _field(cost_shown, ', "totalCostUsd": ', _number(pl.col("total_cost_usd"))),
-        _field(
-            pl.col("evaluated_model_class").is_not_null(),
-            ', "evaluatedModelClass": "',
-            pl.col("evaluated_model_class").fill_null(""),
-            '"',
-        ),
-        _field(
-            blocks,
-            ', "trialStats": {"k": ',
-            _integer(pl.col("k")),
-            ', "passAtK": ',
-            _number(pl.col("run_pass_at_k")),
-            ', "passHatK": ',
-            _number(pl.col("run_pass_hat_k")),
-            _field(stderr_shown, ', "scoreStderr": ', _number(pl.col("score_stderr"))),
-            "}",
-        ),
-        ', "tasks": [',
-        pl.col("entries"),
-        "]}}\n",
-    )
+    if not runs["exact"].all():
+        inexact = runs.filter(~pl.col("exact"))
+        verdicts = [_passed_in_python(plans[run["run_id"]], run) for run in inexact.to_dicts()]
+        runs = runs.with_columns(runs["passed"].scatter(runs["exact"].not_().arg_true(), verdicts))
+    line = _text('{"runId": "', pl.col("run_id"), '", "summary": ', object_text(SUMMARY_FIELDS))
     line_ok = (
-        pl.col("thresholds_exact")
-        & (pl.col("p95").is_null() | pl.col("p95").is_between(0, EXACT_INT))
-        & (pl.col("task_count") > 0)
+        (pl.col("task_count") > 0)
         & pl.col("entries_ok")
         & pl.col("ids_unique")
         & ~pl.col("run_id").str.contains(NEEDS_ESCAPE)
-        & pl.col("suite_id").str.contains(SUITE_ID_PATTERN)
-        & pl.col("suite_version").str.contains(SUITE_VERSION_PATTERN)
-        & pl.col("evaluated_model_class").is_in(sorted(MODEL_CLASSES)).fill_null(True)
-        & _unit(pl.col("aggregate"))
-        & pl.col("passed_count").is_between(0, pl.col("task_count"))
-        & (~cost_shown | _at_least_zero(pl.col("total_cost_usd")))
-        & (
-            ~blocks
-            | (
-                (pl.col("k") >= 1)
-                & _unit(pl.col("run_pass_at_k"))
-                & _unit(pl.col("run_pass_hat_k"))
-                & (pl.col("score_stderr").is_null() | _at_least_zero(pl.col("score_stderr")))
-            )
-        )
+        & inside_schema(SUMMARY_FIELDS)
     )
     runs = runs.with_columns(
-        line.alias("line"),
+        (line + "}\n").alias("line"),
         line_ok.fill_null(False).alias("line_ok"),
-        pl.when(blocks).then(pl.col("k")).alias("k"),
-        pl.when(blocks).then(pl.col("run_pass_at_k")).alias("pass_at_k"),
-        pl.when(blocks).then(pl.col("run_pass_hat_k")).alias("pass_hat_k"),
-    ).select(
-        "run_id",
-        "line",
-        "line_ok",
-        "suite_id",
-        "suite_version",
-        pl.lit(True).alias("graded"),
-        "has_suite",
-        pl.col("aggregate").alias("aggregate_score"),
-        "passed",
-        "task_count",
-        "passed_count",
-        "total_cost_usd",
-        "evaluated_model_class",
-        "k",
-        "pass_at_k",
-        "pass_hat_k",
-        "score_stderr",
+        **RUN_ROW_COLUMNS,
+        **table_columns(SUMMARY_FIELDS),
     )
     return runs, task_columns
 
@@ -704,27 +738,33 @@ def build_outcomes(
     *,
     dict_path: Sequence[str] = (),
 ) -> Outcomes:
-    """Every run's EvalSummary from its reduced task rows and suite figures (§3.6, §4): as
-    columns where the run's shape and values allow (E-87), else as dicts. `dict_path` names
-    runs to build as dicts anyway (tests compare both paths on the same runs)."""
+    """Every run's EvalSummary from its reduced task rows and suite figures (§3.6, §4), laid out
+    by `SUMMARY_FIELDS` and `TASK_FIELDS`: as text where the run's shape and values allow (E-87),
+    else as dicts (the dict path). `dict_path` names runs to build as dicts anyway (tests compare
+    both on the same runs)."""
     runs, task_columns = _columnar_runs(plans, tasks, figures, models)
-    columnar = runs.filter(pl.col("line_ok") & ~pl.col("run_id").is_in(list(dict_path)))
-    by_dict_ids = set(plans) - set(columnar["run_id"])
-    chosen = pl.col("run_id").is_in(sorted(by_dict_ids))
-    by_run: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in tasks.filter(chosen).iter_rows(named=True):
-        by_run[row["run_id"]].append(row)
-    suite_rows = {row["run_id"]: row for row in figures.filter(chosen).iter_rows(named=True)}
-    by_dict = {
-        run_id: _dict_outcome(
-            plans[run_id], by_run.get(run_id, []), suite_rows.get(run_id, {}), models.get(run_id)
-        )
-        for run_id in sorted(by_dict_ids)
-    }
+    columnar = pl.col("line_ok") & ~pl.col("run_id").is_in(list(dict_path))
+    runs = runs.with_columns(columnar.alias("columnar"))
+    runs = runs.with_columns(pl.when("columnar").then(pl.col("line")).alias("line"))
+    mirrored = RUN_ROW_COLUMNS | table_columns(SUMMARY_FIELDS)
     columns = ColumnarRuns(
-        runs=columnar.drop("line_ok"),
-        tasks=_task_table(
-            task_columns.filter(pl.col("run_id").is_in(columnar["run_id"].implode())), columnar
-        ),
+        runs=runs.select("run_id", "line", "columnar", *mirrored),
+        tasks=_task_table(task_columns, runs),
     )
+    on_dicts = runs.filter(~pl.col("columnar"))
+    entries = as_dicts(
+        task_columns.filter(pl.col("run_id").is_in(on_dicts["run_id"].implode())), TASK_FIELDS
+    )
+    by_run: dict[str, list[dict[str, Any]]] = {run: [] for run in on_dicts["run_id"]}
+    for run_id, entry in zip(
+        task_columns.filter(pl.col("run_id").is_in(on_dicts["run_id"].implode()))["run_id"],
+        entries,
+        strict=True,
+    ):
+        by_run[run_id].append(entry)
+    summaries = as_dicts(on_dicts, SUMMARY_FIELDS, list(by_run.values()))
+    by_dict = {
+        run_id: RunOutcome(summary, columns.task_rows(run_id))
+        for run_id, summary in zip(on_dicts["run_id"], summaries, strict=True)
+    }
     return Outcomes(columns, by_dict)
