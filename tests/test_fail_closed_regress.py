@@ -109,6 +109,8 @@ def test_no_suite_on_both_sides_exits_2(run: Any, extra: list[str]) -> None:
     assert out == ""  # not `[]`, not a table
     assert "no suite is present on both sides" in err
     assert TRIALS_SUITE in err and SUITE in err
+    # each side is named by its path, so a reader knows which file held which suites (E-65)
+    assert f"the baseline side ({TRIALS_LOG})" in err and f"the candidate side ({CAND})" in err
 
 
 def test_nothing_compared_exits_2_from_the_installed_script() -> None:
@@ -569,7 +571,7 @@ def test_printed_run_and_suite_ids_are_escaped(
     code, _, err = run(alone, graded["suite"])
     assert code == 2
     assert "\x1b" not in err and "\x07" not in err
-    assert "baseline: acme.\\x1b]0;title\\x07suite" in err
+    assert f"the baseline side ({alone}): acme.\\x1b]0;title\\x07suite" in err
 
 
 @pytest.mark.parametrize("damaged_side", ["base", "cand"])

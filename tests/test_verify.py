@@ -693,6 +693,20 @@ def test_cli_verify_agreeing_host_exits_0(tmp_path: Path) -> None:
     assert result.stdout.splitlines()[-1].startswith("verdict: agrees (1 eval runs: 1 agrees")
 
 
+def test_cli_verify_of_no_eval_run_names_the_events_it_read(tmp_path: Path) -> None:
+    """A log that holds no eval run (here a file of no rows) is exit 2, and the message names the
+    event files read, so a user with several inputs knows which one held nothing (E-65)."""
+    import pyarrow.parquet as pq
+
+    empty = tmp_path / "no-rows.parquet"
+    first = sorted(SAMPLE_EVENTS.glob("*.parquet"))[0]
+    pq.write_table(pq.read_table(first).slice(0, 0), empty)
+    result = CliRunner().invoke(cli, ["verify", str(empty), "--suites", str(SAMPLE_SUITES)])
+    assert result.exit_code == 2
+    assert f"no eval run (no eval.started) in the events of {empty}" in result.stderr
+    assert "Traceback" not in result.output
+
+
 @pytest.mark.parametrize("case", ["missing-events", "summary-not-json", "summary-unknown-run"])
 def test_cli_verify_unusable_input_exits_2_without_traceback(
     tmp_path: Path,

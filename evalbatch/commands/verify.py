@@ -23,6 +23,7 @@ from evalbatch.commands.options import (
     suites_option,
 )
 from evalbatch.options import GradeOptions, OnMissDefault, Resources
+from evalbatch.text import printable
 
 
 @click.command(
@@ -118,5 +119,14 @@ def verify_command(
     else:
         printing.print_verify(report, tables=not quiet)
     if not report.runs:
-        click.echo("evalbatch: no eval run (no eval.started) in the events", err=True)
+        click.echo(
+            f"evalbatch: no eval run (no eval.started) in the events of {_named(events)}",
+            err=True,
+        )
     sys.exit(report.conformance.exit_code if conformance else report.exit_code)
+
+
+def _named(paths: tuple[str, ...]) -> str:
+    """The event paths a command was given, for a message: the first three and how many more."""
+    shown = ", ".join(printable(path) for path in paths[:3])
+    return shown + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")

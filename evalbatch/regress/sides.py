@@ -381,8 +381,8 @@ def _nothing_compared(base: _Side, cand: _Side, run_filter: event_files.RunFilte
         return ", ".join(printable(s) for s in sorted(side.suites))
 
     return (
-        f"no suite is present on both sides (baseline: {listed(base)}; candidate: "
-        f"{listed(cand)}); nothing was compared"
+        f"no suite is present on both sides ({base.describe()}: {listed(base)}; "
+        f"{cand.describe()}: {listed(cand)}); nothing was compared"
     )
 
 
