@@ -1,4 +1,4 @@
-"""Calibration of `regress` across many suites and of its plan (issue 18 items 4 and 5): a
+"""Calibration of `regress` across many suites and of its plan (E-98, E-99): a
 benchmark of error rates, not of time, and not a unit test.
 
     .venv/bin/python bench/calibrate_regress.py                    # the defaults below

@@ -1,4 +1,4 @@
-"""Calibration of the change-point test and the flaky/broken split (issue 18 items 2 and 3).
+"""Calibration of the change-point test and the flaky/broken split (E-97).
 
     .venv/bin/python bench/calibrate_trends.py                  # RESULTS.md (300 per configuration)
     .venv/bin/python bench/calibrate_trends.py --per-config 40  # quicker, wider intervals

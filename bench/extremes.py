@@ -1,4 +1,4 @@
-"""Extreme inputs (issue 7 item 5): each case is generated, graded by `evalbatch run` in a child
+"""Extreme inputs: each case is generated, graded by `evalbatch run` in a child
 process, checked, and its wall time and peak RSS printed.
 
     .venv/bin/python bench/extremes.py                 # every case

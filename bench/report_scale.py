@@ -1,5 +1,5 @@
 """Benchmark: `evalbatch report` at nightly scale, beside the `evalbatch run` that made its
-input, and the page in headless Chromium (issue 27).
+input, and the page in headless Chromium (E-106).
 
     python bench/report_scale.py                        # 10,000 runs × 20 tasks × 3 trials
     python bench/report_scale.py --repeat 3             # interleaved rounds, medians

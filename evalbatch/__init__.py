@@ -1,7 +1,7 @@
 """evalbatch: grade exported OpenWOP eval-run logs as RFC 0244 defines.
 
 The library surface notebooks and the CLI share: every name of `evalbatch.api`, importable from
-here too (issue 17 item 5):
+here too (E-91):
 
     from evalbatch import connect, grade_paths, write_outputs
     result = grade_paths("exports/", suites="suites/")

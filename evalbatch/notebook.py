@@ -1,7 +1,7 @@
 """The graded tables and the SQL stage in one DuckDB connection, for notebooks and ad-hoc SQL.
 
 `connect` opens either an output directory of `evalbatch run`, read as it was written (its
-graded tables, never regraded: issue 17 item 4), or event files, which it runs the SQL stage over
+graded tables, never regraded, E-89), or event files, which it runs the SQL stage over
 once, exactly as grading does (§2), and grades from that extraction as `grade_paths` would (§3).
 Event files given with an output directory are extracted but not graded. The analyst relations
 (the graded tables, the `history` series made from them, and the views over the events) are the
@@ -72,7 +72,7 @@ GRADED: dict[str, tuple[str, str]] = {
 #: what is made from the graded tables: the series of each task's runs in time order
 DERIVED: dict[str, tuple[str, str]] = {
     "history": (
-        "issue 18 item 1",
+        "E-96",
         "One row per (suite, task, run), in the time order of the eval's start (runs without one "
         "last, by run_id): suite_id, suite_version, task_id, run_id, started_at, night (the run's "
         "position in its suite_id and task_id series, from 0), trials (n), passed_trials (c), "

@@ -1,5 +1,5 @@
 """Text from the data shown to a person: ids and names are untrusted, so a terminal gets them
-escaped (issue 14). Every layer uses it, so it lives below them all."""
+escaped (E-83). Every layer uses it, so it lives below them all."""
 
 from __future__ import annotations
 

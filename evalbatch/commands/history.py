@@ -1,5 +1,5 @@
 """`evalbatch history OUT_DIR...`: each suite's and task's runs in time order, across the output
-directories of several nights (issue 18 item 1).
+directories of several nights (E-96).
 
 `evalbatch.history.series.read_history` reads the directories; this module parses the options and
 prints the series (a table per suite, or JSON), then what was left out: a directory that cannot be

@@ -1,6 +1,6 @@
 """What the commands print besides one-line messages: `run`'s runs table, totals and problem
 counts (and their JSON), `regress`'s comparisons and `verify`'s tables. Ids come from the log, so
-every cell and line that holds one is printed escaped (issue 14)."""
+every cell and line that holds one is printed escaped (E-83)."""
 
 from __future__ import annotations
 
@@ -262,7 +262,7 @@ def run_json(runs: pl.DataFrame) -> list[dict[str, Any]]:
 
 def family_line(report: sides.RegressionReport, alpha: float) -> str | None:
     """`gated 3 suites at once: Holm, family-wise error at alpha 0.05 (adjusted p-values;
-    intervals at 98.33%)`, when several suites were tested (issue 18 item 5); else None."""
+    intervals at 98.33%)`, when several suites were tested (E-98); else None."""
     if report.correction is None:
         return None
     from evalbatch.reduce.regression import CORRECTION_NAMES
@@ -278,8 +278,7 @@ def print_comparison(
     c: regression.Comparison, alpha: float, suite_plan: plan.Plan | None = None
 ) -> None:
     """One suite: its verdict, each side's run, grading and mean score, then the difference, and
-    its plan when it has one (issue 18 item 4). Ids come from the data and are escaped (issue
-    14)."""
+    its plan when it has one (E-99). Ids come from the data and are escaped (E-83)."""
     adjusted = ""
     if c.family is not None:
         adjusted = f", {c.family.correction}-adjusted p {c.family.adjusted_p_value:.4g}"

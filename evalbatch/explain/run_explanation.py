@@ -99,8 +99,8 @@ def explain_paths(
     """Explain how one eval run's trials graded, with the grader's own code (see module doc).
 
     `events` and `suites` are each one path (a `str` or a `Path`) or a list of them; suite files
-    are `suites=` (`suite_paths=` still works for one version, with a `DeprecationWarning`)
-    (issue 17 item 5). `run_id` is required. `task_id` and `trial_index` keep only the trials of
+    are `suites=` (`suite_paths=` still works for one version, with a `DeprecationWarning`;
+    E-91). `run_id` is required. `task_id` and `trial_index` keep only the trials of
     that task and/or index.
 
     Raises:

@@ -2,7 +2,8 @@
 
 Which trials count (D-5), the trajectory block and match (§3.1-§3.2, D-18), fixture misses and
 fail-closed trials (§3.3, D-9), trial score, pass and gating score (§3.4, D-10, D-11) — all as
-Polars expressions over the per-trial table. Task and suite reductions live in `summarize`.
+Polars expressions over the per-trial table. Task and suite reductions live in
+`evalbatch.reduce.task_reductions`.
 """
 
 from __future__ import annotations

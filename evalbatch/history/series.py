@@ -1,5 +1,5 @@
-"""The series frame: one row per (suite, task, run), in the time order of the runs (issue 18 item
-1), built from the graded tables `evalbatch run` wrote into one or more output directories.
+"""The series frame: one row per (suite, task, run), in the time order of the runs (E-96),
+built from the graded tables `evalbatch run` wrote into one or more output directories.
 
 Each directory is read whole and checked as `evalbatch.connect` reads it
 (`outputs.outdir.read_graded`: this schema version's columns and types, summaries.jsonl holding

@@ -1,4 +1,4 @@
-"""Flaky tasks and the night a task broke, read from a series frame (issue 18 items 2 and 3).
+"""Flaky tasks and the night a task broke, read from a series frame (E-97).
 
 A series frame has one row per (suite, task, run): the run's `night` (its 0-based position in
 the task's series, time order), its counted `trials` n and `passed_trials` c. A task's series is
@@ -60,7 +60,7 @@ from evalbatch.text import printable
 
 Status = Literal["broken", "flaky", "stable", "no-trials"]
 
-#: the series-frame columns the measures read, with their types (issue 18 shared interface)
+#: the series-frame columns the measures read, with their types (what `series` builds)
 SERIES_COLUMNS: dict[str, pl.DataType] = {
     "suite_id": pl.String(),
     "task_id": pl.String(),
@@ -276,7 +276,7 @@ def change_points(
     series: pl.DataFrame, alpha: float = 0.05, *, permutations: int = 999, seed: int = 0
 ) -> pl.DataFrame:
     """The most likely change in each task's pass rate and whether it is one at `alpha`
-    (issue 18 item 3): one row per (suite_id, task_id), columns `CHANGE_SCHEMA`, surest first.
+    (E-97): one row per (suite_id, task_id), columns `CHANGE_SCHEMA`, surest first.
 
     The p-value is a seeded permutation test of the largest split statistic (module docstring),
     so a series' false-alarm rate is at most `alpha`; a series whose nights all have the same
@@ -332,7 +332,7 @@ def flaky_tasks(
     series: pl.DataFrame, alpha: float = 0.05, *, permutations: int = 999, seed: int = 0
 ) -> pl.DataFrame:
     """Each task's status (broken, flaky, stable, no-trials) and flakiness with its interval,
-    measured since its last change (issue 18 item 2): one row per (suite_id, task_id), columns
+    measured since its last change (E-97): one row per (suite_id, task_id), columns
     `FLAKY_SCHEMA`, worst flakiness first (then the surer, by the interval's lower end).
 
     `alpha` is both the change test's level (`change_points`, same `permutations` and `seed`)

@@ -5,7 +5,7 @@ v1 debug bundles, SSE captures, any of them gzip-compressed) into event rows (`e
 canonical columns, every other envelope field in `extra`, numbers and key order as written,
 E-32), hands the rows to the writer of the layout (`parquet_layout`: one directory per run, E-33,
 files linked into place complete, E-34, nothing left behind by a failed or killed ingest, E-75,
-the same export again adds nothing, issue 17 item 7), and reports what it read, wrote and
+the same export again adds nothing, E-34), and reports what it read, wrote and
 skipped. Each input is read within `InputLimits` (E-115, E-116): a breach is a problem of that
 line, frame or file, and the other inputs are still ingested. An Inspect eval log becomes one
 run (`inspect_logs`, E-111) and, when asked, a starting suite file for its task.

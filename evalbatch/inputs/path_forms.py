@@ -1,7 +1,7 @@
 """The path forms the library takes: one path (a `str` or a `Path`) or a list of them.
 
 Every function that reads or writes files takes `Paths` and turns it into a list with `as_paths`
-(issue 17 item 5). It lives with the inputs, below every stage, so a stage's own function (such as
+(E-91). It lives with the inputs, below every stage, so a stage's own function (such as
 `ingest_paths`) takes any path form itself and the facade only names it.
 """
 
@@ -16,7 +16,7 @@ Paths = str | Path | Sequence[str | Path]
 
 def as_paths(paths: Paths) -> list[str]:
     """`paths` as a list: a single string or `Path` is one path, never iterated letter by letter
-    (issue 17 item 5)."""
+    (E-91)."""
     if isinstance(paths, str | Path):
         return [str(paths)]
     return [str(path) for path in paths]

@@ -33,7 +33,7 @@ def _quiet(ray: Any) -> None:
     """Ray's own lines stay off the terminal: its INFO and WARNING log lines (a local instance
     started, a token set up, a dataset's plan), Ray Data's progress bars and the progress it
     logs when stdout is not a terminal. evalbatch says what it did itself; Ray's errors still
-    reach stderr, and its logs are still in its session directory (issue 27)."""
+    reach stderr, and its logs are still in its session directory (E-107)."""
     for name in ("ray", "ray.data"):
         logging.getLogger(name).setLevel(logging.ERROR)
     context = ray.data.DataContext.get_current()

@@ -1,5 +1,5 @@
 """The report's charts that compare: a candidate run against its baseline (RFC 0244 §F), and a
-suite across nights (`--history`, issue 18 item 1).
+suite across nights (`--history`, E-96).
 
 A regression chart draws each task's paired difference in gating score with the recomputed
 interval (E-48), the MAX_PAIRED_DRAWN that changed most when there are more; at most
@@ -36,7 +36,7 @@ from evalbatch.publish.worst_runs import (
     regressions_first,
 )
 
-#: suites given a trend chart (issue 18 item 1), in suiteId order; `evalbatch history` lists all
+#: suites given a trend chart (E-96), in suiteId order; `evalbatch history` lists all
 MAX_TREND_CHARTS = 12
 #: runs of a suite a trend chart draws: its latest (a suite graded 10,000 times is not 10,000
 #: points); `evalbatch history` lists every run
@@ -48,7 +48,7 @@ MAX_PAIRED_DRAWN = 30
 
 def chart_trends(series: pl.DataFrame) -> list[Chart]:
     """Per suite with two runs or more in the series (`evalbatch.history.series`), its mean task
-    score and the share of its trials that passed, run by run in time order (issue 18 item 1)."""
+    score and the share of its trials that passed, run by run in time order (E-96)."""
     per_run = (
         series.group_by("suite_id", "run_id")
         .agg(

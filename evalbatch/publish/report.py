@@ -139,7 +139,7 @@ def build_report(
     optional): the verdict, the runs table, the charts, then each run's failing trials. With a
     `history` series (`evalbatch.history.series`), a trend chart per suite of several runs.
 
-    Bounded by design (issue 27): the verdict counts every run, the runs table holds every run
+    Bounded by design (E-106): the verdict counts every run, the runs table holds every run
     (drawn a page at a time from embedded data), the charts draw the worst; the runs shown in
     full (their failing trials and tasks) are the `detail_runs` lowest-scoring, or the runs
     named in `run_ids`, and every other run links to the command that writes it in full.

@@ -363,7 +363,7 @@ def regression_views(
     when None: `worst_runs.regressions_first`, the ones the page draws and lists), the block's
     comparison recomputed (the options `run` uses, with the block's method and alpha) for the
     per-task differences and the interval. A night of 10,000 candidates runs a few dozen
-    comparisons, not 10,000 (issue 27)."""
+    comparisons, not 10,000 (E-106)."""
     items = [
         RegressionView(view, view.summary["regression"], [], None, "")
         for view in views

@@ -2,7 +2,7 @@
 counting what grading recorded in problems.parquet.
 
 A night can hold 10,000 runs, and a page that builds 10,000 table rows up front opens in minutes
-(issue 27). So the rows are embedded once as JSON (a `<script type="application/json">` block,
+(E-106). So the rows are embedded once as JSON (a `<script type="application/json">` block,
 which is data, never run) and the page's one script draws a page of `PAGE_ROWS` rows at a time,
 sorted and filtered over all of them. Without the script, the first `PAGE_ROWS` rows are in the
 HTML and the rest are in `runs.parquet`. A run shown in detail links to its section; any other

@@ -48,16 +48,16 @@ MAX_TASK_RUNS = 12
 MAX_RUNS = 30
 #: regression charts drawn, the largest drops first; the verdict lists MAX_REGRESSIONS
 MAX_REGRESSION_CHARTS = 6
-#: regressions listed in the verdict, each with its recomputed interval (issue 27: a night of
+#: regressions listed in the verdict, each with its recomputed interval (E-106: a night of
 #: 10,000 candidates recomputes these, not 10,000 comparisons); the rest are in the runs table
 MAX_REGRESSIONS = 50
 #: runs shown in full (their failing trials and tasks) when none is named: the lowest-scoring;
-#: every other run is one row of the runs table (issue 27)
+#: every other run is one row of the runs table (E-106)
 DETAIL_RUNS = 50
 
 
 #: tasks drawn for a run in a per-task chart, and listed for a run in the Tasks table: a suite
-#: of 1,000 tasks draws its worst, not 1,000 bars a run (issue 27)
+#: of 1,000 tasks draws its worst, not 1,000 bars a run (E-106)
 MAX_TASKS_DRAWN = 20
 MAX_TASKS_LISTED = 100
 

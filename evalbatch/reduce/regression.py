@@ -4,7 +4,7 @@ The unit is the task: each side's trials are first reduced to one number per tas
 score, D-19), then tasks present on both sides are paired by taskId and the per-task differences
 (candidate − baseline) are tested. Resampling trials as if independent would inflate false alarms.
 
-When one command gates several suites (issue 18 item 5), each suite's p-value is adjusted for the
+When one command gates several suites (E-98), each suite's p-value is adjusted for the
 family (`adjust_p_values`: Holm by default, or Benjamini-Hochberg) and the suite is compared again
 under its `Family`: `improved`/`regressed` read the adjusted p-value, and the interval the
 `unchanged` rule reads is the simultaneous (Bonferroni) one at 1 − alpha/m.
@@ -50,8 +50,8 @@ CORRECTION_NAMES: dict[Correction, str] = {
 @dataclass(frozen=True)
 class RegressOptions:
     """How to compare: the method, its level, the equivalence margin and the resampling; how
-    several suites gated at once are corrected; and what a plan is asked for (issue 18 items 4
-    and 5: `plan` asks one for every suite, an `inconclusive` verdict gets one anyway)."""
+    several suites gated at once are corrected; and what a plan is asked for (E-98, E-99:
+    `plan` asks one for every suite, an `inconclusive` verdict gets one anyway)."""
 
     method: Method = "paired-bootstrap"
     alpha: float = 0.05
@@ -81,7 +81,7 @@ class RegressOptions:
 
 @dataclass(frozen=True)
 class Grading:
-    """How a run's task scores were made (issue 14): against a suite file (which one, by its
+    """How a run's task scores were made (E-67): against a suite file (which one, by its
     sha256) or from the host record (D-4), and under which grading options (D-9, D-15). Two runs
     are compared only when graded alike; an unknown grading is alike to nothing."""
 
@@ -188,7 +188,7 @@ SCORE_COLUMNS = ("score", "gating_score")
 
 
 def task_table_faults(tasks: pl.DataFrame) -> list[str]:
-    """What makes a tasks table unusable for a comparison, one message per fault (issue 14):
+    """What makes a tasks table unusable for a comparison, one message per fault (E-69):
     a missing or mistyped column, null/NaN/infinite or out-of-0..1 scores, and rows that repeat
     a (run_id, task_id) pair (they would be paired twice). Messages name columns, counts and ids,
     never other content."""
@@ -230,7 +230,7 @@ def task_table_faults(tasks: pl.DataFrame) -> list[str]:
 
 @dataclass(frozen=True)
 class Family:
-    """How one suite of several gated at once was held to the family's level (issue 18 item 5):
+    """How one suite of several gated at once was held to the family's level (E-98):
     its p-value adjusted for `size` tested suites, and the level of the interval the `unchanged`
     rule reads (Bonferroni, `alpha / size`: every suite's interval holds at once)."""
 
@@ -279,12 +279,12 @@ class Comparison:
     p_value: float | None = None
     reason: str | None = None  # why the verdict is inconclusive without a test
     #: no task could be compared (a run of the pair not graded, other suite versions, no task in
-    #: common): the input is unusable for this suite, never a pass (issue 14, E-65)
+    #: common): the input is unusable for this suite, never a pass (E-65)
     nothing_compared: bool = False
     moved: list[tuple[str, float]] = field(default_factory=list)  # (taskId, difference)
     baseline: SideSummary | None = None  # how each side was graded, and its mean scores
     candidate: SideSummary | None = None
-    family: Family | None = None  # set when the suite was gated with others (issue 18 item 5)
+    family: Family | None = None  # set when the suite was gated with others (E-98)
 
     def block(self) -> dict[str, object]:
         """The RFC 0244 `regression` block, in the contract's field order."""

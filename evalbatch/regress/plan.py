@@ -1,4 +1,4 @@
-"""How many tasks or trials a verdict needs (issue 18 item 4): `regress --plan`, and the line
+"""How many tasks or trials a verdict needs (E-99): `regress --plan`, and the line
 under an `inconclusive` verdict.
 
 A documented formula, not a simulation: the power of the two-sided paired t test on the mean
@@ -8,7 +8,7 @@ for `sign-test` and `mcnemar` it plans the mean score difference instead of thei
 formula gives the same answer on every machine, needs no seed, and can be checked by hand.
 
 With n paired tasks whose differences d have sample variance s², the spread of d is split into
-what the tasks differ by and what the trials add (issue 18 item 4: "trial variance"):
+what the tasks differ by and what the trials add (the trial variance):
 
 - w, the within-task trial variance: the trial scores' sample variance in each task of each side
   with at least 2 counted trials, pooled (weighted by trials − 1);

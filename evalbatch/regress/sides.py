@@ -1,7 +1,7 @@
 """`regress`: the two sides of a comparison (event logs graded here, or a tasks table written by
 `run`), the runs of each suite paired across them, and one verdict per suite (§5); several suites
-gated at once held to the family's level, and the plan of a suite that needs one (issue 18 items
-4 and 5).
+gated at once held to the family's level, and the plan of a suite that needs one (E-98,
+E-99).
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ class RegressionReport:
 
     comparisons: list[regression.Comparison]
     unpaired: list[tuple[str, str]]  # suites found on one side only: (side, suiteId)
-    #: the correction applied when several suites were tested at once, and how many (issue 18
-    #: item 5); None with one tested suite, whose output is as it always was
+    #: the correction applied when several suites were tested at once, and how many
+    #: (E-98); None with one tested suite (nothing to correct)
     correction: regression.Correction | None = None
     family_size: int = 0
-    plans: dict[str, planning.Plan] = field(default_factory=dict)  # by suiteId (item 4)
+    plans: dict[str, planning.Plan] = field(default_factory=dict)  # by suiteId (E-99)
 
     @property
     def exit_code(self) -> int:
@@ -184,7 +184,8 @@ _PROVENANCE_COLUMNS = (
 
 
 def _task_table_side(name: str, path: Path, run_filter: event_files.RunFilter | None) -> _Side:
-    """A `tasks.parquet` side, validated before use (issue 14, E-67).
+    """A `tasks.parquet` side, validated before use (E-69), its grading read from the
+    `runs.parquet` beside it (E-67).
 
     Raises:
         InputError: the file cannot be read, or it is not a usable tasks table (one line per
@@ -300,7 +301,7 @@ def _side(
     unread = errors.filter(pl.col("run_id").is_null())
     if unread.height:
         # a file that could not be read may hold this side's run of any suite: comparing the
-        # rest would let a lost run pass as "one side only" (issue 14)
+        # rest would let a lost run pass as "one side only" (E-65)
         listed = "".join(f"\n  {printable(message)}" for message in unread["message"])
         raise InputError(
             f"{_describe_side(name, label)}: {unread.height} event "
@@ -409,7 +410,7 @@ def _same_run(suite_id: str, pairs: Sequence[tuple[_Side, str]]) -> str | None:
 
 
 def _mixed(suite_id: str, pairs: Sequence[tuple[_Side, str]]) -> str | None:
-    """How the two runs of a suite were graded, when not alike (D-4, issue 14)."""
+    """How the two runs of a suite were graded, when not alike (D-4, E-67)."""
     (base, base_id), (cand, cand_id) = pairs
     base_grading, cand_grading = base.gradings[base_id], cand.gradings[cand_id]
     if base_grading.alike(cand_grading):
@@ -439,7 +440,7 @@ def regress_paths(
     per suite (§5). Each side is one path (a `str` or a `Path`) or a list of them: event logs,
     graded here against `suites` (read and checked once for both sides), or a `tasks.parquet`
     that `evalbatch run` wrote; `suite_paths=` is the old spelling of `suites=`, kept for one
-    version with a `DeprecationWarning` (issue 17 item 5).
+    version with a `DeprecationWarning` (E-91).
 
     Fails closed (E-65..E-67, E-114): nothing compared, a named run that is not on its side
     or was not compared, (unless `allow_same_run`) a run paired with itself or with a copy of
@@ -507,7 +508,7 @@ def _gate_as_family(
     chosen: Mapping[str, Sequence[tuple[_Side, str]]],
     options: regression.RegressOptions,
 ) -> None:
-    """Several suites tested at once (issue 18 item 5): their p-values adjusted together and
+    """Several suites tested at once (E-98): their p-values adjusted together and
     each suite compared again under its `Family`. The family is the suites that were tested (a
     suite without a p-value has no test to correct); with one, nothing changes."""
     tested = [i for i, c in enumerate(report.comparisons) if c.p_value is not None]
@@ -540,7 +541,7 @@ def _plan_alpha(report: RegressionReport, options: regression.RegressOptions) ->
 def _plan(
     pairs: Sequence[tuple[_Side, str]], options: regression.RegressOptions, alpha: float
 ) -> planning.Plan:
-    """One suite's plan (issue 18 item 4) from its paired differences and its trials."""
+    """One suite's plan (E-99) from its paired differences and its trials."""
     (base, base_id), (cand, cand_id) = pairs
     column = regression.score_column(options)
     base_rows = base.tasks.filter(pl.col("run_id") == base_id)

@@ -118,7 +118,7 @@ def verify_paths(
     E-103). With `conformance`, the report also holds one row per RFC 0244 requirement
     (`report.conformance`, E-104). `events`, `suites` and `summary_paths` are each one path (a
     `str` or a `Path`) or a list of them; `suite_paths=` is the old spelling of `suites=`, kept
-    for one version with a `DeprecationWarning` (issue 17 item 5).
+    for one version with a `DeprecationWarning` (E-91).
 
     Grading uses `options` as `evalbatch run` does; where a task's `fixtures.onMiss` is absent
     and a miss decides a trial, both readings (count only, fail closed) are tried and the one
