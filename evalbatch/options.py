@@ -174,7 +174,13 @@ class Resources:
 
     def apply(self, con: duckdb.DuckDBPyConnection) -> None:
         """Set a connection's threads, memory limit and spill directory; DuckDB's defaults for
-        what is unset. Every connection a call makes goes through here (E-64)."""
+        what is unset. Every connection a call makes goes through here (E-64).
+
+        DuckDB draws its progress bar on stdout once a query runs past two seconds, terminal or
+        not: in `regress --json`, `run --json` or `sql` output that is read by a program, the bar
+        came before the document. It is never printed (E-64); `run` reads the bar's estimate
+        for its own progress line instead."""
+        con.execute("SET enable_progress_bar_print = false")
         if self.threads:
             con.execute(f"SET threads = {int(self.threads)}")
         if self.memory_limit:

@@ -175,8 +175,9 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def seen(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[Any, ...]]]:
-    """The (threads, memory_limit, temp_directory) DuckDB reports for each connection made, read
-    back right after its resources were applied; every connection must go through that step."""
+    """The (threads, memory_limit, temp_directory, enable_progress_bar_print) DuckDB reports for
+    each connection made, read back right after its resources were applied; every connection
+    must go through that step."""
     found: list[tuple[Any, ...]] = []
     made: list[int] = []
     real_connect = duckdb.connect
@@ -191,7 +192,12 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[Any, ...]]]:
         found.append(
             tuple(
                 con.execute(f"SELECT current_setting('{name}')").fetchall()[0][0]
-                for name in ("threads", "memory_limit", "temp_directory")
+                for name in (
+                    "threads",
+                    "memory_limit",
+                    "temp_directory",
+                    "enable_progress_bar_print",
+                )
             )
         )
 
@@ -240,7 +246,8 @@ def test_resource_options_reach_every_connection(
     result = CliRunner().invoke(cli, [str(a) for a in args])
     assert result.exit_code in (0, 1, 3), result.output
     assert seen, f"{command} made no DuckDB connection"
-    for threads, memory, temp in seen:
+    for threads, memory, temp, bar_printed in seen:
+        assert not bar_printed  # DuckDB's bar would come before a --json document on stdout
         assert int(threads) == 1
         assert memory.replace(" ", "") in ("1.0GiB", "953.6MiB", "1GB", "1.0GB", "953.6MB")
         assert Path(temp) == spill
@@ -258,4 +265,4 @@ def test_resource_options_do_not_outlive_their_command(
     result = CliRunner().invoke(cli, [str(a) for a in _command(command, tmp_path / "b", graded)])
     assert result.exit_code in (0, 1, 3), result.output
     after = seen[before:]
-    assert after and all(Path(temp) != spill for _, _, temp in after)
+    assert after and all(Path(temp) != spill for _, _, temp, _ in after)
