@@ -16,7 +16,6 @@ from evalbatch.errors import (
     EXIT_OK,
     EXIT_SKIPPED,
     InputError,
-    OutputError,
     write_failed,
 )
 from evalbatch.inputs import event_files, suites
@@ -77,9 +76,8 @@ class RunReport:
         return EXIT_SKIPPED if lost else EXIT_OK
 
 
-def _write_error(out_dir: Path, exc: OSError) -> OutputError:
-    where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
-    return write_failed(f"{out_dir}{where}", exc, "the previous outputs are unchanged")
+#: what a failed write of `run`'s outputs leaves (E-72)
+_UNCHANGED = "the previous outputs are unchanged"
 
 
 def _inside(path: str | Path, root: Path) -> bool:
@@ -230,7 +228,7 @@ def write_outputs(
         try:
             files = writer.OutputWriter(out)
         except OSError as exc:
-            raise _write_error(out, exc) from exc
+            raise write_failed(out, exc, _UNCHANGED, name_file=True) from exc
         try:
             for batch in batch_outputs(grading, on_batch):
                 merged.add(batch)
@@ -262,7 +260,7 @@ def write_outputs(
             written = files.finish(merged.pending, runs, problem_frame, manifest, given)
         except OSError as exc:
             files.abort()
-            raise _write_error(out, exc) from exc
+            raise write_failed(out, exc, _UNCHANGED, name_file=True) from exc
         except BaseException:
             files.abort()
             raise

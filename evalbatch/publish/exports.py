@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalbatch.errors import EvalbatchError
+from evalbatch.jsonvalue import reject_constant
 from evalbatch.problems import EVALUATOR_TYPES, SCORE_LABEL
 from evalbatch.version import package_version
 
@@ -58,10 +59,7 @@ class ScoredFields:
 
 
 def _strict_json(text: str) -> Any:
-    def refuse(name: str) -> Any:
-        raise ValueError(name)
-
-    return json.loads(text, parse_constant=refuse)
+    return json.loads(text, parse_constant=reject_constant)
 
 
 def scored_fields(
