@@ -1,21 +1,27 @@
-"""One helper per concern (E-132): the file mode, the atomic writer, the message of a failed
-write and the strict-JSON constant hook are each defined once, and each behaves as its callers
-rely on."""
+"""One helper per concern (E-132, E-133): the file mode, the atomic writer, the message of a
+failed write, the strict-JSON constant hook and the `--json` writer are each defined once, and
+each behaves as its callers rely on."""
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
+import shutil
 import stat
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from evalbatch import files, jsonvalue
+from evalbatch.cli import cli
+from evalbatch.commands.printing import echo_json
 from evalbatch.errors import OutputError, write_failed
 
 ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "data" / "samples"
 
 #: helpers that were written several times over and now live in one place
 ONE_DEFINITION = (
@@ -27,6 +33,7 @@ ONE_DEFINITION = (
     "write_failed",
     "_reject_constant",
     "reject_constant",
+    "echo_json",
 )
 
 #: the one copy left apart on purpose: the reference grader shares no code with the engine
@@ -47,13 +54,13 @@ def _top_level_functions() -> dict[str, list[str]]:
 
 
 def test_each_shared_helper_is_defined_once() -> None:
-    """A newcomer finds one file mode, one atomic writer, one write-failure message and one
-    NaN/Infinity hook, not a copy per module."""
+    """A newcomer finds one file mode, one atomic writer, one write-failure message, one
+    NaN/Infinity hook and one `--json` writer, not a copy per module."""
     defined = _top_level_functions()
     repeated = {name: defined[name] for name in ONE_DEFINITION if len(defined.get(name, [])) > 1}
     assert repeated == {}
     assert all(name in defined for name in ("file_mode", "write_atomic", "write_aside"))
-    assert all(name in defined for name in ("write_failed", "reject_constant"))
+    assert all(name in defined for name in ("write_failed", "reject_constant", "echo_json"))
 
 
 def test_no_local_copy_of_the_constant_hook() -> None:
@@ -172,3 +179,71 @@ def test_reject_constant_refuses_what_json_does_not_have(constant: str) -> None:
     with pytest.raises(jsonvalue.NotJson, match=f"{constant} is not JSON"):
         json.loads(f"[{constant}]", parse_constant=jsonvalue.reject_constant)
     assert issubclass(jsonvalue.NotJson, ValueError)
+
+
+def test_echo_json_is_utf8_and_always_decodes(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    """E-133: non-ASCII as itself in UTF-8, indented by 2, keys in order; a lone surrogate (a
+    path's undecodable byte) as its JSON escape."""
+    echo_json({"b": "é", "a": ["\udcff", 1]})
+    raw = capsysbinary.readouterr().out
+    assert raw == '{\n  "b": "é",\n  "a": [\n    "\\udcff",\n    1\n  ]\n}\n'.encode()
+    assert json.loads(raw) == {"b": "é", "a": ["\udcff", 1]}
+
+
+def test_every_json_option_prints_through_echo_json() -> None:
+    """Each command with `--json` prints it with `printing.echo_json`, and no command module
+    dumps JSON itself (bar `sql`'s `--format json` cells)."""
+    commands = ROOT / "evalbatch" / "commands"
+    for path in sorted(commands.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if '"--json"' in text:
+            assert "echo_json(" in text, path.name
+        if path.name not in {"printing.py", "sql.py"}:
+            assert "json.dumps" not in text, path.name
+
+
+def _utf8_document(raw: bytes) -> object:
+    """The document a `--json` printed, checked to be the one escaping: its bytes are exactly
+    `echo_json`'s of what they decode to."""
+    document = json.loads(raw)
+    assert raw == (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    return document
+
+
+def test_every_command_json_decodes_with_the_one_escaping(tmp_path: Path) -> None:
+    """E-133: `run`, `history`, `regress`, `verify`, `explain`, `validate` and `ingest --json`
+    each print one JSON document, non-ASCII text (here the directory `données-é`) as itself."""
+    here = tmp_path / "données-é"
+    shutil.copytree(SAMPLES / "events", here / "events")
+    shutil.copytree(SAMPLES / "regress", here / "regress")
+    shutil.copytree(SAMPLES / "suites", here / "suites")
+    events, suites = here / "events" / "trajectory.parquet", here / "suites"
+    out = here / "out"
+    runs = [
+        ("run", events, "--suites", suites, "--out", out, "--json", "--threads", "1"),
+        ("history", out, "--json"),
+        (
+            "regress",
+            here / "regress" / "baseline.parquet",
+            here / "regress" / "candidate.parquet",
+            "--suites",
+            suites,
+            "--json",
+            "--threads",
+            "1",
+        ),
+        ("verify", events, "--suites", suites, "--json", "--threads", "1"),
+        ("explain", events, "--suites", suites, "--run-id", "acme/run-trajectory-0001", "--json"),
+        ("validate", suites, "--json"),
+        ("ingest", SAMPLES / "inspect" / "arithmetic.eval", "--out", here / "ingested", "--json"),
+    ]
+    with_accent = set()
+    for args in runs:
+        if args[0] == "ingest" and importlib.util.find_spec("inspect_ai") is None:
+            continue
+        result = CliRunner().invoke(cli, [str(a) for a in args])
+        assert result.exit_code in (0, 1, 3), (args[0], result.output)
+        _utf8_document(result.stdout_bytes)
+        if "données-é".encode() in result.stdout_bytes:
+            with_accent.add(args[0])
+    assert {"run", "history", "validate"} <= with_accent, with_accent

@@ -8,12 +8,11 @@ command is invoked, handled where every command's are.
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
-from evalbatch.commands import faults, resources
+from evalbatch.commands import faults, printing, resources
 from evalbatch.commands.options import (
     default_pass_score_option,
     on_miss_default_option,
@@ -105,7 +104,7 @@ def explain(
         resources=resources,
     )
     if as_json:
-        click.echo(json.dumps(to_json(explanation), indent=2, ensure_ascii=False))
+        printing.echo_json(to_json(explanation))
     else:
         # text from the log is shown escaped: the run id whole (a newline in it stays on its
         # line), then everything else line by line

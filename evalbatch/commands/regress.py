@@ -7,7 +7,6 @@ comparisons (`printing.print_comparison`, or JSON) and what was not compared, an
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import datetime
 
@@ -231,7 +230,7 @@ def regress_command(
         resources=resources,
     )
     if as_json:
-        click.echo(json.dumps(report.report(), indent=2))
+        printing.echo_json(report.report())
     elif not quiet:
         family = printing.family_line(report, alpha)
         if family is not None:

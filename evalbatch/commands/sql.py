@@ -107,7 +107,8 @@ def _json(value: Any) -> str:
     if isinstance(value, Decimal):
         return _decimal_text(value) if value.is_finite() else "null"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(str(k))}: {_json(v)}" for k, v in value.items()) + "}"
+        fields = (f"{_json(str(k))}: {_json(v)}" for k, v in value.items())
+        return "{" + ", ".join(fields) + "}"
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_json(v) for v in value) + "]"
     return json.dumps(_text(value), ensure_ascii=False)

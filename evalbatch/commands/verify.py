@@ -6,7 +6,6 @@ options and prints the report (`printing.print_verify`, or JSON).
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import datetime
 
@@ -110,11 +109,11 @@ def verify_command(
     )
     if conformance:
         if as_json:
-            click.echo(json.dumps(report.conformance.to_json(), indent=2, ensure_ascii=False))
+            printing.echo_json(report.conformance.to_json())
         else:
             printing.print_conformance(report.conformance, table=not quiet)
     elif as_json:
-        click.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        printing.echo_json(report.to_json())
     else:
         printing.print_verify(report, tables=not quiet)
     if not report.runs:
