@@ -16,7 +16,6 @@ from evalbatch.commands import faults, printing, resources
 from evalbatch.commands.options import (
     default_pass_score_option,
     on_miss_default_option,
-    renamed_option,
     suites_option,
 )
 from evalbatch.commands.types import printable
@@ -32,17 +31,15 @@ from evalbatch.options import GradeOptions, OnMissDefault, Resources
 @click.argument("events", nargs=-1, required=True)
 @resources.resource_options()
 @suites_option
-@renamed_option(
+@click.option(
     "--run-id",
     "run_id",
-    old_spellings=("--run",),
     required=True,
     help="The eval run to explain: its runId, exactly (not a glob).",
 )
-@renamed_option(
+@click.option(
     "--task-id",
     "task_id",
-    old_spellings=("--task",),
     default=None,
     help="Only the trials of this taskId (default: every task).",
 )

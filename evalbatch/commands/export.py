@@ -44,7 +44,6 @@ def export() -> None:
 )
 @out_option(
     "output",
-    old_spellings=("--output",),
     type=click.Path(dir_okay=False),
     default=None,
     help="The JSON lines file to write (default: OUT_DIR/otel-evaluations.jsonl).",
@@ -160,7 +159,6 @@ def otel(
 )
 @out_option(
     "output",
-    old_spellings=("--output",),
     type=click.Path(dir_okay=False),
     default=None,
     help="The JSON lines file to write (default: OUT_DIR/eee.jsonl).",

@@ -13,7 +13,7 @@ from datetime import datetime
 import click
 
 from evalbatch.commands import faults, filters, printing, resources
-from evalbatch.commands.options import quiet_option, renamed_option, suites_option
+from evalbatch.commands.options import quiet_option, suites_option
 from evalbatch.commands.types import bounded, printable
 from evalbatch.errors import EXIT_FAILED
 from evalbatch.options import (
@@ -85,18 +85,16 @@ from evalbatch.options import (
     show_default=True,
     help="Compare task gating scores (D-19) or meanScore.",
 )
-@renamed_option(
+@click.option(
     "--base-run-id",
     "base_run",
-    old_spellings=("--base-run",),
     default=None,
     help="The baseline run's runId, when BASE holds several runs of a suite (default: its "
     "only one).",
 )
-@renamed_option(
+@click.option(
     "--cand-run-id",
     "cand_run",
-    old_spellings=("--cand-run",),
     default=None,
     help="The candidate run's runId, when CAND holds several runs of a suite (default: its "
     "only one).",

@@ -288,7 +288,6 @@ def _grading_options_given(ctx: click.Context) -> list[str]:
 )
 @out_option(
     "out",
-    old_spellings=("--output",),
     type=click.Path(dir_okay=False),
     default=None,
     help="Write to this file (renamed into place when complete) instead of standard output "

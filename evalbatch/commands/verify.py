@@ -18,7 +18,6 @@ from evalbatch.commands.options import (
     on_miss_default_option,
     one_capabilities,
     quiet_option,
-    renamed_option,
     suites_option,
 )
 from evalbatch.options import GradeOptions, OnMissDefault, Resources
@@ -31,10 +30,9 @@ from evalbatch.options import GradeOptions, OnMissDefault, Resources
 )
 @click.argument("events", nargs=-1, required=True)
 @suites_option
-@renamed_option(
+@click.option(
     "--summaries",
     "summary_paths",
-    old_spellings=("--summary",),
     multiple=True,
     type=click.Path(),
     help="A host EvalSummary (GET /runs/{id}/eval-summary), a {runId, summary} wrapper, an "

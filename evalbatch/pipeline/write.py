@@ -35,7 +35,7 @@ from evalbatch.outputs.output_format import (
 )
 from evalbatch.outputs.run_inputs import RunInputs
 from evalbatch.pipeline import incremental
-from evalbatch.pipeline.grading import Paths, as_paths, suites_keyword
+from evalbatch.pipeline.grading import Paths, as_paths
 from evalbatch.pipeline.local import Pass, Progress, chooser, grading_pass
 from evalbatch.pipeline.merge import Merged, batch_outputs
 from evalbatch.reduce import regression
@@ -141,7 +141,6 @@ def write_outputs(
     out_dir: str | Path,
     suites: Paths = (),
     *,
-    suite_paths: Paths | None = None,
     suite_docs: Sequence[Mapping[str, Any]] = (),
     options: GradeOptions | None = None,
     resources: Resources | None = None,
@@ -162,8 +161,8 @@ def write_outputs(
     into `out_dir` are graded and the others' rows are carried over (E-50), once every previous
     file is checked against the manifest (E-71); the files are still identical to a full
     regrade's. Files inside `out_dir` are never read as events (E-74). `events` and `suites` are
-    one path or a list; `suite_paths=` is the deprecated spelling of `suites=`. Beside the
-    outputs, `run-inputs.json` records the event and suite paths as given (E-118).
+    one path or a list. Beside the outputs, `run-inputs.json` records the event and suite paths
+    as given (E-118).
 
     Raises:
         InputError: no eval run was selected (E-70; unless `allow_empty`), no event file,
@@ -178,7 +177,7 @@ def write_outputs(
 
     out = Path(out_dir)
     options = options or GradeOptions()
-    suite_list = suites_keyword(suites, suite_paths, "write_outputs")
+    suite_list = as_paths(suites)
     not_a_directory = _not_a_directory(out)
     if not_a_directory is not None:
         raise not_a_directory
