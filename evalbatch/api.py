@@ -6,8 +6,7 @@ Data flow: `inputs` (event files, suites) -> `extract` (the SQL stage) -> `grade
 they offer.
 
 Every function here that reads or writes files takes one path (a `str` or a `Path`) or a list of
-them, and names suite files `suites=` (`suite_paths=` still works for one version, with a
-`DeprecationWarning`; E-91). Each is the stage's own function, taking those forms at
+them, and names suite files `suites=`. Each is the stage's own function, taking those forms at
 the source: this module only names them.
 """
 

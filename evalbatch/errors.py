@@ -58,7 +58,14 @@ def os_reason(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def write_failed(target: str | Path, exc: BaseException, consequence: str) -> OutputError:
+def write_failed(
+    target: str | Path, exc: BaseException, consequence: str, *, name_file: bool = False
+) -> OutputError:
     """The one message of a write that failed: what, the OS's reason, and what it left
-    (E-72: a failed write changes nothing)."""
-    return OutputError(f"{target}: could not be written: {os_reason(exc)}; {consequence}")
+    (E-72: a failed write changes nothing). With `name_file`, the file the OS names in `exc`
+    (one inside the directory `target`) follows `target` in parentheses.
+
+    Every writer raises it (E-132): `run`'s outputs, an ingest, `files.write_aside`."""
+    filename = getattr(exc, "filename", None) if name_file else None
+    where = f"{target} ({filename})" if filename else f"{target}"
+    return OutputError(f"{where}: could not be written: {os_reason(exc)}; {consequence}")

@@ -21,7 +21,9 @@ class NotJson(ValueError):
     """Text that is not JSON (including NaN and Infinity, which JSON does not have)."""
 
 
-def _reject_constant(name: str) -> Any:
+def reject_constant(name: str) -> Any:
+    """`parse_constant` of every strict JSON reader: `NaN`, `Infinity` and `-Infinity` are not
+    JSON (D-7). `NotJson` is a `ValueError`, which every reader of a user's JSON catches."""
     raise NotJson(f"{name} is not JSON")
 
 
@@ -29,7 +31,7 @@ def parse(text: str) -> Any:
     """Parse JSON text with exact numbers; a repeated key keeps the last value (D-7)."""
     try:
         return json.loads(
-            text, parse_float=Decimal, parse_int=Decimal, parse_constant=_reject_constant
+            text, parse_float=Decimal, parse_int=Decimal, parse_constant=reject_constant
         )
     except (ValueError, RecursionError) as exc:
         raise NotJson(str(exc)) from exc
@@ -101,7 +103,7 @@ def parse_value(text: str) -> Any:
     """Parse JSON text for comparison: integers stay `int` and other numbers become exact
     decimals (both compare by value, exactly); a repeated key keeps the last value (D-7)."""
     try:
-        return json.loads(text, parse_float=Decimal, parse_constant=_reject_constant)
+        return json.loads(text, parse_float=Decimal, parse_constant=reject_constant)
     except (ValueError, RecursionError) as exc:
         raise NotJson(str(exc)) from exc
 

@@ -1,8 +1,8 @@
 """The Python API takes paths as users write them (issue 17 item 5).
 
 Every function that reads or writes files accepts one `str`, one `Path` or a list of either (a
-string is one path, never its letters); suite files are `suites=` everywhere, the old keyword
-`suite_paths=` still works with a `DeprecationWarning`; and everything the Python examples of
+string is one path, never its letters); suite files are `suites=` everywhere (the keyword
+`suite_paths=`, never released, is gone); and everything the Python examples of
 the README and docs/ use is importable from `evalbatch` itself.
 """
 
@@ -123,20 +123,12 @@ def test_the_other_functions_take_strings(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("function", ["grade_paths", "verify_paths"])
-def test_suite_paths_keyword_still_works_with_a_warning(
-    function: str, graded_from_lists: evalbatch.GradeResult
-) -> None:
-    """Issue 17 item 5: `suite_paths=` is the old spelling of `suites=`, kept for one version:
-    it warns and means the same; both at once is an error."""
+def test_suite_paths_keyword_is_gone(function: str) -> None:
+    """Issue 17 item 5: `suites=` is the one keyword; `suite_paths=`, which 0.1.0 was never
+    released under, is an unexpected keyword like any other."""
     call = getattr(evalbatch, function)
-    with pytest.warns(DeprecationWarning, match=rf"{function}\(suite_paths=\.\.\.\)"):
-        result = call([SAMPLE_EVENTS], suite_paths=[SAMPLE_SUITES])
-    if function == "grade_paths":
-        assert_frame_equal(result.runs, graded_from_lists.runs)
-    else:
-        assert len(result.runs) == 3
-    with pytest.raises(TypeError, match="both suites= and suite_paths="):
-        call([SAMPLE_EVENTS], suites=[SAMPLE_SUITES], suite_paths=[SAMPLE_SUITES])
+    with pytest.raises(TypeError, match="suite_paths"):
+        call([SAMPLE_EVENTS], suite_paths=[SAMPLE_SUITES])
 
 
 def test_suites_keyword_is_the_same_everywhere() -> None:
@@ -144,9 +136,9 @@ def test_suites_keyword_is_the_same_everywhere() -> None:
     parameter `suites`."""
     import inspect
 
-    for name in ("grade_paths", "write_outputs", "regress_paths", "verify_paths"):
-        assert "suites" in inspect.signature(getattr(evalbatch, name)).parameters, name
-    assert "suites" in inspect.signature(evalbatch.explain_paths).parameters
+    for name in ("grade_paths", "write_outputs", "regress_paths", "verify_paths", "explain_paths"):
+        parameters = inspect.signature(getattr(evalbatch, name)).parameters
+        assert "suites" in parameters and "suite_paths" not in parameters, name
     assert "suites" in inspect.signature(evalbatch.connect).parameters
 
 

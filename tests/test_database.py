@@ -315,19 +315,17 @@ def test_sql_names_event_files_left_out_beside_an_out_dir(out_dir: Path, tmp_pat
     assert "evalbatch: left out:" in result.stderr and "damaged.parquet" in result.stderr
 
 
-def test_sql_out_and_its_old_spelling(out_dir: Path, tmp_path: Path) -> None:
-    """Issue 17 item 2 in `sql`: `-o/--out` names the output file; `--output` still works for
-    one version with a note on stderr; both at once are a usage error."""
+def test_sql_out_and_no_old_spelling(out_dir: Path, tmp_path: Path) -> None:
+    """Issue 17 item 2 in `sql`: `-o/--out` names the output file, written with the file mode
+    (E-132); `--output`, a spelling never released, is no option."""
     args = ["sql", str(out_dir), "--format", "csv", "-e", "SELECT count(*) AS n FROM runs"]
     new = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "new.csv")])
     assert new.exit_code == 0 and new.stderr == ""
+    assert (tmp_path / "new.csv").read_text() == "n\n3\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["new.csv"]
     old = CliRunner().invoke(cli, [*args, "--output", str(tmp_path / "old.csv")])
-    assert old.exit_code == 0
-    assert "--output is renamed --out" in old.stderr
-    assert (tmp_path / "old.csv").read_text() == (tmp_path / "new.csv").read_text() == "n\n3\n"
-    both = CliRunner().invoke(cli, [*args, "-o", "a.csv", "--output", "b.csv"])
-    assert both.exit_code == 2 and "give only --out" in both.stderr
-    assert "--output" not in CliRunner().invoke(cli, ["sql", "--help"]).stdout
+    assert old.exit_code == 2 and "No such option '--output'" in old.stderr
+    assert not (tmp_path / "old.csv").exists()
 
 
 def test_notebook_module_recognises_an_out_dir(out_dir: Path) -> None:

@@ -5,7 +5,7 @@
 - `--incremental` carries no row from a previous file that is not exactly the one its manifest
   records: a full regrade instead, saying which file failed which check (E-71);
 - a full disk at any write point is exit code 4, the previous outputs byte for byte as they were
-  and nothing left behind (E-72), for `run`, `outdir.write_atomic` (report, export) and `ingest`;
+  and nothing left behind (E-72), for `run`, `files.write_atomic` (report, export) and `ingest`;
 - the lock file is never written through a symbolic link (E-73);
 - files inside `--out` are never read as events (E-74);
 - `ingest`: a damaged gzip stream is one problem for its file, and a killed ingest's working
@@ -32,7 +32,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from evalbatch import api
+from evalbatch import api, files
 from evalbatch.errors import OutputError
 from evalbatch.inputs import ingest, parquet_layout
 from evalbatch.outputs import outdir, writer
@@ -396,17 +396,18 @@ def test_issue14_e72_writer_abort_never_raises(tmp_path: Path) -> None:
 def test_issue14_e72_write_atomic_full_disk_is_output_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str
 ) -> None:
-    """E-72 (`report`, `export` write through outdir.write_atomic): OutputError (exit code 4),
-    the previous file unchanged, no temporary file."""
+    """E-72 (`report`, `export` write through files.write_atomic, E-132): OutputError (exit code
+    4), the previous file unchanged, no temporary file."""
     target = tmp_path / "report.html"
     target.write_text("yesterday")
     if point == "write":
-        real_fdopen = os.fdopen
-        monkeypatch.setattr(outdir.os, "fdopen", lambda *a, **k: _FullFile(real_fdopen(*a, **k), 2))
+        real_open = open
+        full = lambda *a, **k: _FullFile(real_open(*a, **k), 2)  # noqa: E731
+        monkeypatch.setattr(files, "open", full, raising=False)
     else:
-        monkeypatch.setattr(outdir.os, "replace", _full_disk)
+        monkeypatch.setattr(files.os, "replace", _full_disk)
     with pytest.raises(OutputError, match="No space left on device"):
-        outdir.write_atomic(target, iter(["a", "b", "c"]))
+        files.write_atomic(target, iter(["a", "b", "c"]))
     assert OutputError.exit_code == 4
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
     assert target.read_text() == "yesterday"
@@ -676,6 +677,6 @@ def test_e72_write_atomic_never_replaces_what_is_not_a_regular_file(tmp_path: Pa
     link.symlink_to(fifo)
     for target in (fifo, link):
         with pytest.raises(OutputError, match="not a regular file"):
-            outdir.write_atomic(target, "<html>")
+            files.write_atomic(target, "<html>")
     assert fifo.is_fifo() and link.is_symlink()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "pipe"]

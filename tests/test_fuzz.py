@@ -1551,7 +1551,9 @@ def test_compiled_suite_schema_agrees_with_the_detailed_one(data: st.DataObject)
     for text in texts:
         try:
             mutated = json.loads(
-                text, parse_constant=suites._reject_constant, parse_float=suites._finite_float
+                text,
+                parse_constant=suites.jsonvalue.reject_constant,
+                parse_float=suites._finite_float,
             )
         except (ValueError, RecursionError):
             continue  # not strict JSON, or too deep: refused before any schema (SuiteError)

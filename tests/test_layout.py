@@ -26,6 +26,7 @@ RANKS: dict[str, int] = {
     "options": 0,
     "problems": 0,
     "jsonvalue": 0,
+    "files": 0,
     # the stages, in the order data flows
     "inputs": 1,
     "extract": 2,

@@ -1,12 +1,11 @@
 """Issue 17 item 2, one vocabulary: the same option name for the same thing on every command,
-help on every option, and the old spellings kept as hidden aliases for one version.
+and help on every option.
 
 - `--out/-o` is where files go, `--run-id` (`--base-run-id`, `--cand-run-id`) chooses runs,
   `--suites` names suite files and `--suite-id` is the suiteId filter, on every command;
-- an old spelling still works with the same effect, is not in `--help`, and prints one note on
-  stderr naming the new spelling; an old and the new spelling together are a usage error (2);
-- every option has help; one that takes a value says its default;
-- the "Renamed options" table of docs/commands.md lists exactly the aliases the commands keep.
+- the spellings these replaced before 0.1.0 was released are gone, not kept as hidden aliases
+  (no version was released under them): each is a usage error, and no doc lists them;
+- every option has help; one that takes a value says its default.
 """
 
 from __future__ import annotations
@@ -19,17 +18,15 @@ from typing import Any
 import click
 import pytest
 
-from evalbatch import api
 from evalbatch.cli import cli
-from evalbatch.commands.options import RenamedOption
-from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES, run_main
+from tests.conftest import run_main
 
 ROOT = Path(__file__).resolve().parent.parent
 
 #: every command that reads data takes --temp-dir (E-64)
 READERS = {"run", "ingest", "verify", "regress", "explain", "sql", "export otel", "export eee"}
 
-#: old spelling: (new spelling, the commands that keep the old one as a hidden alias)
+#: old spelling: (new spelling, the commands that once took the old one; it is gone from all)
 RENAMED: dict[str, tuple[str, set[str]]] = {
     "--output": ("--out", {"report", "export otel", "export eee", "sql"}),
     "--run": ("--run-id", {"explain"}),
@@ -224,129 +221,38 @@ def test_help_lists_the_new_names_and_not_the_old(
     assert set(RENAMED) & listed == still_old
 
 
-def test_the_aliases_kept_are_the_renames_of_the_issue() -> None:
-    """Every hidden old spelling is one of RENAMED, on exactly the commands listed there."""
-    kept: dict[str, tuple[str, set[str]]] = {}
-    for path, command in COMMANDS.items():
-        for option in _options(command):
-            if isinstance(option, RenamedOption):
-                for old in option.old_spellings:
-                    new, paths = kept.setdefault(old, (option.spelling, set()))
-                    assert new == option.spelling
-                    paths.add(path)
-    assert kept == RENAMED
-
-
-# --- old spellings: same effect, a note, never together with the new ---------------------------
+def test_no_command_keeps_a_hidden_alias() -> None:
+    """The old spellings are removed, not hidden: no command has a hidden option."""
+    hidden = [
+        f"{path} {'/'.join(option.opts)}"
+        for path, command in COMMANDS.items()
+        for option in _options(command)
+        if option.hidden
+    ]
+    assert hidden == []
 
 
 @pytest.mark.parametrize(("path", "old"), _cases())
-def test_an_old_spelling_binds_the_same_value_and_notes_the_new_one(
-    path: str, old: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Issue 17 item 2: an old spelling is a hidden alias for one version: the command gets
-    exactly what the new spelling gives it, and stderr has one line naming the new spelling."""
-    new = RENAMED[old][0]
-    values = VALUES[new]
-    as_new = _parsed(path, _args(path, {new: values}))
-    assert capsys.readouterr().err == ""
-    as_old = _parsed(path, _args(path, {old: values}))
-    assert as_old == as_new
-    assert capsys.readouterr().err == (
-        f"evalbatch: note: {old} is renamed {new} (the old spelling works until the next version)\n"
-    )
-    bound = next(p.name for p in _options(COMMANDS[path]) if new in p.opts)
-    expected = tuple(values) if len(values) > 1 else values[0]
-    assert bound is not None and as_new[bound] == expected
-
-
-@pytest.mark.parametrize(("path", "old"), _cases())
-def test_an_old_and_the_new_spelling_together_are_a_usage_error(
+def test_an_old_spelling_is_a_usage_error(
     path: str, old: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 17 item 2: giving both is exit 2 naming the new spelling, in either order, through
-    the console script; nothing runs and no note is printed."""
+    """An old spelling is no option at all: exit 2, nothing runs, no note about a rename."""
     new = RENAMED[old][0]
-    value = VALUES[new][0]
-    for pair in ([old, value, new, value], [new, value, old, value]):
-        args = [*path.split(), *_args(path, {new: []}), *pair]
-        code, out, err = run_main(monkeypatch, capsys, *args)
-        assert code == 2, err
-        assert out == ""
-        assert f"Error: {old} and {new} are one option: give only {new}" in err
-        assert "note:" not in err
+    args = [*path.split(), *_args(path, {new: []}), old, VALUES[new][0]]
+    code, out, err = run_main(monkeypatch, capsys, *args)
+    assert code == 2, err
+    assert out == ""
+    assert f"No such option '{old}'" in err
+    assert "renamed" not in err
 
 
-def test_renamed_option_keeps_required_and_repeatable_options_working() -> None:
-    """The alias mechanism on its own: a required option is satisfied by its old spelling, a
-    repeatable one collects every value given under the old spelling, and --help hides it."""
-    from evalbatch.commands.options import renamed_option
-
-    @click.command()
-    @renamed_option("--new", "chosen", old_spellings=("--old",), required=True, help="N.")
-    @renamed_option("--many", "many", old_spellings=("--each",), multiple=True, help="M.")
-    def command(chosen: str, many: tuple[str, ...]) -> None:
-        click.echo(f"{chosen} {','.join(many)}")
-
-    assert command.make_context("c", ["--old", "x", "--each", "a", "--each", "b"]).params == {
-        "chosen": "x",
-        "many": ("a", "b"),
-    }
-    with pytest.raises(click.MissingParameter):
-        command.make_context("c", [])
-    with pytest.raises(click.BadOptionUsage):
-        command.make_context("c", ["--new", "x", "--many", "a", "--each", "b"])
-    help_text = command.get_help(click.Context(command))
-    assert "--new" in help_text and "--old" not in help_text and "--each" not in help_text
-
-
-@pytest.fixture(scope="module")
-def samples_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("samples") / "out"
-    api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES])
-    return out
-
-
-def test_old_spellings_have_the_same_effect_end_to_end(
-    tmp_path: Path,
-    samples_out: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    """Issue 17 item 2, through the console script: `explain --run --task` prints what
-    `explain --run-id --task-id` prints; `export eee --output` writes what `--out` writes."""
-    explain: list[str | Path] = ["explain", SAMPLE_EVENTS, "--suites", SAMPLE_SUITES]
-    trial = ["acme/run-trajectory-0001", "wrong-order"]
-    new = run_main(monkeypatch, capsys, *explain, "--run-id", trial[0], "--task-id", trial[1])
-    old = run_main(monkeypatch, capsys, *explain, "--run", trial[0], "--task", trial[1])
-    assert new[0] == 0 and new[1] and new[2] == ""
-    assert old[:2] == new[:2]
-    assert old[2].splitlines() == [
-        "evalbatch: note: --run is renamed --run-id (the old spelling works until the next "
-        "version)",
-        "evalbatch: note: --task is renamed --task-id (the old spelling works until the next "
-        "version)",
-    ]
-    eee: list[str | Path] = ["export", "eee", samples_out, "--model-id", "a/b", "--org", "a"]
-    eee += ["--retrieved-at", "1"]
-    code, _, err = run_main(monkeypatch, capsys, *eee, "--out", tmp_path / "new.jsonl")
-    assert (code, err) == (0, "")
-    code, _, err = run_main(monkeypatch, capsys, *eee, "--output", tmp_path / "old.jsonl")
-    assert code == 0 and "--output is renamed --out" in err
-    assert (tmp_path / "old.jsonl").read_bytes() == (tmp_path / "new.jsonl").read_bytes()
-
-
-# --- the docs ----------------------------------------------------------------------------------
-
-
-def test_the_docs_list_the_renamed_options() -> None:
-    """Issue 17 item 2: the old spellings are documented as such, in one "Renamed options"
-    table (docs/commands.md): one row per old spelling, with its new spelling and the commands."""
-    page = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
-    section = page.split("\n## Renamed options\n", 1)[1].split("\n#", 1)[0]
-    rows = re.findall(r"^\| `(--[\w-]+)` \| `(--[\w-]+)` \| ([^|]+) \|$", section, re.MULTILINE)
-    documented = {
-        old: (new, {c.strip().strip("`") for c in commands.split(",")})
-        for old, new, commands in rows
-    }
-    assert documented == RENAMED
+def test_the_docs_list_no_renamed_options() -> None:
+    """docs/commands.md has no "Renamed options" table any more, and no doc offers an old
+    spelling or `suite_paths=`."""
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for page in docs:
+        if page.name == "decisions.md":  # the record of what was decided, old names included
+            continue
+        text = page.read_text(encoding="utf-8")
+        assert "Renamed options" not in text, page
+        assert "suite_paths=" not in text, page

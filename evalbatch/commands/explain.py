@@ -8,16 +8,14 @@ command is invoked, handled where every command's are.
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
-from evalbatch.commands import faults, resources
+from evalbatch.commands import faults, printing, resources
 from evalbatch.commands.options import (
     default_pass_score_option,
     on_miss_default_option,
-    renamed_option,
     suites_option,
 )
 from evalbatch.commands.types import printable
@@ -33,17 +31,15 @@ from evalbatch.options import GradeOptions, OnMissDefault, Resources
 @click.argument("events", nargs=-1, required=True)
 @resources.resource_options()
 @suites_option
-@renamed_option(
+@click.option(
     "--run-id",
     "run_id",
-    old_spellings=("--run",),
     required=True,
     help="The eval run to explain: its runId, exactly (not a glob).",
 )
-@renamed_option(
+@click.option(
     "--task-id",
     "task_id",
-    old_spellings=("--task",),
     default=None,
     help="Only the trials of this taskId (default: every task).",
 )
@@ -105,7 +101,7 @@ def explain(
         resources=resources,
     )
     if as_json:
-        click.echo(json.dumps(to_json(explanation), indent=2, ensure_ascii=False))
+        printing.echo_json(to_json(explanation))
     else:
         # text from the log is shown escaped: the run id whole (a newline in it stays on its
         # line), then everything else line by line

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from evalbatch import files
 from evalbatch.commands import faults, resources
 from evalbatch.commands.options import out_option, quiet_option
 from evalbatch.commands.types import EpochSeconds, printable
@@ -43,7 +44,6 @@ def export() -> None:
 )
 @out_option(
     "output",
-    old_spellings=("--output",),
     type=click.Path(dir_okay=False),
     default=None,
     help="The JSON lines file to write (default: OUT_DIR/otel-evaluations.jsonl).",
@@ -99,7 +99,7 @@ def otel(
                 f"(were they graded into {out.path}?)"
             )
 
-    outdir.write_atomic(target, lines())
+    files.write_atomic(target, lines())
     if tally.without_event:
         click.echo(
             f"  warning: {tally.without_event} trial(s) have no eval.scored in --events: "
@@ -159,7 +159,6 @@ def otel(
 )
 @out_option(
     "output",
-    old_spellings=("--output",),
     type=click.Path(dir_okay=False),
     default=None,
     help="The JSON lines file to write (default: OUT_DIR/eee.jsonl).",
@@ -210,7 +209,7 @@ def eee(
     if not out.summaries:
         raise InputError(f"{out.path}: no graded run in summaries.jsonl; nothing to export")
     records = exports.eee_records(out, source)
-    outdir.write_atomic(target, exports.eee_jsonl(records))
+    files.write_atomic(target, exports.eee_jsonl(records))
     results = sum(len(r["evaluation_results"]) for r in records)
     if not quiet:
         click.echo(f"wrote {len(records)} records ({results} results) to {printable(target)}")

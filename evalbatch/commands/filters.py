@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from evalbatch.commands.options import renamed_option
-
 if TYPE_CHECKING:
     from evalbatch.inputs.event_files import RunFilter
 
@@ -42,10 +40,9 @@ def run_filter_options(command: F) -> F:
             help="Only runs whose runId matches this glob (repeatable: any of them), "
             "e.g. 'acme/run-2026-12-*'.",
         ),
-        renamed_option(
+        click.option(
             "--suite-id",
             "filter_suites",
-            old_spellings=("--suite",),
             multiple=True,
             help="Only eval runs whose eval.started names this suiteId (repeatable: any of "
             "them). Not a suite file: those are --suites.",

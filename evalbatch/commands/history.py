@@ -9,7 +9,6 @@ graded. Nothing shown is exit 2, never 0.
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +18,7 @@ import click
 
 from evalbatch.commands import faults, filters
 from evalbatch.commands.options import quiet_option
-from evalbatch.commands.printing import plural, stdout_console
+from evalbatch.commands.printing import echo_json, plural, stdout_console
 from evalbatch.commands.types import FiniteFloatRange, printable
 from evalbatch.errors import EXIT_OK, EXIT_SKIPPED, InputError
 
@@ -373,7 +372,7 @@ def history(
         raise _nothing_shown(found, given)
     flaky, changes = trends(found.series, alpha)
     if as_json:
-        click.echo(json.dumps(history_json(found, flaky, changes), indent=2))
+        echo_json(history_json(found, flaky, changes))
     elif not quiet:
         print_series(found.series)
         print_trends(flaky, changes, alpha)

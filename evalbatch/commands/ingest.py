@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +13,7 @@ import click
 
 from evalbatch.commands import faults, resources
 from evalbatch.commands.options import out_option, quiet_option
-from evalbatch.commands.printing import plural
+from evalbatch.commands.printing import echo_json, plural
 from evalbatch.commands.types import ByteSize, FiniteFloatRange, printable
 from evalbatch.inputs.limits import DEFAULT_LIMITS, InputLimits, size_text
 from evalbatch.options import Resources
@@ -147,7 +146,7 @@ def ingest_command(
     if report.events == 0:
         click.echo(_nothing_usable(report, inputs), err=True)
     if as_json:
-        click.echo(json.dumps(_document(report), indent=2, ensure_ascii=False))
+        echo_json(_document(report))
     elif report.events:
         problems = f" ({plural(len(report.problems), 'problem')})" if report.problems else ""
         click.echo(

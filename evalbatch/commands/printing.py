@@ -1,5 +1,6 @@
-"""What the commands print besides one-line messages: `run`'s runs table, totals and problem
-counts (and their JSON), `regress`'s comparisons and `verify`'s tables. Ids come from the log, so
+"""What the commands print besides one-line messages: every `--json` document (`echo_json`),
+`run`'s runs table, totals and problem counts (and their JSON), `regress`'s comparisons and
+`verify`'s tables. Ids come from the log, so
 every cell and line that holds one is printed escaped (E-83)."""
 
 from __future__ import annotations
@@ -24,6 +25,15 @@ if TYPE_CHECKING:  # polars and rich load when a command prints, not for --help
     from evalbatch.verify.conformance import ConformanceReport
     from evalbatch.verify.conformance import Row as ConformanceRow
     from evalbatch.verify.report import RunVerdict, VerifyReport
+
+
+def echo_json(document: Any) -> None:
+    """Print a command's `--json` document: the one way every command does (E-133). Indented by
+    2, keys in the order built, non-ASCII text as itself (`ensure_ascii=False`) and the bytes
+    UTF-8 whatever the terminal's encoding; a lone surrogate (a path's undecodable byte) is the
+    JSON escape `\\udcXX`, so the document always decodes."""
+    text = json.dumps(document, indent=2, ensure_ascii=False)
+    click.echo(text.encode("utf-8", "backslashreplace"))
 
 
 def plural(count: int, noun: str, nouns: str | None = None) -> str:

@@ -7,14 +7,13 @@ comparisons (`printing.print_comparison`, or JSON) and what was not compared, an
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import datetime
 
 import click
 
 from evalbatch.commands import faults, filters, printing, resources
-from evalbatch.commands.options import quiet_option, renamed_option, suites_option
+from evalbatch.commands.options import quiet_option, suites_option
 from evalbatch.commands.types import bounded, printable
 from evalbatch.errors import EXIT_FAILED
 from evalbatch.options import (
@@ -86,18 +85,16 @@ from evalbatch.options import (
     show_default=True,
     help="Compare task gating scores (D-19) or meanScore.",
 )
-@renamed_option(
+@click.option(
     "--base-run-id",
     "base_run",
-    old_spellings=("--base-run",),
     default=None,
     help="The baseline run's runId, when BASE holds several runs of a suite (default: its "
     "only one).",
 )
-@renamed_option(
+@click.option(
     "--cand-run-id",
     "cand_run",
-    old_spellings=("--cand-run",),
     default=None,
     help="The candidate run's runId, when CAND holds several runs of a suite (default: its "
     "only one).",
@@ -231,7 +228,7 @@ def regress_command(
         resources=resources,
     )
     if as_json:
-        click.echo(json.dumps(report.report(), indent=2))
+        printing.echo_json(report.report())
     elif not quiet:
         family = printing.family_line(report, alpha)
         if family is not None:

@@ -22,7 +22,6 @@ from evalbatch.publish.worst_runs import DETAIL_RUNS
 @click.argument("out_dir", type=click.Path())
 @out_option(
     "output",
-    old_spellings=("--output",),
     type=click.Path(dir_okay=False),
     default=None,
     help="The HTML file to write (default: OUT_DIR/report.html).",

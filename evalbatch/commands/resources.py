@@ -2,8 +2,7 @@
 `--batch-events`): what DuckDB may use and how payloads are parsed (E-108), honoured by every
 command that reads data (E-64). The options are gathered
 into one `Resources` that the command hands to the library, which applies it to every DuckDB
-connection the call makes; nothing outlives the command. `--spill-dir`, once a second visible
-spelling of `--temp-dir`, is a hidden old spelling (issue 17 item 2)."""
+connection the call makes; nothing outlives the command."""
 
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ from typing import Any, TypeVar, cast
 
 import click
 
-from evalbatch.commands.options import renamed_option
 from evalbatch.commands.types import MemoryLimit, bounded
 from evalbatch.options import (
     BATCH_EVENTS,
@@ -62,10 +60,9 @@ _MEMORY_LIMIT = click.option(
     help="DuckDB memory limit: 4GB, 500MiB, 1.5GB, or 80% of the machine's memory (default: "
     "DuckDB's, 80%).",
 )
-_SPILL_DIR = renamed_option(
+_SPILL_DIR = click.option(
     "--temp-dir",
     "spill_dir",
-    old_spellings=("--spill-dir",),
     type=click.Path(),
     default=None,
     help="Directory where DuckDB may spill past the memory limit (default: DuckDB's, .tmp in "

@@ -7,7 +7,6 @@ call reports (the tables and lines of `printing`). Faults are one line and their
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -136,7 +135,7 @@ def run(
     if as_json:
         printing.print_skipped(report.problems)  # errors, told even with -q (E-107)
         document = _document(report, out_dir, incremental, graded, resources)
-        click.echo(json.dumps(document, indent=2))
+        printing.echo_json(document)
         sys.exit(report.exit_code)
     if incremental:
         how = "full regrade" if report.full_regrade else "incremental"

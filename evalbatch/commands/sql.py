@@ -12,12 +12,9 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import re
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import date, datetime, time
 from decimal import Decimal
 from pathlib import Path
@@ -26,6 +23,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
+from evalbatch import files
 from evalbatch.commands import faults, filters, resources
 from evalbatch.commands.options import (
     default_pass_score_option,
@@ -109,7 +107,8 @@ def _json(value: Any) -> str:
     if isinstance(value, Decimal):
         return _decimal_text(value) if value.is_finite() else "null"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(str(k))}: {_json(v)}" for k, v in value.items()) + "}"
+        fields = (f"{_json(str(k))}: {_json(v)}" for k, v in value.items())
+        return "{" + ", ".join(fields) + "}"
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_json(v) for v in value) + "]"
     return json.dumps(_text(value), ensure_ascii=False)
@@ -180,13 +179,6 @@ def _write_json(relation: duckdb.DuckDBPyRelation, out: IO[str]) -> None:
     out.write("\n]\n" if not first else "]\n")
 
 
-def _file_mode() -> int:
-    """The mode an ordinary new file gets (mkstemp makes 0600 files)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
 #: the errno DuckDB reports with a failed write
 _DUCKDB_ERRNO = re.compile(r'"errno"\s*:\s*"(\d+)"')
 
@@ -198,28 +190,11 @@ def _unwritable(target: str | Path, exc: OSError | duckdb.Error) -> OutputError:
 
     if isinstance(exc, duckdb.Error) and (found := _DUCKDB_ERRNO.search(str(exc))):
         exc = OSError(int(found.group(1)), "")
-    return write_failed(target, exc, "nothing written")
+    return write_failed(target, exc, _NOTHING_WRITTEN)
 
 
-@contextmanager
-def _aside(output: str) -> Iterator[Path]:
-    """A scratch path beside `output`, renamed onto it only when the block completes; an OS
-    fault (a full disk, an unwritable directory) is an `OutputError`, the scratch file removed."""
-    target = Path(output)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        handle, scratch = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-        os.close(handle)
-    except OSError as exc:
-        raise _unwritable(target, exc) from None
-    try:
-        yield Path(scratch)
-        os.chmod(scratch, _file_mode())
-        os.replace(scratch, target)
-    except OSError as exc:
-        raise _unwritable(target, exc) from None
-    finally:
-        Path(scratch).unlink(missing_ok=True)
+#: what a failed write of the output file leaves
+_NOTHING_WRITTEN = "nothing written"
 
 
 def _emit(relation: duckdb.DuckDBPyRelation, fmt: str, output: str | None, max_rows: int) -> None:
@@ -227,7 +202,7 @@ def _emit(relation: duckdb.DuckDBPyRelation, fmt: str, output: str | None, max_r
 
     if fmt == "parquet":
         assert output is not None
-        with _aside(output) as scratch:
+        with files.write_aside(output, _NOTHING_WRITTEN) as scratch:
             try:
                 relation.write_parquet(str(scratch))
             except duckdb.IOException as exc:
@@ -244,7 +219,10 @@ def _emit(relation: duckdb.DuckDBPyRelation, fmt: str, output: str | None, max_r
     if output is None:
         writers[fmt](sys.stdout)
         return
-    with _aside(output) as scratch, scratch.open("w", encoding="utf-8", newline="") as out:
+    with (
+        files.write_aside(output, _NOTHING_WRITTEN) as scratch,
+        scratch.open("w", encoding="utf-8", newline="") as out,
+    ):
         writers[fmt](out)
 
 
@@ -310,7 +288,6 @@ def _grading_options_given(ctx: click.Context) -> list[str]:
 )
 @out_option(
     "out",
-    old_spellings=("--output",),
     type=click.Path(dir_okay=False),
     default=None,
     help="Write to this file (renamed into place when complete) instead of standard output "

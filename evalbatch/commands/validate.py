@@ -6,14 +6,13 @@ JSON path and turns what it found into the exit code (E-85).
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from evalbatch.commands import faults
+from evalbatch.commands import faults, printing
 from evalbatch.commands.options import capabilities_option, one_capabilities, quiet_option
 from evalbatch.commands.types import printable
 from evalbatch.errors import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE
@@ -122,7 +121,7 @@ def validate(
                 "capabilities": {"path": facets.source, "advertised": facets.advertised()},
                 **document,
             }
-        click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+        printing.echo_json(document)
     else:
         for choice in conflicts:
             click.echo(printable(f"{', '.join(choice.paths)}: error: {choice.message}"))

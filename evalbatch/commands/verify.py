@@ -6,7 +6,6 @@ options and prints the report (`printing.print_verify`, or JSON).
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import datetime
 
@@ -19,7 +18,6 @@ from evalbatch.commands.options import (
     on_miss_default_option,
     one_capabilities,
     quiet_option,
-    renamed_option,
     suites_option,
 )
 from evalbatch.options import GradeOptions, OnMissDefault, Resources
@@ -33,10 +31,9 @@ from evalbatch.text import printable
 )
 @click.argument("events", nargs=-1, required=True)
 @suites_option
-@renamed_option(
+@click.option(
     "--summaries",
     "summary_paths",
-    old_spellings=("--summary",),
     multiple=True,
     type=click.Path(),
     help="A host EvalSummary (GET /runs/{id}/eval-summary), a {runId, summary} wrapper, an "
@@ -111,11 +108,11 @@ def verify_command(
     )
     if conformance:
         if as_json:
-            click.echo(json.dumps(report.conformance.to_json(), indent=2, ensure_ascii=False))
+            printing.echo_json(report.conformance.to_json())
         else:
             printing.print_conformance(report.conformance, table=not quiet)
     elif as_json:
-        click.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        printing.echo_json(report.to_json())
     else:
         printing.print_verify(report, tables=not quiet)
     if not report.runs:

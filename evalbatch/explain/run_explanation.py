@@ -41,7 +41,7 @@ from evalbatch.grade.suite_tables import SuiteTables
 from evalbatch.inputs import event_files
 from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
-from evalbatch.pipeline.grading import Paths, as_paths, suites_keyword
+from evalbatch.pipeline.grading import Paths, as_paths
 from evalbatch.pipeline.merge import trial_table
 from evalbatch.pipeline.shard import grade_shard
 from evalbatch.problems import problem_message
@@ -93,18 +93,15 @@ def explain_paths(
     trial_index: int | None = None,
     options: GradeOptions | None = None,
     resources: Resources | None = None,
-    *,
-    suite_paths: Paths | None = None,
 ) -> Explanation:
     """Explain how one eval run's trials graded, with the grader's own code (see module doc).
 
-    `events` and `suites` are each one path (a `str` or a `Path`) or a list of them; suite files
-    are `suites=` (`suite_paths=` still works for one version, with a `DeprecationWarning`;
-    E-91). `run_id` is required. `task_id` and `trial_index` keep only the trials of
+    `events` and `suites` are each one path (a `str` or a `Path`) or a list of them. `run_id`
+    is required. `task_id` and `trial_index` keep only the trials of
     that task and/or index.
 
     Raises:
-        TypeError: no `run_id`, or both `suites=` and `suite_paths=`.
+        TypeError: no `run_id`.
         UnknownRun: `run_id` is not an eval run of the events.
         UnknownSelection: no trial of the run has that task or index.
         InputError: no event file can be used at all.
@@ -112,7 +109,7 @@ def explain_paths(
     """
     if run_id is None:
         raise TypeError("explain_paths() needs run_id=")
-    suite_files = suites_keyword(suites, suite_paths, "explain_paths")
+    suite_files = as_paths(suites)
     options = options or GradeOptions()
     choices = load_suites(suite_files)
     con = trial_tables.connect(resources)

@@ -27,6 +27,7 @@ from typing import Any, Literal, TypeGuard
 from evalbatch.errors import EvalbatchError
 from evalbatch.inputs import limits
 from evalbatch.inputs.suites import REPEATED_KEY, format_path, schema_faults
+from evalbatch.jsonvalue import reject_constant
 
 CAPABILITY_SCHEMA = "agents-eval-suite-capability.schema.json"
 
@@ -187,7 +188,7 @@ def read_capabilities(path: str | Path) -> EvalSuiteFacets:
         raise CapabilitiesError(f"{source}: cannot be read ({reason})") from None
     repeats = limits.RepeatedKeys()
     try:
-        doc = limits.loads(text, parse_constant=_reject_constant, object_pairs_hook=repeats)
+        doc = limits.loads(text, parse_constant=reject_constant, object_pairs_hook=repeats)
     except limits.TooDeep as exc:  # before the schema validator recurses (E-115)
         raise CapabilitiesError(f"{source}: {exc}") from None
     except ValueError:
@@ -198,10 +199,6 @@ def read_capabilities(path: str | Path) -> EvalSuiteFacets:
         more = "; ..." if len(repeated) > 5 else ""
         raise CapabilitiesError(f"{source}: not a valid capabilities document: {listed}{more}")
     return facets_of(doc, source)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 # --------------------------------------------------------------------------------------------

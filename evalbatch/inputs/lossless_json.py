@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 from evalbatch.inputs.limits import InputLimits, loads
+from evalbatch.jsonvalue import reject_constant
 
 _INT64_MAX = 2**63 - 1
 
@@ -48,10 +49,6 @@ def is_array(value: Any) -> bool:
     return isinstance(value, list) and not isinstance(value, Object)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def parse(text: str | bytes, limits: InputLimits | None = None) -> Any:
     """Parse JSON strictly, keeping number texts, key order and repeated keys. With `limits`
     (text a user gave), text nested past their depth is refused with `TooDeep` before it is
@@ -60,7 +57,7 @@ def parse(text: str | bytes, limits: InputLimits | None = None) -> Any:
         "object_pairs_hook": Object,
         "parse_float": Number,
         "parse_int": Number,
-        "parse_constant": _reject_constant,
+        "parse_constant": reject_constant,
     }
     return json.loads(text, **options) if limits is None else loads(text, limits, **options)
 

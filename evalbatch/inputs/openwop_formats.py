@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from evalbatch.errors import InputError
 from evalbatch.inputs import inspect_logs
-from evalbatch.inputs.event_rows import IngestProblem, RowSink
+from evalbatch.inputs.event_rows import RowSink
 from evalbatch.inputs.inspect_logs import InspectOptions
 from evalbatch.inputs.limits import (
     DEFAULT_LIMITS,
@@ -286,15 +286,6 @@ def _capped_lines(readline: Callable[[int], bytes], limits: InputLimits) -> Iter
         yield _OVERLONG
         while line and not line.endswith(b"\n"):
             line = readline(_CHUNK)
-
-
-def read_file(
-    path: str, limits: InputLimits = DEFAULT_LIMITS
-) -> tuple[list[tuple[Any, ...]], list[IngestProblem]]:
-    """Every event row of one input file, and what was skipped in it."""
-    sink = RowSink(path)
-    read_into(sink, limits=limits)
-    return sink.rows, sink.problems
 
 
 def read_into(

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalbatch.errors import OutputError, write_failed
+from evalbatch.files import file_mode
 from evalbatch.inputs import limits
 from evalbatch.inputs.event_rows import SCHEMA
 from evalbatch.options import Resources
@@ -82,12 +83,6 @@ def partition_names(
         existing_folded.setdefault(folded, name)
         names[run_id] = name
     return names
-
-
-def _file_mode() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
 
 
 #: the private working directories of ingests into an output directory
@@ -251,8 +246,8 @@ def interrupted_ingests(given: Sequence[str], files: Sequence[str]) -> dict[str,
     return found
 
 
-def _write_error(out_dir: Path, exc: OSError) -> OutputError:
-    return write_failed(out_dir, exc, "nothing was added and the files already there are unchanged")
+#: what a failed ingest leaves (E-72)
+_NOTHING_ADDED = "nothing was added and the files already there are unchanged"
 
 
 def _lock_dir(path: Path, blocking: bool) -> int | None:
@@ -305,7 +300,7 @@ class LayoutWriter:
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise _write_error(out_dir, exc) from exc
+            raise write_failed(out_dir, exc, _NOTHING_ADDED) from exc
         self.out_dir = out_dir
         self.flush_rows = flush_rows
         self.resources = resources
@@ -338,7 +333,7 @@ class LayoutWriter:
                 held = _lock_dir(tmp, blocking=False)
             return tmp, held
         except OSError as exc:
-            raise _write_error(out_dir, exc) from exc
+            raise write_failed(out_dir, exc, _NOTHING_ADDED) from exc
         finally:
             if guard is not None:
                 os.close(guard)
@@ -365,11 +360,11 @@ class LayoutWriter:
                 target = self.tmp / f"{self.files_written}.part"
                 self.files_written += 1
                 pq.write_table(table, target)
-                os.chmod(target, _file_mode())
+                os.chmod(target, file_mode())
                 self.parts[run_id].append(target)
                 self.digests[target] = (digest, len(rows))
         except OSError as exc:  # raised past the input readers, which report their own OSErrors
-            raise _write_error(self.out_dir, exc) from exc
+            raise write_failed(self.out_dir, exc, _NOTHING_ADDED) from exc
         self.buffer.clear()
         self.buffered = 0
 
@@ -422,7 +417,7 @@ class LayoutWriter:
             if marked:  # what this ingest linked; if that fails, the next ingest undoes it
                 with contextlib.suppress(OSError):
                     undo_incomplete(self.out_dir)
-            raise _write_error(self.out_dir, exc) from exc
+            raise write_failed(self.out_dir, exc, _NOTHING_ADDED) from exc
         return written
 
     def _plan(self) -> tuple[list[dict[str, Any]], list[tuple[Path, Path]]]:

@@ -450,10 +450,6 @@ def validate_summary(doc: Any) -> list[Fault]:
 # Files
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
 def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
@@ -482,7 +478,7 @@ def _read_json(path: Path) -> tuple[Any, list[_Item]]:
     try:
         doc = limits.loads(
             text,
-            parse_constant=_reject_constant,
+            parse_constant=jsonvalue.reject_constant,
             parse_float=_finite_float,
             object_pairs_hook=repeats,
         )

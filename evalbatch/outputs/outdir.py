@@ -1,7 +1,7 @@
 """Reading an `evalbatch run` output directory back, for every command that works from one
-(`export`, `report`, `history`, `sql`, `evalbatch.connect`), and writing their files whole. The
-files they write into it by default (`output_format.DERIVED_FILES`) are removed by the next `run`
-into it, which makes them stale.
+(`export`, `report`, `history`, `sql`, `evalbatch.connect`); they write their files whole with
+`evalbatch.files.write_atomic` (E-132). The files they write into it by default
+(`output_format.DERIVED_FILES`) are removed by the next `run` into it, which makes them stale.
 
 Every reader goes through `load` (E-121), so one directory gets one answer everywhere: it is
 read as `run` wrote it (§4), `summaries.jsonl` plus the four Parquet tables of this schema
@@ -15,8 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,7 @@ from typing import Any
 import polars as pl
 import pyarrow.parquet as pq
 
-from evalbatch.errors import InputError, OutputError, write_failed
+from evalbatch.errors import InputError
 from evalbatch.inputs import limits
 from evalbatch.outputs import manifest
 from evalbatch.outputs.output_format import (
@@ -94,55 +92,6 @@ def _read_table(path: Path, name: str) -> pl.DataFrame:
     if missing:
         raise InputError(f"{path}: not a {name} table of `evalbatch run` (no {', '.join(missing)})")
     return frame
-
-
-def _file_mode() -> int:
-    """The mode an ordinary new file gets (0644 under umask 022); mkstemp makes 0600 files."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def _write_error(target: Path, exc: OSError) -> OutputError:
-    return write_failed(target, exc, "the previous file is unchanged")
-
-
-def write_atomic(path: str | Path, text: str | Iterable[str]) -> Path:
-    """Write `text` (or its pieces, as they come) to `path` through a temporary file in the same
-    directory, renamed into place when complete: a reader never sees half a file, and a failure,
-    an error raised by the pieces included, leaves the old one and no temporary file.
-
-    Raises:
-        OutputError: the file could not be written (a full disk, an unwritable directory), or
-            `path` names something that is not a regular file (`/dev/null`, a pipe): the
-            rename would replace it, so it is left as it is.
-    """
-    target = Path(path)
-    if target.exists() and not target.is_file():
-        raise OutputError(
-            f"{target}: not a regular file; it is left as it is and nothing is written"
-        )
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    except OSError as exc:
-        raise _write_error(target, exc) from exc
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
-            for piece in [text] if isinstance(text, str) else text:
-                try:
-                    stream.write(piece)
-                except OSError as exc:
-                    raise _write_error(target, exc) from exc
-        os.chmod(temp, _file_mode())
-        os.replace(temp, target)
-    except OSError as exc:  # closing (the last flush), chmod or the rename
-        Path(temp).unlink(missing_ok=True)
-        raise _write_error(target, exc) from exc
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    return target
 
 
 #: the graded tables of an output directory, with the columns and types `run` writes

@@ -27,6 +27,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from evalbatch.files import file_mode
 from evalbatch.outputs import output_format
 from evalbatch.outputs.manifest import Manifest, describe_file
 from evalbatch.outputs.output_format import (
@@ -57,13 +58,6 @@ def clear_stale_work(out_dir: Path) -> int:
 
 #: rows per Parquet row group: fixed, so the files do not depend on how runs were batched
 ROW_GROUP_ROWS = 65_536
-
-
-def _file_mode() -> int:
-    """The mode an ordinary new file gets (0644 under umask 022); mkstemp makes 0600 files."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
 
 
 def _arrow_schema(schema: pl.Schema | dict[str, Any]) -> pa.Schema:
@@ -169,7 +163,7 @@ def mark_incomplete(out_dir: Path) -> None:
     before the first output file is replaced; a link at its name is not followed (ELOOP)."""
     path = out_dir / INCOMPLETE_FILE
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-    handle = os.open(path, flags, _file_mode())
+    handle = os.open(path, flags, file_mode())
     try:
         os.write(handle, _INCOMPLETE_TEXT.encode("ascii"))
         os.fsync(handle)
@@ -327,14 +321,13 @@ class OutputWriter:
                 with contextlib.suppress(OSError):
                     (self.out / INCOMPLETE_FILE).unlink(missing_ok=True)
             raise
-        mode = _file_mode()
         removed = [*_REPLACED, *derived]
         done: list[str] = []
         try:
             for name in removed:
                 (self.out / name).unlink(missing_ok=True)
             for name in names:
-                os.chmod(self.work / name, mode)
+                os.chmod(self.work / name, file_mode())
                 os.replace(self.work / name, self.out / name)
                 done.append(name)
             _sync(self.out, directory=True)

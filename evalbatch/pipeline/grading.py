@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,21 +23,6 @@ from evalbatch.outputs.writer import OutputWriter, summary_line
 from evalbatch.pipeline.local import Pass, Progress, chooser, grading_pass
 from evalbatch.pipeline.merge import Merged, batch_outputs
 from evalbatch.reduce import regression
-
-
-def suites_keyword(suites: Paths, suite_paths: Paths | None, function: str) -> list[str]:
-    """The suite paths given as `suites=`, or as the keyword it replaced, `suite_paths=`, which
-    still works for one version with a `DeprecationWarning` (issue 17 item 5)."""
-    if suite_paths is None:
-        return as_paths(suites)
-    if as_paths(suites):
-        raise TypeError(f"{function}() got both suites= and suite_paths=; give suites= only")
-    warnings.warn(
-        f"{function}(suite_paths=...) is deprecated: use suites=...",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return as_paths(suite_paths)
 
 
 @dataclass
@@ -63,7 +47,6 @@ def grade_paths(
     events: Paths,
     suites: Paths = (),
     *,
-    suite_paths: Paths | None = None,
     suite_docs: Sequence[Mapping[str, Any]] = (),
     options: GradeOptions | None = None,
     resources: Resources | None = None,
@@ -81,16 +64,14 @@ def grade_paths(
     after each batch. With `engine="ray"` the same per-batch grading runs on Ray workers
     (CONTRACT §7); the outputs are the local engine's, byte for byte. `write_outputs` does the
     same but writes each batch as it comes, so memory stays flat however large the input.
-    `suite_paths=` is the deprecated spelling of `suites=`.
 
     Raises:
         InputError: no event file can be used at all.
         SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
     """
-    suites = suites_keyword(suites, suite_paths, "grade_paths")
     return grade_loaded(
         as_paths(events),
-        load_suites(suites, suite_docs),
+        load_suites(as_paths(suites), suite_docs),
         options=options,
         resources=resources,
         regress_options=regress_options,

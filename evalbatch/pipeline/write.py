@@ -16,7 +16,6 @@ from evalbatch.errors import (
     EXIT_OK,
     EXIT_SKIPPED,
     InputError,
-    OutputError,
     write_failed,
 )
 from evalbatch.inputs import event_files, suites
@@ -36,7 +35,7 @@ from evalbatch.outputs.output_format import (
 )
 from evalbatch.outputs.run_inputs import RunInputs
 from evalbatch.pipeline import incremental
-from evalbatch.pipeline.grading import Paths, as_paths, suites_keyword
+from evalbatch.pipeline.grading import Paths, as_paths
 from evalbatch.pipeline.local import Pass, Progress, chooser, grading_pass
 from evalbatch.pipeline.merge import Merged, batch_outputs
 from evalbatch.reduce import regression
@@ -77,9 +76,8 @@ class RunReport:
         return EXIT_SKIPPED if lost else EXIT_OK
 
 
-def _write_error(out_dir: Path, exc: OSError) -> OutputError:
-    where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
-    return write_failed(f"{out_dir}{where}", exc, "the previous outputs are unchanged")
+#: what a failed write of `run`'s outputs leaves (E-72)
+_UNCHANGED = "the previous outputs are unchanged"
 
 
 def _inside(path: str | Path, root: Path) -> bool:
@@ -143,7 +141,6 @@ def write_outputs(
     out_dir: str | Path,
     suites: Paths = (),
     *,
-    suite_paths: Paths | None = None,
     suite_docs: Sequence[Mapping[str, Any]] = (),
     options: GradeOptions | None = None,
     resources: Resources | None = None,
@@ -164,8 +161,8 @@ def write_outputs(
     into `out_dir` are graded and the others' rows are carried over (E-50), once every previous
     file is checked against the manifest (E-71); the files are still identical to a full
     regrade's. Files inside `out_dir` are never read as events (E-74). `events` and `suites` are
-    one path or a list; `suite_paths=` is the deprecated spelling of `suites=`. Beside the
-    outputs, `run-inputs.json` records the event and suite paths as given (E-118).
+    one path or a list. Beside the outputs, `run-inputs.json` records the event and suite paths
+    as given (E-118).
 
     Raises:
         InputError: no eval run was selected (E-70; unless `allow_empty`), no event file,
@@ -180,7 +177,7 @@ def write_outputs(
 
     out = Path(out_dir)
     options = options or GradeOptions()
-    suite_list = suites_keyword(suites, suite_paths, "write_outputs")
+    suite_list = as_paths(suites)
     not_a_directory = _not_a_directory(out)
     if not_a_directory is not None:
         raise not_a_directory
@@ -230,7 +227,7 @@ def write_outputs(
         try:
             files = writer.OutputWriter(out)
         except OSError as exc:
-            raise _write_error(out, exc) from exc
+            raise write_failed(out, exc, _UNCHANGED, name_file=True) from exc
         try:
             for batch in batch_outputs(grading, on_batch):
                 merged.add(batch)
@@ -262,7 +259,7 @@ def write_outputs(
             written = files.finish(merged.pending, runs, problem_frame, manifest, given)
         except OSError as exc:
             files.abort()
-            raise _write_error(out, exc) from exc
+            raise write_failed(out, exc, _UNCHANGED, name_file=True) from exc
         except BaseException:
             files.abort()
             raise

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalbatch.errors import EvalbatchError
+from evalbatch.jsonvalue import reject_constant
 from evalbatch.problems import EVALUATOR_TYPES, SCORE_LABEL
 from evalbatch.version import package_version
 
@@ -58,10 +59,7 @@ class ScoredFields:
 
 
 def _strict_json(text: str) -> Any:
-    def refuse(name: str) -> Any:
-        raise ValueError(name)
-
-    return json.loads(text, parse_constant=refuse)
+    return json.loads(text, parse_constant=reject_constant)
 
 
 def scored_fields(
@@ -224,30 +222,6 @@ def otel_documents(
                 }
             ]
         }
-
-
-@dataclass
-class OtelExport:
-    """The OTLP/JSON documents (one per eval run) and what went into them."""
-
-    documents: list[dict[str, Any]]
-    records: int
-    without_event: int  # counted trials whose eval.scored the given events lack
-
-    def jsonl(self) -> str:
-        return "".join(otel_line(doc) for doc in self.documents)
-
-
-def otel_records(
-    out: RunOutputs,
-    scored: Mapping[tuple[str, int], ScoredFields] | None = None,
-    *,
-    service_name: str = "evalbatch",
-) -> OtelExport:
-    """Every document of `otel_documents` at once (notebooks, tests)."""
-    tally = OtelTally()
-    documents = list(otel_documents(out, scored, service_name=service_name, tally=tally))
-    return OtelExport(documents, tally.records, tally.without_event)
 
 
 # --------------------------------------------------------------------------------------------

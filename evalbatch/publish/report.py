@@ -23,10 +23,11 @@ from pathlib import Path
 import polars as pl
 
 from evalbatch.errors import EvalbatchError, InputError
+from evalbatch.files import write_atomic
 from evalbatch.history import series as history_series
 from evalbatch.outputs import output_format
 from evalbatch.outputs.destinations import Inputs, refuse_overwrite
-from evalbatch.outputs.outdir import RunOutputs, load, write_atomic
+from evalbatch.outputs.outdir import RunOutputs, load
 from evalbatch.publish import svg_figures
 from evalbatch.publish.comparison_charts import chart_trends, regression_charts
 from evalbatch.publish.exports import package_version

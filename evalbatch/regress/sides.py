@@ -26,7 +26,7 @@ from evalbatch.inputs import event_files
 from evalbatch.inputs.suites import SuiteChoice, load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.output_format import RUN_SCHEMA
-from evalbatch.pipeline.grading import Paths, as_paths, grade_loaded, suites_keyword
+from evalbatch.pipeline.grading import Paths, as_paths, grade_loaded
 from evalbatch.reduce import regression
 from evalbatch.regress import plan as planning
 from evalbatch.text import printable
@@ -426,7 +426,6 @@ def regress_paths(
     cand: Paths,
     suites: Paths = (),
     *,
-    suite_paths: Paths | None = None,
     options: regression.RegressOptions | None = None,
     grade_options: GradeOptions | None = None,
     base_run: str | None = None,
@@ -439,8 +438,7 @@ def regress_paths(
     """`evalbatch regress`: pair the runs of each suite found on both sides and give a verdict
     per suite (§5). Each side is one path (a `str` or a `Path`) or a list of them: event logs,
     graded here against `suites` (read and checked once for both sides), or a `tasks.parquet`
-    that `evalbatch run` wrote; `suite_paths=` is the old spelling of `suites=`, kept for one
-    version with a `DeprecationWarning` (E-91).
+    that `evalbatch run` wrote.
 
     Fails closed (E-65..E-67, E-114): nothing compared, a named run that is not on its side
     or was not compared, (unless `allow_same_run`) a run paired with itself or with a copy of
@@ -453,10 +451,9 @@ def regress_paths(
             paired runs were graded differently; the two runs of a suite are one run; a tasks
             table is not usable.
         SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
-        TypeError: both `suites=` and `suite_paths=` are given.
     """
     options = options or regression.RegressOptions()
-    shared = _Suites(suites_keyword(suites, suite_paths, "regress_paths"))
+    shared = _Suites(as_paths(suites))
     base_side = _side("base", as_paths(base), shared, grade_options, run_filter, resources)
     cand_side = _side("cand", as_paths(cand), shared, grade_options, run_filter, resources)
     _check_named_run(base_side, base_run)

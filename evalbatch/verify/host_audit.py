@@ -27,7 +27,7 @@ from evalbatch.inputs import event_files, in_memory
 from evalbatch.inputs.capabilities import EvalSuiteFacets, read_capabilities
 from evalbatch.inputs.suites import SuiteChoice, load_suites
 from evalbatch.options import GradeOptions, Resources
-from evalbatch.pipeline.grading import Paths, as_paths, suites_keyword
+from evalbatch.pipeline.grading import Paths, as_paths
 from evalbatch.pipeline.local import MergedBatches, grade_shards_locally
 from evalbatch.verify.capability_checks import check_capabilities
 from evalbatch.verify.compare import Checker, shown
@@ -103,7 +103,6 @@ def verify_paths(
     suites: Paths = (),
     summary_paths: Paths = (),
     *,
-    suite_paths: Paths | None = None,
     suite_docs: Sequence[Mapping[str, Any]] = (),
     summaries: Sequence[HostSummary] = (),
     options: GradeOptions | None = None,
@@ -117,8 +116,7 @@ def verify_paths(
     path), each run the host graded is also checked against what it advertises (RFC 0244 §G,
     E-103). With `conformance`, the report also holds one row per RFC 0244 requirement
     (`report.conformance`, E-104). `events`, `suites` and `summary_paths` are each one path (a
-    `str` or a `Path`) or a list of them; `suite_paths=` is the old spelling of `suites=`, kept
-    for one version with a `DeprecationWarning` (E-91).
+    `str` or a `Path`) or a list of them.
 
     Grading uses `options` as `evalbatch run` does; where a task's `fixtures.onMiss` is absent
     and a miss decides a trial, both readings (count only, fail closed) are tried and the one
@@ -129,10 +127,9 @@ def verify_paths(
         InputError: no usable event file, or a summary that is not JSON or names no eval run.
         CapabilitiesError: `capabilities` names a document that is not one (E-100).
         SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
-        TypeError: both `suites=` and `suite_paths=` are given.
     """
     paths = as_paths(events)
-    suite_files = suites_keyword(suites, suite_paths, "verify_paths")
+    suite_files = as_paths(suites)
     summary_files = as_paths(summary_paths)
     options = options or GradeOptions()
     if isinstance(capabilities, str | Path):

@@ -21,6 +21,7 @@ import polars as pl
 
 from evalbatch.extract import sql_files, trial_tables
 from evalbatch.inputs import event_files
+from evalbatch.jsonvalue import reject_constant
 
 
 @dataclass
@@ -38,12 +39,8 @@ def _parse_payload(text: str | None) -> Any:
     that is not JSON reads as having no fields (E-6)."""
     if text is None:
         return None
-
-    def reject(name: str) -> Any:
-        raise ValueError(name)
-
     try:
-        return json.loads(text, parse_constant=reject)
+        return json.loads(text, parse_constant=reject_constant)
     except (ValueError, RecursionError):
         return None
 

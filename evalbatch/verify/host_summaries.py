@@ -20,6 +20,7 @@ import polars as pl
 
 from evalbatch.errors import InputError
 from evalbatch.inputs import limits, suites
+from evalbatch.jsonvalue import reject_constant
 
 #: RFC 0081 summary fields the log cannot supply: accepted in a host summary, not compared (§4)
 _RFC0081_TOP = {"pinnedNodeIds"}
@@ -47,11 +48,7 @@ class HostSummary:
 
 def _strict_json(text: str) -> Any:
     """Strict JSON, refused with `limits.TooDeep` past the depth limit (E-115)."""
-
-    def reject(name: str) -> Any:
-        raise ValueError(f"{name} is not JSON")
-
-    return limits.loads(text, parse_constant=reject)
+    return limits.loads(text, parse_constant=reject_constant)
 
 
 def _summaries_in(value: Any, origin: str) -> list[HostSummary]:
