@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from evalbatch.cli import cli
-from tests.conftest import (
+from tests.helpers import (
     EVALBATCH_BIN,
     ROOT,
     SAMPLE_EVENTS,

@@ -19,7 +19,7 @@ import pytest
 from evalbatch import api
 from evalbatch.errors import EXIT_SKIPPED, InputError, SuiteError
 from evalbatch.pipeline.grading import summaries_jsonl
-from tests.conftest import (
+from tests.helpers import (
     AGENT,
     OTHER_SUITE_ID,
     STEP,

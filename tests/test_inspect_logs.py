@@ -31,7 +31,7 @@ from evalbatch.cli import cli
 from evalbatch.inputs import inspect_logs
 from evalbatch.inputs.event_rows import RowSink
 from evalbatch.inputs.limits import InputLimits
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 from tests.logbuilder import LogBuilder
 
 

@@ -32,7 +32,7 @@ from evalbatch import api
 from evalbatch.cli import cli
 from evalbatch.extract import events_pass, extractor, native_scan, sql_files
 from evalbatch.options import DEFAULT_BATCH_EVENTS, Resources
-from tests.conftest import OUTPUT_FILES, SAMPLE_EVENTS, SAMPLE_SUITES
+from tests.helpers import OUTPUT_FILES, SAMPLE_EVENTS, SAMPLE_SUITES
 from tests.strategies import NUMBER_TEXTS, PAYLOAD_TYPES, payload_texts
 
 BUILT = extractor.library() is not None

@@ -22,7 +22,7 @@ import pytest
 from evalbatch import api
 from evalbatch.cli import cli
 from evalbatch.commands.options import RenamedOption
-from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES, run_main
+from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES, run_main
 
 ROOT = Path(__file__).resolve().parent.parent
 
