@@ -1,5 +1,8 @@
 """The fixtures and hooks of the test suite; shared helpers live in tests/helpers.py and the log
 builder in tests/logbuilder.py, imported as modules. No test imports this file.
+
+Tests marked `slow` (a family that takes minutes) run only with `--run-slow`: bare `pytest` is the
+fast set, `make test` passes `--run-slow` and runs everything (docs/development.md).
 """
 
 from __future__ import annotations
@@ -19,6 +22,28 @@ from tests.helpers import make_suite, write_json
 # commands read their width as a user's do, so a worker starts without it, as a serial run does
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.pop("COLUMNS", None)
+
+
+# --------------------------------------------------------------------------------------------
+# Slow tests are opt-in
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--run-slow",
+        action="store_true",
+        default=False,
+        help="also run the tests marked slow (make test does); without it they are skipped",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--run-slow"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --run-slow (make test does)")
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(skip)
 
 
 # --------------------------------------------------------------------------------------------
