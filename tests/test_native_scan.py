@@ -163,14 +163,37 @@ def test_e108_awkward_payloads_scan_the_same() -> None:
     assert_same_scan([(t, p) for t in PAYLOAD_TYPES for p in payloads])
 
 
+#: text of number characters (and a few others), and the digits of a number beside it
+NUMBER_RUNS = (
+    st.text(alphabet="0123456789-+.eEx ,", max_size=70),
+    st.text("0123456789", max_size=40),
+)
+
+
+@pytest.mark.slow  # 300 drawn texts, most of a minute; the fast set draws 20 below
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.text(alphabet="0123456789-+.eEx ,", max_size=70), st.text("0123456789", max_size=40))
+@given(*NUMBER_RUNS)
 def test_D7_a_run_of_sixteen_number_characters_keeps_the_payload_text(
     text: str, digits: str
 ) -> None:
     """D-7: a tool call's payload text is kept exactly when 16 or more of [-+.0-9eE] stand in
     a row anywhere in it (the query's regexp), however the runs fall: at either end, cut by
     other characters, inside strings or as a number's digits."""
+    assert_number_run_kept(text, digits)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(*NUMBER_RUNS)
+def test_D7_a_run_of_sixteen_number_characters_keeps_the_payload_text_bounded(
+    text: str, digits: str
+) -> None:
+    """The property above on 20 drawn texts, so the fast set exercises it too."""
+    assert_number_run_kept(text, digits)
+
+
+def assert_number_run_kept(text: str, digits: str) -> None:
+    """Both scans agree on `text` as a string member, beside a number of `digits`, and as a
+    tool name (D-7)."""
     number = digits.lstrip("0") or "0"
     payloads = [
         json.dumps({"toolName": "t", "inputs": {"s": text}}),
