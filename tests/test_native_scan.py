@@ -173,7 +173,7 @@ NUMBER_RUNS = (
 @pytest.mark.slow  # 300 drawn texts, most of a minute; the fast set draws 20 below
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(*NUMBER_RUNS)
-def test_D7_a_run_of_sixteen_number_characters_keeps_the_payload_text(
+def test_d7_a_run_of_sixteen_number_characters_keeps_the_payload_text(
     text: str, digits: str
 ) -> None:
     """D-7: a tool call's payload text is kept exactly when 16 or more of [-+.0-9eE] stand in
@@ -184,7 +184,7 @@ def test_D7_a_run_of_sixteen_number_characters_keeps_the_payload_text(
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(*NUMBER_RUNS)
-def test_D7_a_run_of_sixteen_number_characters_keeps_the_payload_text_bounded(
+def test_d7_a_run_of_sixteen_number_characters_keeps_the_payload_text_bounded(
     text: str, digits: str
 ) -> None:
     """The property above on 20 drawn texts, so the fast set exercises it too."""
@@ -316,7 +316,7 @@ def _keyed_batch(keys: Sequence[tuple[str, int | None]]) -> pa.RecordBatch:
     )
 
 
-def test_D3_key_blocks_hold_each_runs_consecutive_sequences() -> None:
+def test_d3_key_blocks_hold_each_runs_consecutive_sequences() -> None:
     """A block is one run's consecutive sequence numbers, row after row; a row without a
     sequence is passed over (it has no key)."""
     keys = [("r1", 0), ("r1", 1), ("r1", 2), ("r2", 0), ("r1", 3), ("r1", 5), ("r1", None)]
@@ -334,7 +334,7 @@ def test_D3_key_blocks_hold_each_runs_consecutive_sequences() -> None:
     st.randoms(use_true_random=False),
     st.integers(1, 6),
 )
-def test_D3_key_held_twice_is_seen_however_the_rows_are_cut_and_ordered(
+def test_d3_key_held_twice_is_seen_however_the_rows_are_cut_and_ordered(
     keys: list[tuple[str, int]], random: Any, pieces: int
 ) -> None:
     """The walk's blocks say "each key held once" exactly when no (run_id, sequence) key is
@@ -363,7 +363,7 @@ def _log_with_duplicates(path: Path) -> Path:
     return path
 
 
-def test_D3_duplicates_apart_in_the_log_are_found_on_both_paths(
+def test_d3_duplicates_apart_in_the_log_are_found_on_both_paths(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A key held twice whose rows reach the walk in different batches, far apart, is one
