@@ -11,8 +11,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 TESTS = Path(__file__).resolve().parent
 MODULES = sorted(TESTS.glob("*.py"))
 
@@ -47,15 +45,18 @@ def test_the_modules_are_found() -> None:
     assert TESTS / "conftest.py" in MODULES and len(MODULES) > 20
 
 
-@pytest.mark.parametrize("path", MODULES, ids=[path.name for path in MODULES])
-def test_test_names_are_lowercase(path: Path) -> None:
-    upper = [name for name in _test_names(_tree(path)) if name != name.lower()]
-    assert not upper, f"{path.name}: {upper}"
+def test_test_names_are_lowercase() -> None:
+    upper = {
+        path.name: names
+        for path in MODULES
+        if (names := [name for name in _test_names(_tree(path)) if name != name.lower()])
+    }
+    assert not upper, upper
 
 
-@pytest.mark.parametrize("path", MODULES, ids=[path.name for path in MODULES])
-def test_no_test_module_imports_conftest(path: Path) -> None:
-    assert not _imports_conftest(_tree(path)), f"{path.name} imports conftest: use tests/helpers.py"
+def test_no_test_module_imports_conftest() -> None:
+    importing = {path.name: lines for path in MODULES if (lines := _imports_conftest(_tree(path)))}
+    assert not importing, f"these import conftest (use tests/helpers.py): {importing}"
 
 
 def test_the_checks_find_what_they_look_for() -> None:
