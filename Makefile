@@ -13,9 +13,9 @@ INSPECT_STAMP := $(VENV)/.installed-inspect
 help:
 	@echo "make run      set up .venv (the default engine only) and grade data/samples into out/samples"
 	@echo "make inspect  add Inspect's log reader (the inspect extra) to .venv: ingest reads Inspect logs"
-	@echo "make test     add the dev and Ray extras to .venv and run the whole test suite"
+	@echo "make test     add the dev and Ray extras to .venv and run the whole test suite (--run-slow)"
 	@echo "make test-duckdb  the payload-reading tests again on the DuckDB extractor (CI runs both)"
-	@echo "make check    the fast loop: lint, then every test not marked slow, on two workers"
+	@echo "make check    the fast loop: lint, then the fast set (bare pytest: no slow tests), on two workers"
 	@echo "make lint     ruff check + mypy (config in pyproject.toml)"
 	@echo "make fmt      ruff format + fix"
 	@echo "make native   build the native extractor (simdjson); without it payloads are parsed by DuckDB"
@@ -82,8 +82,9 @@ browser:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
+# bare pytest skips the tests marked slow (tests/conftest.py): --run-slow runs them too
 test: $(DEV_STAMP) native browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --run-slow
 
 # the families that read payloads, again on the DuckDB reference extractor (E-108): `make test`
 # runs them on the native one where it is built, and both must give one answer. The library never
@@ -92,10 +93,10 @@ REFERENCE_PATH_TESTS := tests/test_fuzz.py tests/test_fault_injection.py tests/t
   tests/test_samples.py tests/test_rules_extract.py tests/test_rules_inputs.py \
   tests/test_delegates.py tests/test_sql_golden.py
 test-duckdb: $(DEV_STAMP)
-	EVALBATCH_EXTRACTOR=duckdb $(BIN)/python -m pytest -n 2 $(REFERENCE_PATH_TESTS)
+	EVALBATCH_EXTRACTOR=duckdb $(BIN)/python -m pytest --run-slow -n 2 $(REFERENCE_PATH_TESTS)
 
-# the fast loop: lint beside the tests that run in seconds (the slow families, marked `slow`, are
-# left to `make test`), those spread over two worker processes
+# the fast loop: lint beside the fast set, what bare pytest runs (the slow families, marked `slow`,
+# are left to `make test`), spread over two worker processes
 check: $(DEV_STAMP) native
 	@$(MAKE) --no-print-directory -j2 check-lint check-tests
 
@@ -104,7 +105,7 @@ check-lint:
 	$(BIN)/mypy
 
 check-tests:
-	$(BIN)/python -m pytest -m "not slow" -n 2 --dist loadfile
+	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check evalbatch tests data/samples bench

@@ -1,362 +1,49 @@
-"""Shared builders for the input, CLI and output tests: small OpenWOP eval-run logs and suites.
+"""The fixtures and hooks of the test suite; shared helpers live in tests/helpers.py and the log
+builder in tests/logbuilder.py, imported as modules. No test imports this file.
 
-The logs follow CONTRACT §1.1 (one row per run event) and are written with pyarrow in several
-layouts (column aliases, JSON text / struct / map payloads, ISO or Parquet timestamps) so the tests
-can check that every layout grades the same.
-
-Tool names and argument values carry the marker `SECRET` so a test can check that no problem
-message or output table leaks them (CONTRACT §4, docs/decisions.md "Problems").
+Tests marked `slow` (a family that takes minutes) run only with `--run-slow`: bare `pytest` is the
+fast set, `make test` passes `--run-slow` and runs everything (docs/development.md).
 """
 
 from __future__ import annotations
 
-import copy
-import json
-import math
 import os
-import random
-import subprocess
-import sys
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-import click
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from evalbatch.commands.resources import environment_extractor
 from evalbatch.extract import extractor
-from evalbatch.options import Bounds, Extractor
-
-ROOT = Path(__file__).resolve().parents[1]
+from evalbatch.options import Extractor
+from tests.helpers import make_suite, write_json
 
 # pytest-xdist (`make check`) hands its workers the controller's terminal width as COLUMNS; the
 # commands read their width as a user's do, so a worker starts without it, as a serial run does
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.pop("COLUMNS", None)
-SAMPLES = ROOT / "data" / "samples"
-SAMPLE_EVENTS = SAMPLES / "events"
-SAMPLE_SUITES = SAMPLES / "suites"
-EVALBATCH_BIN = ROOT / ".venv" / "bin" / "evalbatch"
-
-SUITE_ID = "acme.test.evals.basic"
-OTHER_SUITE_ID = "acme.test.evals.other"
-VERSION = "1.0.0"
-AGENT = "acme.agents.tester"
-TOOL = "crm:lookup-order-SECRET"
-T0 = datetime(2026, 11, 2, 10, 0, 0, tzinfo=UTC)
-STEP = timedelta(milliseconds=100)
-
-#: strings that must never reach a problem message or an output table (tool names, arguments)
-LEAK_MARKERS = ("SECRET", "crm:", "lookup-order")
-
-OUTPUT_FILES = (
-    "summaries.jsonl",
-    "runs.parquet",
-    "tasks.parquet",
-    "trials.parquet",
-    "problems.parquet",
-)
-#: every file a run writes into --out: the outputs and the record of what it was given (E-118);
-#: an incremental run adds manifest.json
-WRITTEN_FILES = (*OUTPUT_FILES, "run-inputs.json")
-
-#: D-1: v2 name -> v1 spelling
-V1_NAMES = {
-    "agent.invocation-started": "agent.invocation.started",
-    "agent.invocation-completed": "agent.invocation.completed",
-    "agent.tool-called": "agent.toolCalled",
-    "agent.tool-returned": "agent.toolReturned",
-}
 
 
 # --------------------------------------------------------------------------------------------
-# Suites
+# Slow tests are opt-in
 
 
-def make_suite(
-    suite_id: str = SUITE_ID,
-    version: str = VERSION,
-    task_ids: Sequence[str] = ("alpha", "beta"),
-    **top: Any,
-) -> dict[str, Any]:
-    """A valid AgentEvalSuite whose tasks expect exactly one lookup with exact arguments.
-
-    `alpha` expects inputs `{"orderId": "ORD-SECRET-alpha"}`; `beta` expects
-    `{"orderId": "ORD-SECRET-beta", "fields": ["status"]}` (what `standard_run` calls).
-    """
-    tasks = []
-    for task_id in task_ids:
-        args: dict[str, Any] = {"orderId": f"ORD-SECRET-{task_id}"}
-        if task_id == "beta":
-            args["fields"] = ["status"]
-        tasks.append(
-            {
-                "taskId": task_id,
-                "input": {"case": task_id},
-                "expected": {
-                    "kind": "golden",
-                    "match": {"strategy": "contains", "value": "ok"},
-                    "trajectory": {
-                        "match": "exact",
-                        "calls": [{"tool": TOOL, "args": args, "argsMatch": "exact"}],
-                    },
-                },
-            }
-        )
-    doc: dict[str, Any] = {
-        "suiteId": suite_id,
-        "version": version,
-        "targetAgentId": AGENT,
-        "modes": ["golden"],
-        "tasks": tasks,
-    }
-    doc.update(copy.deepcopy(top))
-    return doc
-
-
-def write_json(path: Path, doc: Any) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
-    return path
-
-
-# --------------------------------------------------------------------------------------------
-# Event logs
-
-
-class RunLog:
-    """The events of one run, numbered from 0 and stamped `STEP` apart."""
-
-    def __init__(self, run_id: str, start: datetime = T0) -> None:
-        self.run_id = run_id
-        self.now = start
-        self.rows: list[dict[str, Any]] = []
-
-    def emit(self, type_: str, payload: Any) -> int:
-        sequence = len(self.rows)
-        if self.rows:
-            self.now += STEP
-        self.rows.append(
-            {
-                "runId": self.run_id,
-                "sequence": sequence,
-                "type": type_,
-                "payload": payload,
-                "timestamp": self.now,
-            }
-        )
-        return sequence
-
-    def eval_started(self, suite_id: str = SUITE_ID, version: str = VERSION, **extra: Any) -> int:
-        payload = {
-            "suiteId": suite_id,
-            "suiteVersion": version,
-            "taskCount": 2,
-            "modes": ["golden"],
-        }
-        return self.emit("eval.started", {**payload, **extra})
-
-    def trial(
-        self,
-        task_id: str,
-        *,
-        score: Any = 1.0,
-        passed: Any = True,
-        inputs: Mapping[str, Any] | None = None,
-        usages: Sequence[Mapping[str, Any]] = ({"inputTokens": 100, "outputTokens": 10},),
-        close: bool = True,
-        scored_extra: Mapping[str, Any] | None = None,
-    ) -> None:
-        """A bracket with one lookup call, then the host's eval.scored."""
-        invocation = f"inv-{task_id}-{len(self.rows)}"
-        self.emit(
-            "agent.invocation-started",
-            {"invocationId": invocation, "agentId": AGENT, "modelClass": "general"},
-        )
-        for usage in usages:
-            self.emit("provider.usage", dict(usage))
-        call = f"call-{task_id}-{len(self.rows)}"
-        self.emit(
-            "agent.tool-called",
-            {
-                "agentId": AGENT,
-                "toolName": TOOL,
-                "callId": call,
-                "inputs": dict(inputs or {"orderId": f"ORD-SECRET-{task_id}"}),
-            },
-        )
-        self.emit(
-            "agent.tool-returned",
-            {"agentId": AGENT, "toolName": TOOL, "callId": call, "status": "ok"},
-        )
-        if close:
-            self.emit(
-                "agent.invocation-completed",
-                {"invocationId": invocation, "agentId": AGENT, "outcome": "completed"},
-            )
-        self.emit(
-            "eval.scored",
-            {"taskId": task_id, "score": score, "passed": passed, **(scored_extra or {})},
-        )
-
-    def eval_completed(self) -> int:
-        return self.emit(
-            "eval.completed",
-            {"aggregateScore": 0.75, "passed": False, "taskCount": 2, "passedCount": 1},
-        )
-
-
-def standard_run(run_id: str, suite_id: str = SUITE_ID, start: datetime = T0) -> RunLog:
-    """A complete, clean two-task run (`alpha` passes, `beta` scores 0.5 and fails).
-
-    The payloads differ in their fields on purpose, so a struct payload column holds nulls that
-    must read as absent (E-7): only alpha's eval.scored has `trialIndex`, only beta's has
-    `latencyMs`, one usage has no `costEstimateUsd`, and the two calls' inputs differ in keys.
-    Graded against `make_suite()`: alpha score 1.0 passed, latency 400 (bracket span); beta score
-    0.5 not passed, latency 250 (host record); total cost 0.003; aggregate 0.75; suite not passed.
-    """
-    log = RunLog(run_id, start)
-    log.emit("run.started", {"runId": run_id})
-    log.eval_started(suite_id)
-    log.trial(
-        "alpha",
-        usages=[{"inputTokens": 100, "outputTokens": 10, "costEstimateUsd": 0.001}],
-        scored_extra={"trialIndex": 0},
-    )
-    log.trial(
-        "beta",
-        score=0.5,
-        passed=False,
-        inputs={"orderId": "ORD-SECRET-beta", "fields": ["status"]},
-        usages=[
-            {"inputTokens": 200, "outputTokens": 20},
-            {"inputTokens": 50, "outputTokens": 5, "costEstimateUsd": 0.002},
-        ],
-        scored_extra={"latencyMs": 250},
-    )
-    log.eval_completed()
-    log.emit("run.completed", {"outcome": "completed"})
-    return log
-
-
-def iso(ts: datetime | str) -> str:
-    if isinstance(ts, str):
-        return ts
-    return ts.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ts.microsecond // 1000:03d}Z"
-
-
-def _json_map(payloads: Sequence[Mapping[str, Any]]) -> pa.MapArray:
-    """A map<string, arrow.json> column: one entry per top-level payload field."""
-    offsets, keys, values = [0], [], []
-    for payload in payloads:
-        for key, value in payload.items():
-            keys.append(key)
-            values.append(json.dumps(value))
-        offsets.append(len(keys))
-    items = pa.ExtensionArray.from_storage(pa.json_(), pa.array(values, pa.string()))
-    return pa.MapArray.from_arrays(
-        pa.array(offsets, pa.int32()), pa.array(keys, pa.string()), items
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--run-slow",
+        action="store_true",
+        default=False,
+        help="also run the tests marked slow (make test does); without it they are skipped",
     )
 
 
-def write_events(
-    path: Path,
-    rows: Iterable[Mapping[str, Any]],
-    *,
-    names: Mapping[str, str] | None = None,
-    payload: str = "json",
-    timestamp: str | None = "iso",
-    extra: Mapping[str, pa.Array] | None = None,
-) -> Path:
-    """Write event rows to one Parquet file.
-
-    names: canonical column -> column name in the file (aliases, §1.1).
-    payload: "json" (JSON text), "struct" (pyarrow-inferred struct, the union of every event's
-        fields), "map" (map<string, json>: each top-level field's value as JSON), "binary"
-        (JSON text as bytes).
-    timestamp: "iso" (string), "parquet" (timestamp[ms, UTC]), "naive" (timestamp[ms]), None.
-    """
-    rows = list(rows)
-    names = {"runId": "runId", "sequence": "sequence", "type": "type", "payload": "payload"} | dict(
-        names or {}
-    )
-    columns: dict[str, pa.Array] = {
-        names["runId"]: pa.array([r["runId"] for r in rows], pa.string()),
-        names["sequence"]: pa.array([r["sequence"] for r in rows], pa.int64()),
-        names["type"]: pa.array([r["type"] for r in rows], pa.string()),
-    }
-    payloads = [r["payload"] for r in rows]
-    if payload == "json":
-        columns[names["payload"]] = pa.array(
-            [p if isinstance(p, str) else json.dumps(p) for p in payloads], pa.string()
-        )
-    elif payload == "binary":
-        columns[names["payload"]] = pa.array(
-            [json.dumps(p).encode("utf-8") for p in payloads], pa.binary()
-        )
-    elif payload == "struct":
-        columns[names["payload"]] = pa.array(payloads)
-    elif payload == "map":
-        columns[names["payload"]] = _json_map(payloads)
-    else:
-        raise ValueError(payload)
-    if timestamp == "iso":
-        columns["timestamp"] = pa.array([iso(r["timestamp"]) for r in rows], pa.string())
-    elif timestamp == "parquet":
-        columns["timestamp"] = pa.array(
-            [r["timestamp"] for r in rows], pa.timestamp("ms", tz="UTC")
-        )
-    elif timestamp == "naive":
-        columns["timestamp"] = pa.array(
-            [r["timestamp"].replace(tzinfo=None) for r in rows], pa.timestamp("ms")
-        )
-    for name, values in (extra or {}).items():
-        columns[name] = values
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table(columns), path)
-    return path
-
-
-def shuffled(rows: Sequence[Mapping[str, Any]], seed: int) -> list[Mapping[str, Any]]:
-    out = list(rows)
-    random.Random(seed).shuffle(out)
-    return out
-
-
-def read_outputs(out_dir: Path) -> dict[str, bytes]:
-    """The bytes of the five output files (§4)."""
-    return {name: (out_dir / name).read_bytes() for name in OUTPUT_FILES}
-
-
-def summaries_of(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-def problem_rows(result: Any, code: str | None = None) -> list[dict[str, Any]]:
-    """Rows of a GradeResult's problems table, optionally of one code."""
-    rows = result.problems.to_dicts()
-    return [r for r in rows if code is None or r["code"] == code]
-
-
-def assert_content_free(text: str) -> None:
-    for marker in LEAK_MARKERS:
-        assert marker not in text, f"{marker!r} leaked into {text!r}"
-
-
-def assert_problem_message(row: Mapping[str, Any]) -> None:
-    """docs/decisions.md "Problems": the message names the run, the event's sequence and the rule,
-    and carries no tool name or argument."""
-    message = row["message"]
-    assert f"[{row['code']}]" in message, message
-    if row["run_id"] is not None:
-        assert f"run {row['run_id']}" in message, message
-    if row["sequence"] is not None:
-        assert f"event {row['sequence']}" in message, message
-    assert_content_free(message)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--run-slow"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --run-slow (make test does)")
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(skip)
 
 
 # --------------------------------------------------------------------------------------------
@@ -392,116 +79,3 @@ def suite_dir(tmp_path: Path) -> Path:
     directory = tmp_path / "suites"
     write_json(directory / "basic.json", make_suite())
     return directory
-
-
-def run_python(
-    script: str,
-    *args: str | Path,
-    cwd: Path = ROOT,
-    env: Mapping[str, str] | None = None,
-    timeout: float = 120,
-) -> subprocess.CompletedProcess[str]:
-    """`python -c SCRIPT ARGS...` in a new interpreter with this checkout first on PYTHONPATH
-    (what a fresh process imports), its output captured as text."""
-    return subprocess.run(
-        [sys.executable, "-c", script, *map(str, args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-    )
-
-
-def run_evalbatch(
-    *args: str | Path,
-    cwd: Path = ROOT,
-    env: Mapping[str, str] | None = None,
-    timeout: float = 300,
-) -> subprocess.CompletedProcess[str]:
-    """The installed `evalbatch` script in a new process (as a user or a cron job runs it), its
-    output captured as text."""
-    return subprocess.run(
-        [str(EVALBATCH_BIN), *map(str, args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
-
-
-def run_main(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str | Path
-) -> tuple[int, str, str]:
-    """Call the console-script entry point in process: (exit code, stdout, stderr)."""
-    from evalbatch.cli import main
-
-    monkeypatch.setattr("sys.argv", ["evalbatch", *map(str, args)])
-    code: Any = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = exc.code
-    captured = capsys.readouterr()
-    return (0 if code is None else int(code)), captured.out, captured.err
-
-
-def generated_log(
-    target: Path, runs: int, tasks: int, trials: int, seed: int = 3
-) -> tuple[Path, Path]:
-    """A log from the benchmark's generator (`bench/generate_events.sql`): `runs` runs of
-    `tasks` tasks × `trials` trials, written to target/events.parquet, and the suite the runs
-    claim (the benchmark's) in target/suites. Returns (events file, suites directory)."""
-    import duckdb
-
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import run as bench  # the benchmark script's suite builder
-    finally:
-        sys.path.pop(0)
-    suites = target / "suites"
-    suites.mkdir(parents=True, exist_ok=True)
-    (suites / "bench.json").write_text(json.dumps(bench.suite(tasks, trials)))
-    query = "\n".join(
-        line
-        for line in (ROOT / "bench" / "generate_events.sql").read_text().splitlines()
-        if not line.startswith("--")
-    )
-    events = target / "events.parquet"
-    params = {"first_run": 0, "runs": runs, "tasks": tasks, "trials": trials, "seed": seed}
-    with duckdb.connect() as con:
-        con.execute(f"COPY ({query}) TO '{events}' (FORMAT parquet)", params)
-    return events, suites
-
-
-# --------------------------------------------------------------------------------------------
-# Options that check themselves (E-130)
-
-
-def cli_param(command: click.Command, name: str) -> click.Parameter:
-    """The parameter of `command` whose keyword is `name`."""
-    return next(param for param in command.params if param.name == name)
-
-
-def cli_accepts(command: click.Command, name: str, text: str) -> bool:
-    """Whether `command`'s option `name` takes `text` as a user would type it."""
-    param = cli_param(command, name)
-    try:
-        param.type.convert(text, param, None)
-    except click.BadParameter:
-        return False
-    return True
-
-
-def bound_probes(bounds: Bounds) -> list[float]:
-    """Numbers at, just inside and just outside each end of a range, and the non-finite ones."""
-    values = [math.nan, math.inf, -math.inf]
-    for end in (bounds.low, bounds.high):
-        if end is None:
-            continue
-        if bounds.integer:
-            values += [int(end) - 1, int(end), int(end) + 1]
-        else:
-            values += [float(end), math.nextafter(end, -math.inf), math.nextafter(end, math.inf)]
-    return values

@@ -1,7 +1,9 @@
-"""Fluent builders for small OpenWOP eval-run event logs and suites, used by the rule tests.
+"""THE log builder of the tests: `LogBuilder` writes the events of one OpenWOP eval run.
 
-A `LogBuilder` numbers sequences from 0 and stamps each event `STEP_MS` after the previous one
-(unless told otherwise), so bracket spans and therefore latencies can be read off a test:
+Every test that needs a log builds it here (tests/helpers.py's `RunLog` and `standard_run` are
+this builder in that module's vocabulary). A `LogBuilder` numbers sequences from 0 and stamps each
+event `STEP_MS` after the previous one (unless told otherwise), so bracket spans and therefore
+latencies can be read off a test:
 
     log = LogBuilder()
     log.eval_started()
@@ -10,8 +12,11 @@ A `LogBuilder` numbers sequences from 0 and stamps each event `STEP_MS` after th
     log.eval_completed()
     result = grade(log, [suite(golden("task-a"))])
 
-Payloads are written as JSON text; `raw=` writes a payload text verbatim (invalid JSON, repeated
-keys, `1.0` versus `1`, numbers beyond 2^53).
+Payloads are written as JSON text and timestamps as ISO text; `raw=` writes a payload text
+verbatim (invalid JSON, repeated keys, `1.0` versus `1`, numbers beyond 2^53). With
+`encoded=False` a row keeps its payload as the object given and its timestamp as a datetime, so
+tests/helpers.py's `write_events` can lay it out every way CONTRACT §1.1 allows (struct or map
+payloads, Parquet timestamps).
 """
 
 from __future__ import annotations
@@ -51,7 +56,10 @@ ABSENT: Any = _Absent()
 
 def iso(ms: float) -> str:
     """The ISO-8601 UTC timestamp `ms` milliseconds after EPOCH, with millisecond precision."""
-    stamp = EPOCH + dt.timedelta(milliseconds=ms)
+    return _iso(EPOCH + dt.timedelta(milliseconds=ms))
+
+
+def _iso(stamp: dt.datetime) -> str:
     return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
 
 
@@ -95,9 +103,19 @@ def usage_payload(**fields: Any) -> dict[str, Any]:
 class LogBuilder:
     """Appends the events of one run with increasing sequences and timestamps."""
 
-    def __init__(self, run_id: str = RUN, *, step_ms: float = STEP_MS) -> None:
+    def __init__(
+        self,
+        run_id: str = RUN,
+        start: dt.datetime = EPOCH,
+        *,
+        step_ms: float = STEP_MS,
+        encoded: bool = True,
+    ) -> None:
+        """`start` stamps the first event; `encoded=False` keeps payload objects and datetimes."""
         self.run_id = run_id
+        self.start = start
         self.step_ms = step_ms
+        self.encoded = encoded
         self.rows: list[dict[str, Any]] = []
         self.next_sequence = 0
         self.clock_ms: float = 0
@@ -117,15 +135,22 @@ class LogBuilder:
     ) -> int:
         """Append one event and return its sequence.
 
-        `at_ms` places the event at that offset from EPOCH (the clock continues from there);
+        `at_ms` places the event at that offset from the start (EPOCH unless the builder was given
+        another; the clock continues from there);
         `timestamp` writes that timestamp value verbatim (None for no timestamp); `sequence`
         overrides the numbering (later events continue after it).
         """
         seq = self.next_sequence if sequence is None else sequence
         if at_ms is not None:
             self.clock_ms = at_ms
-        stamp = iso(self.clock_ms) if timestamp is ABSENT else timestamp
-        text = raw if raw is not None else json.dumps(payload)
+        if timestamp is not ABSENT:
+            stamp = timestamp
+        else:
+            moment = self.start + dt.timedelta(milliseconds=self.clock_ms)
+            stamp = _iso(moment) if self.encoded else moment
+        text: Any = raw
+        if text is None:
+            text = json.dumps(payload) if self.encoded else payload
         self.rows.append(
             {
                 "runId": self.run_id,
@@ -437,7 +462,7 @@ def severity_of(result: GradeResult, code: str, run_id: str | None = RUN) -> set
 
 
 # --------------------------------------------------------------------------------------------------
-# Raw event files for fault injection (tests/test_fault_injection.py, issue 14)
+# Raw event files for fault injection (tests/test_fault_injection.py)
 # --------------------------------------------------------------------------------------------------
 
 #: the Arrow type of each event column unless a test says otherwise

@@ -36,7 +36,7 @@ from evalbatch.options import (
     Bounds,
 )
 from evalbatch.pipeline.grading import as_paths
-from tests.conftest import (
+from tests.helpers import (
     ROOT,
     SAMPLE_EVENTS,
     SAMPLE_SUITES,

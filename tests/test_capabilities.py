@@ -24,7 +24,7 @@ from evalbatch.inputs.capabilities import (
     refusals,
     run_refusals,
 )
-from tests.conftest import SAMPLE_SUITES, make_suite, write_json
+from tests.helpers import SAMPLE_SUITES, make_suite, write_json
 
 #: a host advertising every facet of RFC 0244 §G and every mode
 EVERYTHING: dict[str, Any] = {
@@ -336,7 +336,7 @@ def test_e101_two_capabilities_documents_are_a_usage_error(tmp_path: Path) -> No
 
 def test_e100_the_docs_example_is_what_validate_prints(monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/validate.md shows `validate --capabilities` on the samples as it really prints."""
-    from tests.conftest import ROOT
+    from tests.helpers import ROOT
 
     monkeypatch.chdir(ROOT)
     page = (ROOT / "docs" / "validate.md").read_text(encoding="utf-8")

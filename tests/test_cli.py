@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from evalbatch.cli import cli
-from tests.conftest import (
+from tests.helpers import (
     EVALBATCH_BIN,
     ROOT,
     SAMPLE_EVENTS,
@@ -160,7 +160,7 @@ def test_s4_run_quiet_prints_nothing_on_a_clean_run(
 # run: options
 
 
-def test_D15_default_pass_score_option(tmp_path: Path, suite_dir: Path, events_file: Path) -> None:
+def test_d15_default_pass_score_option(tmp_path: Path, suite_dir: Path, events_file: Path) -> None:
     """D-15 / D-17: absent `passScore` means `--default-pass-score` (default 1.0). The standard
     run's gating mean is exactly 0.75: it fails at 1.0 and 0.8, and an exact tie at 0.75 passes."""
     verdicts = {}
@@ -174,7 +174,7 @@ def test_D15_default_pass_score_option(tmp_path: Path, suite_dir: Path, events_f
     assert verdicts == {None: False, "0.8": False, "0.75": True}
 
 
-def test_D9_on_miss_default_option(tmp_path: Path, events_file: Path) -> None:
+def test_d9_on_miss_default_option(tmp_path: Path, events_file: Path) -> None:
     """D-9: with `fixtures.onMiss` absent a miss is only counted (`--on-miss-default count`, the
     default); `--on-miss-default fail` fails the trial closed (score 0, passed false)."""
     suite = make_suite()

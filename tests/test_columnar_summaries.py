@@ -2,7 +2,7 @@
 valid EvalSummary (E-87, CONTRACT §4); both are laid out by one field table (E-131).
 
 Both paths are checked against the hand-written layout of `tests/summary_oracle.py` on the same
-runs (the samples, the regression pair, the conftest runs, Hypothesis logs): every line must equal
+runs (the samples, the regression pair, the helpers.py runs, Hypothesis logs): every line must equal
 `json.dumps` of the oracle's summary byte for byte, the task rows must be the oracle's, and a
 columnar summary must pass the packaged closed schema, which the columnar path does not run per
 line.
@@ -29,7 +29,7 @@ from evalbatch.pipeline import shard
 from evalbatch.reduce import run_summaries
 from evalbatch.reduce.run_summaries import Outcomes, build_outcomes, json_floats
 from tests import summary_oracle
-from tests.conftest import make_suite, read_outputs, standard_run, write_events, write_json
+from tests.helpers import make_suite, read_outputs, standard_run, write_events, write_json
 from tests.logbuilder import LogBuilder, grade
 from tests.strategies import logs_and_suites
 

@@ -23,7 +23,7 @@ from evalbatch.inputs.capabilities import facets_of
 from evalbatch.verify.conformance import OWN_REQUIREMENTS, REQUIREMENTS, rows_broken
 from evalbatch.verify.report import Finding
 from evalbatch.version import package_version
-from tests.conftest import SAMPLES, assert_content_free
+from tests.helpers import SAMPLES, assert_content_free
 from tests.logbuilder import (
     RUN,
     RUN2,
@@ -355,7 +355,7 @@ def test_e104_the_docs_show_what_conformance_prints(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """docs/verify.md's conformance table is the real output on the samples."""
-    from tests.conftest import ROOT
+    from tests.helpers import ROOT
 
     monkeypatch.chdir(ROOT)
     page = (ROOT / "docs" / "verify.md").read_text(encoding="utf-8")

@@ -26,7 +26,7 @@ from evalbatch.outputs import output_format
 from evalbatch.outputs.manifest import describe_file
 from evalbatch.pipeline.grading import write_result
 from evalbatch.reduce import stats
-from tests.conftest import (
+from tests.helpers import (
     AGENT,
     OTHER_SUITE_ID,
     ROOT,

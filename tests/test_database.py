@@ -25,7 +25,7 @@ import evalbatch
 from evalbatch.cli import cli
 from evalbatch.errors import InputError
 from evalbatch.outputs import outdir, output_format
-from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES, run_main
+from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES, run_main
 
 #: the graded tables, and the series made from them (issue 18 item 1)
 GRADED = ("runs", "tasks", "trials", "problems", "summaries", "history")

@@ -22,7 +22,7 @@ from evalbatch import api
 from evalbatch.inputs.event_files import RunFilter
 from evalbatch.options import GradeOptions
 from evalbatch.reference import grade_reference
-from tests.conftest import read_outputs
+from tests.helpers import read_outputs
 from tests.logbuilder import (
     RUN,
     LogBuilder,
@@ -451,7 +451,7 @@ def test_e102_incremental_nights_count_eval_runs_only(
     """The manifest also keeps the child runs (E-102), which are not eval runs: the second night
     keeps 1 eval run and grades 0 (it said "graded -4, kept 5"). The first incremental night
     under -q prints nothing: a missing manifest is no damage to report (E-107)."""
-    from tests.conftest import SAMPLES, run_main
+    from tests.helpers import SAMPLES, run_main
 
     args = ["run", SAMPLES / "delegates", "--suites", SAMPLES / "suites", "--out", tmp_path]
     code, stdout, stderr = run_main(monkeypatch, capsys, *args, "--incremental", "-q")

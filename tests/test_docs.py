@@ -30,7 +30,7 @@ import pytest
 from click.testing import CliRunner
 
 from evalbatch.cli import cli
-from tests.conftest import EVALBATCH_BIN, ROOT
+from tests.helpers import EVALBATCH_BIN, ROOT
 
 README_PATH = ROOT / "README.md"
 README = README_PATH.read_text(encoding="utf-8")

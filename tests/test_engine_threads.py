@@ -16,7 +16,7 @@ import pytest
 from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.pipeline import local
-from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES
+from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES
 
 
 def test_a_pass_closed_from_its_own_worker_does_not_wait_for_itself(

@@ -3,7 +3,7 @@ did — in agreement with the grade `evalbatch run` gives.
 
 Agreement is checked against `evalbatch.api.grade_paths` on every trial of every sample run; each
 failure reason is checked through the `explain` command (click's CliRunner), on the samples where
-they have it and on logs built with the conftest builders where they do not.
+they have it and on logs built with the tests/helpers.py builders where they do not.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from evalbatch.explain.trajectory_findings import REASON_FINDINGS
 from evalbatch.grade import match
 from evalbatch.grade.trial_grading import TRAJECTORY_CHECKS
 from evalbatch.options import GradeOptions
-from tests.conftest import (
+from tests.helpers import (
     AGENT,
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
@@ -95,7 +95,7 @@ def only_trial(doc: dict[str, Any], task_id: str, index: int = 0) -> dict[str, A
 
 
 # --------------------------------------------------------------------------------------------
-# Logs the samples lack, built with the conftest builders
+# Logs the samples lack, built with the tests/helpers.py builders
 
 
 def calls_trial(
@@ -626,7 +626,7 @@ def test_cli_judge_calls_and_numbers() -> None:
 
 
 def test_standard_run_explains_with_conftest_suite(tmp_path: Path, suite_dir: Path) -> None:
-    """§3.2, §3.4: the conftest's clean run: alpha passes, beta fails on its output grade only."""
+    """§3.2, §3.4: helpers.py's clean run: alpha passes, beta fails on its output grade only."""
     write_events(tmp_path / "run.parquet", standard_run(RUN).rows)
     doc = explain_json(tmp_path / "run.parquet", "--suites", suite_dir, "--run-id", RUN)
     assert [only_trial(doc, t)["verdict"] for t in ("alpha", "beta")] == ["pass", "fail"]

@@ -34,7 +34,7 @@ from evalbatch.commands.export import export
 from evalbatch.errors import InputError
 from evalbatch.outputs import outdir
 from evalbatch.publish import exports
-from tests.conftest import (
+from tests.helpers import (
     LEAK_MARKERS,
     ROOT,
     SAMPLE_EVENTS,

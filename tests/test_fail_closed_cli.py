@@ -26,7 +26,7 @@ import evalbatch
 from evalbatch.cli import cli
 from evalbatch.commands import sql as sql_command
 from evalbatch.commands.types import MemoryLimit
-from tests.conftest import (
+from tests.helpers import (
     ROOT,
     SAMPLE_EVENTS,
     SAMPLE_SUITES,

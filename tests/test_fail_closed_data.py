@@ -4,7 +4,7 @@ run or file, never an internal error, and every other run in the same input is s
 Each case is a log of two clean runs plus one run (or file) carrying the fault. The rules are
 docs/decisions.md E-76..E-81 (value ranges, damaged files, null types, the trial limit), with E-3,
 D-14 and §3.5 for what an invalid value does. Problem messages are checked for the planted content
-markers of conftest (`LEAK_MARKERS`): the tool name and arguments carry `SECRET`.
+markers of tests/helpers.py (`LEAK_MARKERS`): the tool name and arguments carry `SECRET`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from evalbatch import api, problems
 from evalbatch.inputs.suites import validate_suite
 from evalbatch.reduce import stats
 from evalbatch.reference import grade_reference
-from tests.conftest import (
+from tests.helpers import (
     SUITE_ID,
     assert_content_free,
     assert_problem_message,

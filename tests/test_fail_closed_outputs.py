@@ -36,7 +36,7 @@ from evalbatch import api, files
 from evalbatch.errors import OutputError
 from evalbatch.inputs import ingest, parquet_layout
 from evalbatch.outputs import outdir, writer
-from tests.conftest import (
+from tests.helpers import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
     make_suite,

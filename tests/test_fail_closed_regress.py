@@ -25,7 +25,7 @@ import pytest
 from evalbatch import api
 from evalbatch.options import GradeOptions
 from evalbatch.reduce import regression
-from tests.conftest import SAMPLE_SUITES, SAMPLES, run_evalbatch, run_main
+from tests.helpers import SAMPLE_SUITES, SAMPLES, run_evalbatch, run_main
 from tests.test_outputs import BLOCK_FIELDS
 from tests.test_regress import task_rows, write_task_table
 

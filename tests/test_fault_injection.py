@@ -16,7 +16,7 @@ must then hold what issue 14 and the working rules ask:
   without the mutation fails; a fault the contract names is reported (a problem row);
 - good runs beside the fault are still graded, byte for byte as without it;
 - messages and outputs are content-free (RFC 0244 §H): `test_content_markers_*` plants
-  conftest's LEAK_MARKERS in tool names, arguments, outputs, prompts and invalid-UTF-8 payloads
+  helpers.py's LEAK_MARKERS in tool names, arguments, outputs, prompts and invalid-UTF-8 payloads
   and greps every output file, export, the report and every message for them.
 
 tests/test_fuzz.py mutates events through the library and `run`; this file adds the values and
@@ -57,7 +57,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from evalbatch.cli import main
-from tests.conftest import (
+from tests.helpers import (
     LEAK_MARKERS,
     OUTPUT_FILES,
     ROOT,
@@ -216,7 +216,7 @@ def assert_contained(ran: Ran, allowed: set[int] | None = None) -> None:
 
 
 def assert_no_markers(where: str, text: str) -> None:
-    """RFC 0244 §H: no tool name, argument, output or prompt (conftest's LEAK_MARKERS)."""
+    """RFC 0244 §H: no tool name, argument, output or prompt (helpers.py's LEAK_MARKERS)."""
     for marker in LEAK_MARKERS:
         assert marker not in text, f"{marker!r} leaked into {where}: ...{_around(text, marker)}..."
 
@@ -249,7 +249,7 @@ def fault_suite(suite_id: str = SUITE_ID) -> dict[str, Any]:
 
 
 def run_rows(run_id: str, variant: str = "plain") -> list[dict[str, Any]]:
-    """conftest's standard_run (tool names and arguments carry SECRET) in a variant:
+    """tests/helpers.py's standard_run (tool names and arguments carry SECRET) in a variant:
     `plain`; `unsupplied` (its suite is not given: graded from the host record, D-4, where
     eval.started.trialCount is the trial count); `scored-cost` (no provider.usage cost, so the
     cost comes from eval.scored.costUsd, D-14: 0.001 + 0.002)."""
@@ -955,7 +955,7 @@ def test_issue14_meaningless_option_values_are_usage_errors(
 
 def marker_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(text-payload rows, binary-payload rows): clean runs whose tool names and arguments carry
-    SECRET (conftest), with prompts, tool outputs, reasoning, a host scoreLabel and
+    SECRET (tests/helpers.py), with prompts, tool outputs, reasoning, a host scoreLabel and
     evaluatorType and a text score all carrying markers; a run whose tool call is not JSON; and,
     in the binary file, a run whose tool-call payload holds invalid UTF-8 next to its markers."""
     rows: list[dict[str, Any]] = []

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from evalbatch import api
 from evalbatch.cli import cli
 from evalbatch.inputs.event_files import RunFilter
-from tests.conftest import (
+from tests.helpers import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
     SAMPLES,

@@ -26,7 +26,7 @@ from evalbatch import api
 from evalbatch.errors import InputError
 from evalbatch.history.series import SERIES_SCHEMA, read_history, series
 from evalbatch.outputs import output_format
-from tests.conftest import (
+from tests.helpers import (
     LEAK_MARKERS,
     OTHER_SUITE_ID,
     SUITE_ID,

@@ -27,7 +27,7 @@ from click.testing import CliRunner
 from evalbatch.cli import cli, main
 from evalbatch.errors import OutputError
 from evalbatch.inputs import event_files, ingest, parquet_layout
-from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES
+from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES
 
 RUN_A = "acme/run-ingest-0001"
 RUN_B = "anon:acme/run-ingest-0002"

@@ -19,7 +19,7 @@ from evalbatch.inputs import ingest, limits
 from evalbatch.inputs.limits import InputLimits
 from evalbatch.outputs import manifest, outdir
 from evalbatch.verify import host_summaries
-from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES, assert_content_free, run_main
+from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES, assert_content_free, run_main
 
 LIMIT = limits.MAX_JSON_DEPTH
 #: a marker that must never reach a message: it sits at the bottom of every deep document

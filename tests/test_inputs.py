@@ -19,7 +19,7 @@ import pytest
 from evalbatch import api
 from evalbatch.errors import EXIT_SKIPPED, InputError, SuiteError
 from evalbatch.pipeline.grading import summaries_jsonl
-from tests.conftest import (
+from tests.helpers import (
     AGENT,
     OTHER_SUITE_ID,
     STEP,
@@ -142,7 +142,7 @@ def test_s1_1_unknown_extra_columns_are_ignored(
     assert_same_grade(grade([path], [suite_dir]), canonical)
 
 
-def test_s1_1_E7_struct_payload_null_fields_dropped(
+def test_s1_1_e7_struct_payload_null_fields_dropped(
     tmp_path: Path, suite_dir: Path, canonical: api.GradeResult
 ) -> None:
     """§1.1 / E-7: a struct payload column is read as its JSON with null fields dropped at every
@@ -367,7 +367,7 @@ def _without_run_column(path: Path) -> None:
     pq.write_table(table.drop(["runId"]), path)
 
 
-def test_s1_1_hive_partition_directory_supplies_runId(
+def test_s1_1_hive_partition_directory_supplies_run_id(
     tmp_path: Path, suite_dir: Path, canonical: api.GradeResult
 ) -> None:
     """§1.1 hive partitioning: files under runId=<id>/ directories that lack a runId column take it
@@ -383,7 +383,7 @@ def test_s1_1_hive_partition_directory_supplies_runId(
     assert problems(result) == []
 
 
-def test_D1_v1_type_names_map_to_v2(
+def test_d1_v1_type_names_map_to_v2(
     tmp_path: Path, suite_dir: Path, canonical: api.GradeResult
 ) -> None:
     """D-1: v1 spellings of the invocation and tool events grade exactly as the v2 names."""
@@ -395,7 +395,7 @@ def test_D1_v1_type_names_map_to_v2(
     assert_same_grade(grade([path], [suite_dir]), canonical)
 
 
-def test_D1_unknown_types_are_ignored(
+def test_d1_unknown_types_are_ignored(
     tmp_path: Path, suite_dir: Path, canonical: api.GradeResult
 ) -> None:
     """D-1: "Unknown types are ignored, never an error" (here after the run completed, so no trial
@@ -409,7 +409,7 @@ def test_D1_unknown_types_are_ignored(
     assert problems(result) == []
 
 
-def test_E1_runs_without_eval_started_are_not_eval_runs(
+def test_e1_runs_without_eval_started_are_not_eval_runs(
     tmp_path: Path, suite_dir: Path, canonical: api.GradeResult
 ) -> None:
     """§2.1 / E-1: a runId with no eval.started gives no summary and no problem."""
@@ -425,7 +425,7 @@ def test_E1_runs_without_eval_started_are_not_eval_runs(
 # D-3 duplicates
 
 
-def test_D3_identical_duplicates_are_one_event(
+def test_d3_identical_duplicates_are_one_event(
     tmp_path: Path, suite_dir: Path, canonical: api.GradeResult
 ) -> None:
     """D-3: rows with one (runId, sequence), one type and JSON-equal payloads (key order ignored,
@@ -444,7 +444,7 @@ def test_D3_identical_duplicates_are_one_event(
     assert_same_grade(grade([first, second], [suite_dir]), canonical)
 
 
-def test_D3_duplicate_keeps_earliest_timestamp(tmp_path: Path, suite_dir: Path) -> None:
+def test_d3_duplicate_keeps_earliest_timestamp(tmp_path: Path, suite_dir: Path) -> None:
     """D-3: "of these the earliest timestamp is kept": a retried bracket start stamped later
     changes nothing; one stamped earlier becomes the start of the span (§3.5 latency)."""
     expected = {"acme/run-later": (1000, 400), "acme/run-earlier": (-1000, 1400)}
@@ -576,7 +576,7 @@ def test_s6_no_event_file_at_path(tmp_path: Path, suite_dir: Path) -> None:
         api.grade_paths([str(tmp_path / "*.parquet")], [suite_dir])
 
 
-def test_s6_D3_conflicting_duplicate_skips_only_that_run(
+def test_s6_d3_conflicting_duplicate_skips_only_that_run(
     tmp_path: Path, suite_dir: Path, canonical: api.GradeResult
 ) -> None:
     """§6 / D-3: same (runId, sequence) with different content: the run is corrupt and not graded
@@ -596,7 +596,7 @@ def test_s6_D3_conflicting_duplicate_skips_only_that_run(
     assert result.exit_code == 3
 
 
-def test_s6_D3_conflicting_type_same_sequence(tmp_path: Path, suite_dir: Path) -> None:
+def test_s6_d3_conflicting_type_same_sequence(tmp_path: Path, suite_dir: Path) -> None:
     """D-3: same key, different type is a conflict too (across files)."""
     rows = standard_run(RUN).rows
     twin = {**rows[2], "type": "agent.decided"}
@@ -608,7 +608,7 @@ def test_s6_D3_conflicting_type_same_sequence(tmp_path: Path, suite_dir: Path) -
     assert result.exit_code == 3
 
 
-def test_s6_D3_sequence_gap_is_a_warning(tmp_path: Path, suite_dir: Path) -> None:
+def test_s6_d3_sequence_gap_is_a_warning(tmp_path: Path, suite_dir: Path) -> None:
     """§6 / D-3 / E-5: a gap in `sequence` is a warning at the event after the gap; the run is
     graded and the exit code stays 0. A log that does not start at 0 is not a gap."""
     rows = standard_run(RUN).rows
@@ -653,7 +653,7 @@ def test_s6_unclosed_bracket(tmp_path: Path, suite_dir: Path) -> None:
     assert result.exit_code == 0
 
 
-def test_s6_D13_unknown_task_left_out(
+def test_s6_d13_unknown_task_left_out(
     tmp_path: Path, suite_dir: Path, canonical: api.GradeResult
 ) -> None:
     """§6 / D-13: an eval.scored for a taskId not in the suite is left out (`task-unknown`)."""
@@ -671,7 +671,7 @@ def test_s6_D13_unknown_task_left_out(
     assert result.exit_code == 0
 
 
-def test_s6_D13_missing_task(tmp_path: Path, canonical: api.GradeResult) -> None:
+def test_s6_d13_missing_task(tmp_path: Path, canonical: api.GradeResult) -> None:
     """§6 / D-13: a suite task with no trial in the log scores 0 and fails (`task-missing`)."""
     suites = tmp_path / "suites3"
     write_json(suites / "s.json", make_suite(task_ids=("alpha", "beta", "delta")))
@@ -690,7 +690,7 @@ def test_s6_D13_missing_task(tmp_path: Path, canonical: api.GradeResult) -> None
     assert result.exit_code == 0
 
 
-def test_s6_D11_score_out_of_range_fails_closed(tmp_path: Path, suite_dir: Path) -> None:
+def test_s6_d11_score_out_of_range_fails_closed(tmp_path: Path, suite_dir: Path) -> None:
     """§6 / D-11: a score outside 0..1 or not a JSON number makes the trial score 0, passed false
     (`score-invalid` at the eval.scored); the run is graded. One run per bad score."""
     bad_scores: dict[str, Any] = {
@@ -831,7 +831,7 @@ def test_s1_3_unmatchable_suite_file_stops_before_grading(
     assert str(broken) in str(err.value)
 
 
-def test_D4_run_without_suite_is_graded_from_host_record(tmp_path: Path, suite_dir: Path) -> None:
+def test_d4_run_without_suite_is_graded_from_host_record(tmp_path: Path, suite_dir: Path) -> None:
     """D-4: a run whose suite is not supplied is graded from eval.scored, with a `suite-missing`
     warning naming the run and its eval.started; exit code 0."""
     path = write_events(tmp_path / "e.parquet", standard_run(RUN, suite_id=OTHER_SUITE_ID).rows)

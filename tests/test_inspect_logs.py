@@ -31,7 +31,7 @@ from evalbatch.cli import cli
 from evalbatch.inputs import inspect_logs
 from evalbatch.inputs.event_rows import RowSink
 from evalbatch.inputs.limits import InputLimits
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 from tests.logbuilder import LogBuilder
 
 
@@ -100,7 +100,7 @@ def _tool_events(sample: Any) -> list[Any]:
     return [event for event in sample.events if event.event == "tool"]
 
 
-def test_E111_every_sample_and_epoch_is_one_graded_trial(
+def test_e111_every_sample_and_epoch_is_one_graded_trial(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     log = _read(logs["arithmetic.eval"])
@@ -115,7 +115,7 @@ def test_E111_every_sample_and_epoch_is_one_graded_trial(
         assert row["run_id"] == log.eval.eval_id
 
 
-def test_E111_tool_calls_and_usage_equal_what_inspects_reader_reports(
+def test_e111_tool_calls_and_usage_equal_what_inspects_reader_reports(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     log = _read(logs["arithmetic.eval"])
@@ -142,7 +142,7 @@ def test_E111_tool_calls_and_usage_equal_what_inspects_reader_reports(
     assert sorted(map(json.dumps, written)) == sorted(map(json.dumps, recorded))
 
 
-def test_E111_a_model_graded_scorer_is_a_judge_its_cost_counts_not_its_calls(
+def test_e111_a_model_graded_scorer_is_a_judge_its_cost_counts_not_its_calls(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     """D-6: the scorer's own model calls (after the bracket) add to the trial's cost, while the
@@ -170,7 +170,7 @@ def test_E111_a_model_graded_scorer_is_a_judge_its_cost_counts_not_its_calls(
         assert row["score"] == (1.0 if sample.scores["model_graded_qa"].value == "C" else 0.0)
 
 
-def test_E111_stderr_and_mean_equal_inspects_own_metrics(
+def test_e111_stderr_and_mean_equal_inspects_own_metrics(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     log = _read(logs["arithmetic.eval"])
@@ -181,7 +181,7 @@ def test_E111_stderr_and_mean_equal_inspects_own_metrics(
     assert math.isclose(runs["score_stderr"][0], metrics["stderr"].value, rel_tol=1e-12)
 
 
-def test_E111_pass_at_k_equals_inspects_pass_at_k_reducer(
+def test_e111_pass_at_k_equals_inspects_pass_at_k_reducer(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     path = logs["arithmetic-pass-at-k.eval"]
@@ -204,7 +204,7 @@ def test_E111_pass_at_k_equals_inspects_pass_at_k_reducer(
     assert math.isclose(runs["aggregate_score"][0], mean.metrics["accuracy"].value, rel_tol=1e-12)
 
 
-def test_E111_eval_archive_and_json_log_grade_alike(tmp_path: Path, logs: dict[str, Path]) -> None:
+def test_e111_eval_archive_and_json_log_grade_alike(tmp_path: Path, logs: dict[str, Path]) -> None:
     archive = _graded(tmp_path / "a", logs["arithmetic.eval"])
     document = _graded(tmp_path / "j", logs["arithmetic.json"])
     columns = ["task_id", "trial_index", "score", "passed", "tool_call_count", "input_tokens"]
@@ -213,7 +213,7 @@ def test_E111_eval_archive_and_json_log_grade_alike(tmp_path: Path, logs: dict[s
     assert left.equals(right)
 
 
-def test_E111_the_scorer_option_picks_a_scorer_and_a_key_of_a_dict_score(
+def test_e111_the_scorer_option_picks_a_scorer_and_a_key_of_a_dict_score(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     path = logs["two-scorers.eval"]
@@ -235,7 +235,7 @@ def test_E111_the_scorer_option_picks_a_scorer_and_a_key_of_a_dict_score(
     assert set(problems["code"]) >= {"score-invalid", "passed-invalid"}
 
 
-def test_E111_a_partial_score_passes_only_at_the_pass_score(
+def test_e111_a_partial_score_passes_only_at_the_pass_score(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     assert inspect_logs.score_of("P", None) == 0.5
@@ -246,7 +246,7 @@ def test_E111_a_partial_score_passes_only_at_the_pass_score(
     assert inspect_logs.score_of(float("nan"), None) is None
 
 
-def test_E111_an_eval_that_errored_grades_its_scored_samples_and_fails_the_rest_closed(
+def test_e111_an_eval_that_errored_grades_its_scored_samples_and_fails_the_rest_closed(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     path = logs["tool-error.eval"]
@@ -267,7 +267,7 @@ def test_E111_an_eval_that_errored_grades_its_scored_samples_and_fails_the_rest_
     assert "eval-incomplete" in problems
 
 
-def test_E111_an_interrupted_eval_grades_the_samples_it_finished(
+def test_e111_an_interrupted_eval_grades_the_samples_it_finished(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     path = logs["interrupted.eval"]
@@ -298,7 +298,7 @@ def test_E111_an_interrupted_eval_grades_the_samples_it_finished(
     assert "eval-incomplete" in problems
 
 
-def test_E111_a_sample_without_scores_is_one_problem_and_fails_closed(
+def test_e111_a_sample_without_scores_is_one_problem_and_fails_closed(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     path = logs["sample-error.json"]
@@ -315,7 +315,7 @@ def test_E111_a_sample_without_scores_is_one_problem_and_fails_closed(
     assert row["score"] == 0.0 and row["passed"] is False
 
 
-def test_E111_a_truncated_archive_is_one_problem_and_the_other_logs_are_ingested(
+def test_e111_a_truncated_archive_is_one_problem_and_the_other_logs_are_ingested(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     whole = logs["arithmetic.eval"].read_bytes()
@@ -350,7 +350,7 @@ def _version(document: dict[str, Any], version: int) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("form", ["json", "eval"])
-def test_E111_an_unknown_log_version_is_a_clear_problem(
+def test_e111_an_unknown_log_version_is_a_clear_problem(
     tmp_path: Path, logs: dict[str, Path], form: str
 ) -> None:
     if form == "json":
@@ -366,7 +366,7 @@ def test_E111_an_unknown_log_version_is_a_clear_problem(
     assert [p["code"] for p in report["problems"]] == ["inspect-log-version"]
 
 
-def test_E111_a_damaged_sample_keeps_the_samples_before_it(
+def test_e111_a_damaged_sample_keeps_the_samples_before_it(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     """A member of the archive damaged in place (not cut short): the samples Inspect's reader
@@ -389,7 +389,7 @@ def test_E111_a_damaged_sample_keeps_the_samples_before_it(
     assert written.filter(pl.col("type") == "eval.completed").is_empty()
 
 
-def test_E111_without_inspects_reader_an_inspect_log_is_a_problem(
+def test_e111_without_inspects_reader_an_inspect_log_is_a_problem(
     tmp_path: Path, logs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
@@ -399,7 +399,7 @@ def test_E111_without_inspects_reader_an_inspect_log_is_a_problem(
     assert [p["code"] for p in report["problems"]] == ["inspect-unavailable"]
 
 
-def test_E111_a_starting_suite_is_written_and_validates(
+def test_e111_a_starting_suite_is_written_and_validates(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     path = logs["arithmetic.eval"]
@@ -418,7 +418,7 @@ def test_E111_a_starting_suite_is_written_and_validates(
     assert graded.exit_code == 0
 
 
-def test_E111_task_ids_are_valid_and_never_shared() -> None:
+def test_e111_task_ids_are_valid_and_never_shared() -> None:
     ids = ["sum-1", 7, "Q_12", "q-12", "Q 12", "é", "A", "a-559aead0"]
     names = [inspect_logs.task_id(i) for i in ids]
     assert names[:2] == ["sum-1", "7"]
@@ -442,7 +442,7 @@ def two_nights(tmp_path: Path, logs: dict[str, Path]) -> Iterator[tuple[Path, Pa
     yield sides[0], sides[1]
 
 
-def test_E111_downstream_commands_work_on_ingested_logs(
+def test_e111_downstream_commands_work_on_ingested_logs(
     tmp_path: Path, two_nights: tuple[Path, Path]
 ) -> None:
     base, cand = two_nights
@@ -458,7 +458,7 @@ def test_E111_downstream_commands_work_on_ingested_logs(
     assert _invoke("report", str(out), "--out", str(tmp_path / "report.html")).exit_code == 0
 
 
-def test_E111_an_errored_sample_fails_closed_even_when_inspect_scored_it(
+def test_e111_an_errored_sample_fails_closed_even_when_inspect_scored_it(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     path = logs["scored-error.eval"]
@@ -475,7 +475,7 @@ def test_E111_an_errored_sample_fails_closed_even_when_inspect_scored_it(
     assert trials.filter(pl.col("task_id") != failed.id)["passed"].all()
 
 
-def test_E111_an_invalidated_sample_fails_closed(tmp_path: Path, logs: dict[str, Path]) -> None:
+def test_e111_an_invalidated_sample_fails_closed(tmp_path: Path, logs: dict[str, Path]) -> None:
     """Samples invalidated with Inspect's own `invalidate_samples` never count as passes."""
     from inspect_ai.log import ProvenanceData, invalidate_samples, write_eval_log
 
@@ -496,7 +496,7 @@ def _sample_with(events: list[Any], sample: Any) -> Any:
     return sample.model_copy(update={"events": events})
 
 
-def test_E111_sub_agent_calls_are_theirs_and_unwritable_arguments_are_null(
+def test_e111_sub_agent_calls_are_theirs_and_unwritable_arguments_are_null(
     logs: dict[str, Path],
 ) -> None:
     """A call made inside an agent span nested in another is that agent's (not the target's);
@@ -523,7 +523,7 @@ def test_E111_sub_agent_calls_are_theirs_and_unwritable_arguments_are_null(
     ]
 
 
-def test_E111_a_log_is_read_off_its_content_whatever_its_name(
+def test_e111_a_log_is_read_off_its_content_whatever_its_name(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     inputs = tmp_path / "in"
@@ -564,7 +564,7 @@ def _rewrite_completed(events: Path, change: Callable[[dict[str, Any]], dict[str
         pq.write_table(table, path)
 
 
-def test_E117_inspects_mean_metric_is_the_aggregate_and_verify_agrees(
+def test_e117_inspects_mean_metric_is_the_aggregate_and_verify_agrees(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     """A numeric scorer whose metric is Inspect's `mean` (not `accuracy`): that mean is the
@@ -593,7 +593,7 @@ def test_E117_inspects_mean_metric_is_the_aggregate_and_verify_agrees(
     assert math.isclose(finding["recomputed"], mean, rel_tol=1e-9)
 
 
-def test_E117_without_a_mean_from_inspect_there_is_no_aggregate_and_verify_says_so(
+def test_e117_without_a_mean_from_inspect_there_is_no_aggregate_and_verify_says_so(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     """Epochs reduced by `max`: Inspect's accuracy is not the mean of the epochs the recomputed
@@ -622,7 +622,7 @@ def test_E117_without_a_mean_from_inspect_there_is_no_aggregate_and_verify_says_
     ],
     ids=["openwop", "openwop-bare", "inspect-namespace"],
 )
-def test_E117_any_eval_completed_without_an_aggregate_disagrees(
+def test_e117_any_eval_completed_without_an_aggregate_disagrees(
     suite_id: str, completed: dict[str, Any]
 ) -> None:
     """An absent aggregateScore is a finding whatever the suite's name (§2.1, §3.6): a name
@@ -711,7 +711,7 @@ STORED, DEFLATED, ZSTD = zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, 93
         ("ratio", DEFLATED, 600 << 10, RATIO, "past the cap of 50 decompressed bytes per"),
     ],
 )
-def test_E116_a_sample_member_past_a_cap_is_not_read_and_the_other_samples_are(
+def test_e116_a_sample_member_past_a_cap_is_not_read_and_the_other_samples_are(
     tmp_path: Path,
     logs: dict[str, Path],
     breach: str,
@@ -762,7 +762,7 @@ def test_E116_a_sample_member_past_a_cap_is_not_read_and_the_other_samples_are(
 
 
 @pytest.mark.parametrize("member", ["header.json", "summaries.json"])
-def test_E116_another_member_past_the_cap_leaves_the_log_unread(
+def test_e116_another_member_past_the_cap_leaves_the_log_unread(
     tmp_path: Path, logs: dict[str, Path], member: str
 ) -> None:
     path = _padded(logs["arithmetic.eval"], tmp_path / "padded.eval", 2 << 20, member=member)
@@ -777,7 +777,7 @@ def test_E116_another_member_past_the_cap_leaves_the_log_unread(
     assert sink.rows == []
 
 
-def test_E116_a_log_past_a_cap_is_one_problem_and_the_other_files_are_ingested(
+def test_e116_a_log_past_a_cap_is_one_problem_and_the_other_files_are_ingested(
     tmp_path: Path, logs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     inputs = tmp_path / "in"
@@ -794,7 +794,7 @@ def test_E116_a_log_past_a_cap_is_one_problem_and_the_other_files_are_ingested(
 
 
 @pytest.mark.parametrize("name", ["arithmetic.json", "arithmetic.eval"])
-def test_E116_a_gzip_compressed_log_is_decompressed_against_the_caps(
+def test_e116_a_gzip_compressed_log_is_decompressed_against_the_caps(
     tmp_path: Path, logs: dict[str, Path], name: str
 ) -> None:
     if name.endswith(".json"):  # the log followed by spaces: JSON Inspect reads as before
@@ -817,7 +817,7 @@ def test_E116_a_gzip_compressed_log_is_decompressed_against_the_caps(
     assert _read_log(packed, InputLimits(max_member_bytes=8 << 20)).problems == []
 
 
-def test_E116_a_json_log_is_read_whole_only_within_the_cap(
+def test_e116_a_json_log_is_read_whole_only_within_the_cap(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     path = logs["arithmetic.json"]
@@ -837,7 +837,7 @@ def _nested(depth: int) -> Any:
     return value
 
 
-def test_E115_a_json_log_nested_past_the_depth_cap_is_not_read(
+def test_e115_a_json_log_nested_past_the_depth_cap_is_not_read(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     """Inspect's reader streams a `.json` log's header with a parser that nests as deep as the
@@ -858,7 +858,7 @@ def test_E115_a_json_log_nested_past_the_depth_cap_is_not_read(
     assert _read_log(deep, InputLimits(max_depth=128)).problems == []
 
 
-def test_E116_samples_are_read_in_groups_of_bounded_size(
+def test_e116_samples_are_read_in_groups_of_bounded_size(
     logs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Inspect holds a group's samples until the group is read: a group holds at most

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 
 def _installs(target: str) -> list[str]:
@@ -47,14 +47,18 @@ def _dry(target: str) -> str:
 
 
 def test_issue26_make_check_lints_and_runs_the_tests_not_marked_slow() -> None:
-    """Issue 26: the fast loop is lint (ruff, mypy) and every test not marked `slow`; `make test`
-    still runs them all (no marker chosen), as CI does."""
+    """The fast loop is lint (ruff, mypy) and the fast set, bare pytest (tests marked `slow` are
+    skipped without `--run-slow`); `make test` and `make test-duckdb` pass `--run-slow` and run
+    them all, as CI does, choosing no marker."""
     lint, tests = _dry("check-lint"), _dry("check-tests")
     assert "ruff check" in lint and "mypy" in lint
-    assert re.search(r'pytest -m "not slow"', tests), tests
+    assert "pytest" in tests and "--run-slow" not in tests, tests
+    assert not re.search(r"pytest .*-m ", tests), tests
     assert "check-lint check-tests" in _dry("check")
-    full = [line for line in _dry("test").splitlines() if "pytest" in line]
-    assert full and not [line for line in full if re.search(r"pytest .*-m ", line)], full
+    for target in ("test", "test-duckdb"):
+        full = [line for line in _dry(target).splitlines() if "pytest" in line]
+        assert full and all("--run-slow" in line for line in full), full
+        assert not [line for line in full if re.search(r"pytest .*-m ", line)], full
 
 
 SLOW_FAMILIES = (

@@ -32,7 +32,7 @@ from evalbatch import api
 from evalbatch.cli import cli
 from evalbatch.extract import events_pass, extractor, native_scan, sql_files
 from evalbatch.options import DEFAULT_BATCH_EVENTS, Resources
-from tests.conftest import OUTPUT_FILES, SAMPLE_EVENTS, SAMPLE_SUITES
+from tests.helpers import OUTPUT_FILES, SAMPLE_EVENTS, SAMPLE_SUITES
 from tests.strategies import NUMBER_TEXTS, PAYLOAD_TYPES, payload_texts
 
 BUILT = extractor.library() is not None
@@ -125,11 +125,25 @@ def test_e108_double_text_is_duckdbs(value: float) -> None:
     assert text == want
 
 
+#: payloads of the drawn types, mutated as a lenient and a strict parser read differently
+DRAWN_PAYLOADS = st.lists(
+    st.tuples(st.sampled_from(PAYLOAD_TYPES), payload_texts()), min_size=1, max_size=8
+)
+
+
+@pytest.mark.slow  # 400 drawn logs, minutes; the fast set draws 20 below
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.sampled_from(PAYLOAD_TYPES), payload_texts()), min_size=1, max_size=8))
+@given(DRAWN_PAYLOADS)
 def test_e108_drawn_payloads_scan_the_same(pairs: list[tuple[str, str]]) -> None:
     """Any payload, mutated as a lenient and a strict parser read differently: every column of
     every row is the query's."""
+    assert_same_scan(list(pairs))
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(DRAWN_PAYLOADS)
+def test_e108_drawn_payloads_scan_the_same_bounded(pairs: list[tuple[str, str]]) -> None:
+    """The property above on 20 drawn logs, so the fast set exercises it too."""
     assert_same_scan(list(pairs))
 
 
@@ -149,14 +163,37 @@ def test_e108_awkward_payloads_scan_the_same() -> None:
     assert_same_scan([(t, p) for t in PAYLOAD_TYPES for p in payloads])
 
 
+#: text of number characters (and a few others), and the digits of a number beside it
+NUMBER_RUNS = (
+    st.text(alphabet="0123456789-+.eEx ,", max_size=70),
+    st.text("0123456789", max_size=40),
+)
+
+
+@pytest.mark.slow  # 300 drawn texts, most of a minute; the fast set draws 20 below
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.text(alphabet="0123456789-+.eEx ,", max_size=70), st.text("0123456789", max_size=40))
-def test_D7_a_run_of_sixteen_number_characters_keeps_the_payload_text(
+@given(*NUMBER_RUNS)
+def test_d7_a_run_of_sixteen_number_characters_keeps_the_payload_text(
     text: str, digits: str
 ) -> None:
     """D-7: a tool call's payload text is kept exactly when 16 or more of [-+.0-9eE] stand in
     a row anywhere in it (the query's regexp), however the runs fall: at either end, cut by
     other characters, inside strings or as a number's digits."""
+    assert_number_run_kept(text, digits)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(*NUMBER_RUNS)
+def test_d7_a_run_of_sixteen_number_characters_keeps_the_payload_text_bounded(
+    text: str, digits: str
+) -> None:
+    """The property above on 20 drawn texts, so the fast set exercises it too."""
+    assert_number_run_kept(text, digits)
+
+
+def assert_number_run_kept(text: str, digits: str) -> None:
+    """Both scans agree on `text` as a string member, beside a number of `digits`, and as a
+    tool name (D-7)."""
     number = digits.lstrip("0") or "0"
     payloads = [
         json.dumps({"toolName": "t", "inputs": {"s": text}}),
@@ -279,7 +316,7 @@ def _keyed_batch(keys: Sequence[tuple[str, int | None]]) -> pa.RecordBatch:
     )
 
 
-def test_D3_key_blocks_hold_each_runs_consecutive_sequences() -> None:
+def test_d3_key_blocks_hold_each_runs_consecutive_sequences() -> None:
     """A block is one run's consecutive sequence numbers, row after row; a row without a
     sequence is passed over (it has no key)."""
     keys = [("r1", 0), ("r1", 1), ("r1", 2), ("r2", 0), ("r1", 3), ("r1", 5), ("r1", None)]
@@ -297,7 +334,7 @@ def test_D3_key_blocks_hold_each_runs_consecutive_sequences() -> None:
     st.randoms(use_true_random=False),
     st.integers(1, 6),
 )
-def test_D3_key_held_twice_is_seen_however_the_rows_are_cut_and_ordered(
+def test_d3_key_held_twice_is_seen_however_the_rows_are_cut_and_ordered(
     keys: list[tuple[str, int]], random: Any, pieces: int
 ) -> None:
     """The walk's blocks say "each key held once" exactly when no (run_id, sequence) key is
@@ -326,7 +363,7 @@ def _log_with_duplicates(path: Path) -> Path:
     return path
 
 
-def test_D3_duplicates_apart_in_the_log_are_found_on_both_paths(
+def test_d3_duplicates_apart_in_the_log_are_found_on_both_paths(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A key held twice whose rows reach the walk in different batches, far apart, is one

@@ -25,7 +25,7 @@ import pytest
 from evalbatch import api, cli
 from evalbatch.options import GradeOptions
 from evalbatch.outputs import output_format
-from tests.conftest import (
+from tests.helpers import (
     OTHER_SUITE_ID,
     OUTPUT_FILES,
     SAMPLE_EVENTS,

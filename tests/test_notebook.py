@@ -32,7 +32,7 @@ from evalbatch.cli import cli
 from evalbatch.commands.sql import sql_command
 from evalbatch.errors import InputError
 from evalbatch.options import GradeOptions
-from tests.conftest import ROOT, SAMPLE_EVENTS, SAMPLE_SUITES, run_main
+from tests.helpers import ROOT, SAMPLE_EVENTS, SAMPLE_SUITES, run_main
 
 #: a slow family (a notebook run headless):
 #: `make check` leaves it out, `make test` runs it

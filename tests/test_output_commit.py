@@ -31,7 +31,7 @@ from evalbatch import api, notebook
 from evalbatch.errors import InputError, OutputError
 from evalbatch.outputs import destinations, outdir, writer
 from evalbatch.outputs.output_format import INCOMPLETE_FILE
-from tests.conftest import (
+from tests.helpers import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
     WRITTEN_FILES,

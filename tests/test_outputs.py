@@ -24,7 +24,7 @@ from evalbatch.inputs.suites import validate_summary
 from evalbatch.outputs import outdir, writer
 from evalbatch.outputs.run_inputs import RunInputs
 from evalbatch.pipeline.grading import write_result
-from tests.conftest import (
+from tests.helpers import (
     AGENT,
     OTHER_SUITE_ID,
     OUTPUT_FILES,

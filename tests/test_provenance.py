@@ -24,7 +24,7 @@ from evalbatch.extract import trial_tables
 from evalbatch.inputs import event_files
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.pipeline import incremental
-from tests.conftest import (
+from tests.helpers import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
     SAMPLES,

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from evalbatch import api
 from evalbatch.cli import cli
-from tests.conftest import run_evalbatch
+from tests.helpers import run_evalbatch
 from tests.test_scale import OUTPUTS, SAMPLES, generated  # noqa: F401  (fixture)
 
 #: a slow family (a Ray cluster):

@@ -33,7 +33,7 @@ from evalbatch.options import (
     Bounds,
 )
 from evalbatch.reduce import regression
-from tests.conftest import bound_probes, cli_accepts, cli_param, run_evalbatch
+from tests.helpers import bound_probes, cli_accepts, cli_param, run_evalbatch
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
 BASE = SAMPLES / "regress" / "baseline.parquet"

@@ -39,7 +39,7 @@ from evalbatch.publish import (
     worst_runs,
 )
 from evalbatch.publish import report as reporting
-from tests.conftest import (
+from tests.helpers import (
     LEAK_MARKERS,
     SAMPLE_EVENTS,
     SAMPLE_SUITES,

@@ -25,7 +25,7 @@ from evalbatch import api
 from evalbatch.outputs import outdir
 from evalbatch.publish import report as reporting
 from evalbatch.publish import runs_table, svg_figures, worst_runs
-from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES, SAMPLES, generated_log
+from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES, SAMPLES, generated_log
 from tests.test_report import NIGHT_RUNS, SAMPLE_CHARTS, write_night
 
 #: a slow family (headless Chromium):

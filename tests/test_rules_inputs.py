@@ -17,7 +17,7 @@ import pytest
 
 from evalbatch import api
 from evalbatch.reference import grade_reference
-from tests.conftest import (
+from tests.helpers import (
     assert_content_free,
     make_suite,
     run_main,

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from evalbatch.cli import cli
-from tests.conftest import generated_log
+from tests.helpers import generated_log
 
 #: a slow family (generated logs at scale):
 #: `make check` leaves it out, `make test` runs it

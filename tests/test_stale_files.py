@@ -18,7 +18,7 @@ from evalbatch import api
 from evalbatch.cli import cli
 from evalbatch.errors import OutputError
 from evalbatch.outputs import output_format, writer
-from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES
+from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES
 
 #: a slow family (runs that remove stale files):
 #: `make check` leaves it out, `make test` runs it

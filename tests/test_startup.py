@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import OUTPUT_FILES, ROOT, SAMPLE_EVENTS, SAMPLE_SUITES, run_python
+from tests.helpers import OUTPUT_FILES, ROOT, SAMPLE_EVENTS, SAMPLE_SUITES, run_python
 
 #: a slow family (fresh interpreters, to see what each command loads):
 #: `make check` leaves it out, `make test` runs it

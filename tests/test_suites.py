@@ -575,7 +575,7 @@ def test_e121_run_leaves_the_runs_of_a_suite_repeating_a_key_ungraded(tmp_path: 
     """E-123: `run` refuses a suite file repeating a key as it refuses an invalid one: the
     runs claiming it are `suite-invalid`, the other suites still grade."""
     import evalbatch
-    from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES
+    from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES
 
     suites = tmp_path / "suites"
     suites.mkdir()

@@ -18,7 +18,7 @@ import pytest
 from evalbatch import api
 from evalbatch.outputs import output_format
 from evalbatch.reduce import stats
-from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES
+from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES
 
 SNAPSHOT = Path(__file__).parent / "data" / "table_schemas.json"
 

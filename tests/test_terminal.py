@@ -24,7 +24,7 @@ from evalbatch.commands import printing
 from evalbatch.commands.progress import ProgressBar
 from evalbatch.options import Resources
 from evalbatch.pipeline import local
-from tests.conftest import (
+from tests.helpers import (
     EVALBATCH_BIN,
     ROOT,
     RunLog,

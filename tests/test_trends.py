@@ -21,7 +21,7 @@ import pytest
 from evalbatch.errors import InputError
 from evalbatch.history import trends
 from evalbatch.history.trends import change_points, flaky_tasks
-from tests.conftest import ROOT, run_python
+from tests.helpers import ROOT, run_python
 
 SUITE = "acme.test.evals.basic"
 NIGHT0 = datetime(2026, 11, 2, 2, 0, tzinfo=UTC)

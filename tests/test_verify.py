@@ -37,7 +37,7 @@ from click.testing import CliRunner
 from evalbatch import verify
 from evalbatch.cli import cli, main
 from evalbatch.options import GradeOptions, Resources
-from tests.conftest import SAMPLE_EVENTS, SAMPLE_SUITES, write_events
+from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES, write_events
 from tests.logbuilder import (
     SUITE_ID,
     VERSION,

@@ -19,7 +19,7 @@ import click
 import pytest
 
 from evalbatch.cli import cli
-from tests.conftest import run_main
+from tests.helpers import run_main
 
 ROOT = Path(__file__).resolve().parent.parent
 
