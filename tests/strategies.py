@@ -624,7 +624,7 @@ def break_json(text: str, edit: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------------
-# Fault injection (tests/test_fault_injection.py, issue 14): hostile values, files and options
+# Fault injection (tests/test_fault_injection.py, §6): hostile values, files and options
 # --------------------------------------------------------------------------------------------------
 
 #: hostile numbers written as JSON text, verbatim: JSON's grammar has no range, so `1e400` is JSON
@@ -640,7 +640,7 @@ HUGE_NUMBER_TEXTS: tuple[str, ...] = (
     "-0.5",
 )
 
-#: per fault kind, the values a test may plant (issue 14 "One bad value stops everything")
+#: per fault kind, the values a test may plant (§6: one bad value costs only its own run)
 EVENT_FAULT_VALUES: dict[str, tuple[Any, ...]] = {
     "sequence-int64": (2**63 - 1, -(2**63), -1),
     "sequence-uint64": (2**63, 2**64 - 1),
@@ -752,7 +752,7 @@ def output_damage(draw: st.DrawFn) -> tuple[str, str, int]:
     )
 
 
-#: how a tasks.parquet side of `regress` is hand-edited (issue 14 "A hand-edited side is trusted")
+#: how a tasks.parquet side of `regress` is hand-edited (E-69: checked before it is trusted)
 TASK_SIDE_FAULTS: dict[str, tuple[Any, ...]] = {
     "zero-rows": (None,),
     "gating-score": (float("nan"), None, float("inf"), -float("inf"), 1000.0, -1.0, 1.5),
@@ -770,7 +770,7 @@ def task_side_faults(draw: st.DrawFn) -> tuple[str, Any, int]:
     return fault, draw(st.sampled_from(TASK_SIDE_FAULTS[fault])), draw(st.integers(0, 10_000))
 
 
-#: option values that are never meaningful: click types must refuse them (issue 14 item 3)
+#: option values that are never meaningful: click types must refuse them (E-82)
 BAD_FLOATS = ("nan", "NaN", "inf", "-inf", "1e400", "x")
 BAD_COUNTS = ("0", "-1", "nan", "1.5", "x")
 BAD_SIZES = ("lots", "-1GB", "nan", "4XB", "1e400GB", "GB")

@@ -1,4 +1,4 @@
-"""The Python API takes paths as users write them (issue 17 item 5).
+"""The Python API takes paths as users write them (E-91).
 
 Every function that reads or writes files accepts one `str`, one `Path` or a list of either (a
 string is one path, never its letters); suite files are `suites=` everywhere (the keyword
@@ -66,7 +66,7 @@ def graded_from_lists() -> evalbatch.GradeResult:
 def test_grade_paths_takes_a_str_a_path_or_a_list(
     events: api.Paths, suites: api.Paths, graded_from_lists: evalbatch.GradeResult
 ) -> None:
-    """Issue 17 item 5: `grade_paths("data/samples/events", "data/samples/suites")` grades the
+    """E-91: `grade_paths("data/samples/events", "data/samples/suites")` grades the
     samples as the list form does (it used to read each string as one-letter paths)."""
     result = evalbatch.grade_paths(events, suites)
     assert result.runs.height == 3
@@ -76,7 +76,7 @@ def test_grade_paths_takes_a_str_a_path_or_a_list(
 
 
 def test_as_paths_never_iterates_a_string() -> None:
-    """Issue 17 item 5: one string or `Path` is one path."""
+    """E-91: one string or `Path` is one path."""
     assert as_paths("data/samples/events") == ["data/samples/events"]
     assert as_paths(Path("a/b")) == ["a/b"]
     assert as_paths(["a", Path("b")]) == ["a", "b"]
@@ -84,7 +84,7 @@ def test_as_paths_never_iterates_a_string() -> None:
 
 
 def test_write_outputs_takes_strings(tmp_path: Path) -> None:
-    """Issue 17 item 5: `write_outputs(str, str, suites=str)` writes every graded run."""
+    """E-91: `write_outputs(str, str, suites=str)` writes every graded run."""
     report = evalbatch.write_outputs(str(SAMPLE_EVENTS), str(tmp_path), suites=str(SAMPLE_SUITES))
     lines = (tmp_path / "summaries.jsonl").read_text(encoding="utf-8").splitlines()
     assert report.summary_count == 3 == len(lines)
@@ -92,7 +92,7 @@ def test_write_outputs_takes_strings(tmp_path: Path) -> None:
 
 
 def test_the_other_functions_take_strings(tmp_path: Path) -> None:
-    """Issue 17 item 5: regress, verify, explain, load_suites and ingest take one string too."""
+    """E-91: regress, verify, explain, load_suites and ingest take one string too."""
     report = evalbatch.regress_paths(
         str(REGRESS / "baseline.parquet"), str(REGRESS / "candidate.parquet"), str(SAMPLE_SUITES)
     )
@@ -124,7 +124,7 @@ def test_the_other_functions_take_strings(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("function", ["grade_paths", "verify_paths"])
 def test_suite_paths_keyword_is_gone(function: str) -> None:
-    """Issue 17 item 5: `suites=` is the one keyword; `suite_paths=`, which 0.1.0 was never
+    """E-91: `suites=` is the one keyword; `suite_paths=`, which 0.1.0 was never
     released under, is an unexpected keyword like any other."""
     call = getattr(evalbatch, function)
     with pytest.raises(TypeError, match="suite_paths"):
@@ -132,7 +132,7 @@ def test_suite_paths_keyword_is_gone(function: str) -> None:
 
 
 def test_suites_keyword_is_the_same_everywhere() -> None:
-    """Issue 17 item 5: one keyword per concept: every function taking suite files calls the
+    """E-91: one keyword per concept: every function taking suite files calls the
     parameter `suites`."""
     import inspect
 
@@ -152,7 +152,7 @@ def _docs_python() -> list[str]:
 
 
 def test_everything_the_docs_import_is_in_evalbatch() -> None:
-    """Issue 17 item 5: each `from evalbatch import ...` and `evalbatch.X` of the Python examples
+    """E-91: each `from evalbatch import ...` and `evalbatch.X` of the Python examples
     of the README and docs/ is importable from `evalbatch` (write_outputs was only in
     evalbatch.api)."""
     names: set[str] = set()
@@ -174,7 +174,7 @@ def test_everything_the_docs_import_is_in_evalbatch() -> None:
 
 
 def test_evalbatch_exports_the_whole_api() -> None:
-    """Issue 17 item 5: `evalbatch` and `evalbatch.api` offer the same names."""
+    """E-91: `evalbatch` and `evalbatch.api` offer the same names."""
     assert sorted(evalbatch.__all__) == sorted(api.__all__)
 
 

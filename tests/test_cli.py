@@ -148,7 +148,7 @@ def test_s4_console_script_run_samples(console: dict[str, Any]) -> None:
 def test_s4_run_quiet_prints_nothing_on_a_clean_run(
     tmp_path: Path, suite_dir: Path, events_file: Path
 ) -> None:
-    """`--quiet` (issue 27): nothing on stdout or stderr on a clean run; the outputs are there."""
+    """`--quiet` (E-107): nothing on stdout or stderr on a clean run; the outputs are there."""
     out = tmp_path / "out"
     result = invoke("run", events_file, "--suites", suite_dir, "--out", out, "--quiet")
     assert result.exit_code == 0

@@ -1,4 +1,4 @@
-"""Output tables a dashboard can trend on (issue 17 item 3, CONTRACT §4, E-53): `runs` holds when
+"""Output tables a dashboard can trend on (E-94, CONTRACT §4, E-53): `runs` holds when
 each eval ran, its target agent, its baseline and the regression verdict and delta of its summary;
 the by-k columns are native lists; each column has one type in the files, in `GradeResult` and in
 `evalbatch.connect`; the schema version is bumped, and an incremental run never carries rows from
@@ -135,7 +135,7 @@ def night(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def test_runs_hold_the_regression_verdict_and_delta_of_the_summary(night: dict[str, Any]) -> None:
-    """Issue 17 item 3, §5: each run's regression_verdict and regression_score_delta are its
+    """E-94, §5: each run's regression_verdict and regression_score_delta are its
     summary's regression.verdict and regression.scoreDelta, null without a block; its
     baseline_run_id is the baselineRunId its eval.started names."""
     runs = {row["run_id"]: row for row in pq.read_table(night["out"] / "runs.parquet").to_pylist()}
@@ -165,7 +165,7 @@ def test_runs_hold_the_regression_verdict_and_delta_of_the_summary(night: dict[s
 
 
 def test_runs_hold_when_the_eval_ran_and_its_target_agent(night: dict[str, Any]) -> None:
-    """Issue 17 item 3, §2.1: eval_started_at and eval_completed_at are the timestamps of the
+    """E-94, §2.1: eval_started_at and eval_completed_at are the timestamps of the
     eval.started and eval.completed that bound the eval span (null when absent);
     target_agent_id is the agentId every counted trial's bracket names (null when they differ)."""
     runs = {row["run_id"]: row for row in pq.read_table(night["out"] / "runs.parquet").to_pylist()}
@@ -182,7 +182,7 @@ def test_runs_hold_when_the_eval_ran_and_its_target_agent(night: dict[str, Any])
 
 
 def test_grade_result_equals_the_files(night: dict[str, Any]) -> None:
-    """Issue 17 item 3: `grade_paths`' frames hold the files' rows with the files' types, the
+    """E-94: `grade_paths`' frames hold the files' rows with the files' types, the
     new columns included (the regression verdict is put in after every batch is in)."""
     result = night["result"]
     for table in output_format.TABLE_NAMES:
@@ -197,7 +197,7 @@ def _arrow_types(path: Path) -> dict[str, pa.DataType]:
 
 
 def test_parquet_types_and_schema_version(night: dict[str, Any]) -> None:
-    """Issue 17 item 3, E-53: the new columns' Parquet types (timestamps in UTC, native lists of
+    """E-94, E-53: the new columns' Parquet types (timestamps in UTC, native lists of
     doubles, costs as doubles) and the bumped schema version in every file's metadata."""
     assert output_format.SCHEMA_VERSION == 4
     out = night["out"]
@@ -222,7 +222,7 @@ def test_parquet_types_and_schema_version(night: dict[str, Any]) -> None:
 
 
 def test_connect_holds_the_files_types(night: dict[str, Any], tmp_path: Path) -> None:
-    """Issue 17 item 3: the graded tables of `evalbatch.connect` have the files' SQL types
+    """E-94: the graded tables of `evalbatch.connect` have the files' SQL types
     (costs DOUBLE in both, by-k DOUBLE[], times TIMESTAMP WITH TIME ZONE)."""
     events = tmp_path / "events"
     for path in SAMPLE_EVENTS.glob("*.parquet"):
@@ -241,7 +241,7 @@ def test_connect_holds_the_files_types(night: dict[str, Any], tmp_path: Path) ->
 
 
 def test_by_k_columns_are_lists_equal_to_the_json_they_replace(night: dict[str, Any]) -> None:
-    """Issue 17 item 3, E-52: pass_at_k_by_k and pass_hat_k_by_k hold, element k-1, exactly the
+    """E-94, E-52: pass_at_k_by_k and pass_hat_k_by_k hold, element k-1, exactly the
     numbers the JSON arrays of schema version 3 held (`json.dumps` of the exact formula at each
     k, read back), and `list_extract(x, k)` reads pass^k at k in SQL."""
     rows = pq.read_table(night["out"] / "tasks.parquet").to_pylist()
@@ -267,7 +267,7 @@ def test_by_k_columns_are_lists_equal_to_the_json_they_replace(night: dict[str, 
 def test_an_incremental_run_over_tables_of_the_previous_version_regrades_everything(
     night: dict[str, Any], tmp_path: Path
 ) -> None:
-    """Issue 17 item 3, E-50: previous outputs of schema version 3 (no new columns, a manifest
+    """E-94, E-50: previous outputs of schema version 3 (no new columns, a manifest
     that names no schema version, its file records true) are not carried from: everything is
     graded again, the reason names the schema version, and the files equal a full run's."""
     events, suites = night["out"].parent / "events", night["out"].parent / "suites"
@@ -304,7 +304,7 @@ def test_an_incremental_run_over_tables_of_the_previous_version_regrades_everyth
 def test_failed_closed_is_true_or_false_for_a_fixture_miss(
     on_miss: str | None, default: str, failed: bool, tmp_path: Path
 ) -> None:
-    """Issue 17 item 3, D-9: a trial with a fixture miss has failed_closed true when its onMiss,
+    """E-94, D-9: a trial with a fixture miss has failed_closed true when its onMiss,
     as read, is fail, and false otherwise (never null), in `GradeResult` and trials.parquet."""
     block: dict[str, Any] = {"toolResponses": []}
     if on_miss is not None:
@@ -323,7 +323,7 @@ def test_failed_closed_is_true_or_false_for_a_fixture_miss(
 
 
 def test_the_readme_example_is_what_the_samples_give(tmp_path: Path) -> None:
-    """Issue 17 item 3 ("the README's examples are regenerated from real runs"): the query over
+    """E-94, the docs' examples made from real runs: the query over
     `out/regress` in docs/outputs.md prints exactly the output shown under it."""
     page = (ROOT / "docs" / "outputs.md").read_text(encoding="utf-8")
     section = page[page.index("What a dashboard trends on") : page.index("## Schema versions")]

@@ -1,4 +1,4 @@
-"""An output directory is a database (issue 17 item 4).
+"""An output directory is a database (E-89).
 
 `evalbatch.connect(OUT_DIR)` and `evalbatch sql OUT_DIR` open what `evalbatch run` wrote without
 grading again, with the tables `connect(events, suites)` gives and the files' column types
@@ -27,7 +27,7 @@ from evalbatch.errors import InputError
 from evalbatch.outputs import outdir, output_format
 from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES, run_main
 
-#: the graded tables, and the series made from them (issue 18 item 1)
+#: the graded tables, and the series made from them (E-96)
 GRADED = ("runs", "tasks", "trials", "problems", "summaries", "history")
 ANALYST = {*GRADED, "event_log", "trial_segments", "tool_calls", "usage"}
 #: internals an analyst may still read by their qualified name, and near-synonyms of the
@@ -96,7 +96,7 @@ def types(con: duckdb.DuckDBPyConnection, query: str) -> list[tuple[str, str]]:
 def test_out_dir_holds_the_graded_tables_without_regrading(
     out_dir: Path, from_events: duckdb.DuckDBPyConnection
 ) -> None:
-    """Issue 17 item 4: `connect(OUT_DIR)` needs no suite and grades nothing, yet holds the same
+    """E-89: `connect(OUT_DIR)` needs no suite and grades nothing, yet holds the same
     rows and column types as `connect(events, suites)`."""
     con = evalbatch.connect(out_dir)
     try:
@@ -111,7 +111,7 @@ def test_out_dir_holds_the_graded_tables_without_regrading(
 def test_graded_column_types_are_the_files(
     out_dir: Path, from_events: duckdb.DuckDBPyConnection
 ) -> None:
-    """Issue 17 items 3 and 4: a graded table has in `connect` the column types its Parquet file
+    """E-94 and E-89: a graded table has in `connect` the column types its Parquet file
     has (output_format's), and `usage.usage_cost_usd` the type of `trials.usage_cost_usd`, not
     a DECIMAL beside a DOUBLE."""
     for table in output_format.TABLE_NAMES:
@@ -126,7 +126,7 @@ def test_graded_column_types_are_the_files(
 def test_out_dir_with_events_adds_the_views(
     out_dir: Path, from_events: duckdb.DuckDBPyConnection
 ) -> None:
-    """Issue 17 item 4: the events given with an output directory are extracted, not graded:
+    """E-89: the events given with an output directory are extracted, not graded:
     the views over them equal `connect(events, suites)`'s, joined to the directory's trials."""
     con = evalbatch.connect(out_dir, events=SAMPLE_EVENTS)
     try:
@@ -146,7 +146,7 @@ def test_out_dir_with_events_adds_the_views(
 def test_show_tables_lists_only_the_analyst_relations(
     from_events: duckdb.DuckDBPyConnection,
 ) -> None:
-    """Issue 17 item 4: `SHOW TABLES` lists the analyst relations, one name per concept (no
+    """E-90: `SHOW TABLES` lists the analyst relations, one name per concept (no
     `trial_calls` or `tool_called_events` beside `tool_calls`, no `events` beside `event_log`),
     and `evalbatch_tables` documents exactly those."""
     query = "SELECT name FROM evalbatch_tables"
@@ -160,7 +160,7 @@ def test_show_tables_lists_only_the_analyst_relations(
 def test_internals_are_reachable_by_schema(
     from_events: duckdb.DuckDBPyConnection, name: str
 ) -> None:
-    """Issue 17 item 4: the stage's relations live in `evalbatch_internal`, still queryable."""
+    """E-90: the stage's relations live in `evalbatch_internal`, still queryable."""
     (count,) = from_events.execute(f"SELECT count(*) FROM evalbatch_internal.{name}").fetchone()
     if name not in ("duplicate_keys", "fixed_event_rows"):  # the samples have none
         assert count > 0
@@ -169,7 +169,7 @@ def test_internals_are_reachable_by_schema(
 
 
 def test_safe_out_dir_connection(out_dir: Path) -> None:
-    """E-86 with issue 17 item 4: a safe connection over an output directory and its events
+    """E-86 with E-89: a safe connection over an output directory and its events
     answers from what it holds and reads no file."""
     con = evalbatch.connect(out_dir, events=SAMPLE_EVENTS, safe=True)
     try:
@@ -182,7 +182,7 @@ def test_safe_out_dir_connection(out_dir: Path) -> None:
 
 
 def test_grading_settings_with_an_out_dir_are_refused(out_dir: Path) -> None:
-    """Issue 17 item 4: suites and grading options grade events; an output directory is
+    """E-89: suites and grading options grade events; an output directory is
     already graded, so giving them is an error rather than silently ignored."""
     with pytest.raises(InputError, match="already graded: suites"):
         evalbatch.connect(out_dir, suites=SAMPLE_SUITES)
@@ -203,7 +203,7 @@ def copy_of(out_dir: Path, tmp_path: Path) -> Path:
 
 
 def test_a_table_of_another_schema_is_refused(out_dir: Path, tmp_path: Path) -> None:
-    """§6, issue 17 item 4: a table without this version's columns is named with its schema
+    """§6, E-89: a table without this version's columns is named with its schema
     version, never read with columns missing."""
     broken = copy_of(out_dir, tmp_path)
     path = broken / "tasks.parquet"
@@ -217,7 +217,7 @@ def test_a_table_of_another_schema_is_refused(out_dir: Path, tmp_path: Path) -> 
 
 
 def test_summaries_that_do_not_match_the_runs_are_refused(out_dir: Path, tmp_path: Path) -> None:
-    """§6, issue 17 item 4: summaries.jsonl missing a graded run is not read as if complete."""
+    """§6, E-89: summaries.jsonl missing a graded run is not read as if complete."""
     broken = copy_of(out_dir, tmp_path)
     lines = (broken / "summaries.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     (broken / "summaries.jsonl").write_text("".join(lines[1:]), encoding="utf-8")
@@ -226,7 +226,7 @@ def test_summaries_that_do_not_match_the_runs_are_refused(out_dir: Path, tmp_pat
 
 
 def test_files_changed_since_the_manifest_are_refused(tmp_path: Path) -> None:
-    """§6, E-71, issue 17 item 4: when an incremental run's manifest is there, every file must
+    """§6, E-71, E-89: when an incremental run's manifest is there, every file must
     be the one it records."""
     out = tmp_path / "incremental"
     evalbatch.write_outputs(SAMPLE_EVENTS, out, suites=SAMPLE_SUITES, incremental_run=True)
@@ -249,7 +249,7 @@ QUERY = "SELECT run_id, aggregate_score, passed FROM runs ORDER BY run_id"
 def test_sql_on_an_out_dir(
     out_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 17 item 4: `evalbatch sql OUT_DIR -e` answers as over the events, graded now."""
+    """E-89: `evalbatch sql OUT_DIR -e` answers as over the events, graded now."""
     code, from_dir, err = run_main(monkeypatch, capsys, "sql", out_dir, "-e", QUERY)
     assert (code, err) == (0, "")
     code, graded_now, _ = run_main(
@@ -271,7 +271,7 @@ def test_sql_on_an_out_dir(
 def test_sql_refuses_grading_options_with_an_out_dir(
     out_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 17 item 4: --suites (or a run filter) with OUT_DIR would be ignored: a usage error
+    """E-89: --suites (or a run filter) with OUT_DIR would be ignored: a usage error
     naming them, exit 2."""
     code, out, err = run_main(
         monkeypatch,
@@ -289,7 +289,7 @@ def test_sql_names_a_broken_out_dir_in_one_line(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """§6, issue 17 item 4: an output directory that cannot be read whole is one line, exit 2."""
+    """§6, E-89: an output directory that cannot be read whole is one line, exit 2."""
     broken = copy_of(out_dir, tmp_path)
     (broken / "trials.parquet").unlink()
     code, out, err = run_main(monkeypatch, capsys, "sql", broken, "-e", "SELECT 1")
@@ -302,7 +302,7 @@ COUNT = "SELECT count(*) AS n FROM event_log"
 
 
 def test_sql_names_event_files_left_out_beside_an_out_dir(out_dir: Path, tmp_path: Path) -> None:
-    """§6, issue 17 item 4: an event file given with OUT_DIR that cannot be read is named on
+    """§6, E-89: an event file given with OUT_DIR that cannot be read is named on
     stderr and left out; the query still runs."""
     damaged = tmp_path / "damaged.parquet"
     damaged.write_bytes(b"not parquet")
@@ -316,7 +316,7 @@ def test_sql_names_event_files_left_out_beside_an_out_dir(out_dir: Path, tmp_pat
 
 
 def test_sql_out_and_no_old_spelling(out_dir: Path, tmp_path: Path) -> None:
-    """Issue 17 item 2 in `sql`: `-o/--out` names the output file, written with the file mode
+    """E-93 in `sql`: `-o/--out` names the output file, written with the file mode
     (E-132); `--output`, a spelling never released, is no option."""
     args = ["sql", str(out_dir), "--format", "csv", "-e", "SELECT count(*) AS n FROM runs"]
     new = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "new.csv")])
@@ -329,7 +329,7 @@ def test_sql_out_and_no_old_spelling(out_dir: Path, tmp_path: Path) -> None:
 
 
 def test_notebook_module_recognises_an_out_dir(out_dir: Path) -> None:
-    """Issue 17 item 4: an output directory is told from event files by summaries.jsonl (the
+    """E-89: an output directory is told from event files by summaries.jsonl (the
     samples hold an event file named trials.parquet)."""
     assert outdir.output_dir(out_dir)
     assert not outdir.output_dir(SAMPLE_EVENTS)

@@ -360,7 +360,7 @@ def test_shown_output_with_lines_left_out() -> None:
 
 @pytest.mark.slow  # every command of the tour, run in new processes
 def test_the_tour_prints_what_the_readme_shows(tmp_path: Path) -> None:
-    """Issue 26: the README's examples run. In a directory holding the samples, `make run`'s
+    """The README's examples run. In a directory holding the samples, `make run`'s
     command prints the Quickstart's table; then each command of the tour, in order, exits 0 and
     prints the output shown under it, with nothing on stderr."""
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Extreme inputs (issue 7 item 5), the cheap ones: checked for correctness, never timed.
+"""Extreme inputs, the cheap ones: checked for correctness, never timed.
 
 The cases come from the benchmark script `bench/extremes.py`, which also grades them (and the
 heavy ones: a run of 1,000,002 events, a suite of 50,000 tasks) in a child process and prints

@@ -1,4 +1,4 @@
-"""Issue 14, the command side: options checked by click types, ids from the log printed escaped,
+"""Fail closed, the command side: options checked by click types, ids from the log printed escaped,
 `validate`'s exit codes, library warnings kept off stderr, environment faults named (never an
 internal error), `sql -o` and `report` on a failing disk, and `sql --safe` (E-82..E-86).
 
@@ -104,13 +104,13 @@ def assert_escaped(text: str) -> None:
         "otel-memory-lots",
     ],
 )
-def test_issue14_bad_option_values_are_usage_errors(
+def test_e82_bad_option_values_are_usage_errors(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     args: list[str | Path],
 ) -> None:
-    """E-82 / issue 14: a value an option cannot use is click's usage error (exit 2, "Invalid
+    """E-82: a value an option cannot use is click's usage error (exit 2, "Invalid
     value for '--option'"), before anything is read or written, never an internal error or a
     silently accepted NaN."""
     monkeypatch.chdir(tmp_path)
@@ -244,10 +244,10 @@ def hostile(tmp_path: Path) -> dict[str, Path]:
     return {"events": events.parent, "suites": suites, "out": tmp_path / "out"}
 
 
-def test_issue14_run_prints_ids_escaped_and_writes_them_raw(
+def test_e83_run_prints_ids_escaped_and_writes_them_raw(
     hostile: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 14: `run`'s table and its `skipped:` lines show run ids escaped (`\\x1b`, `\\n`,
+    """E-83: `run`'s table and its `skipped:` lines show run ids escaped (`\\x1b`, `\\n`,
     `\\x00`); the outputs keep them as they are in the log."""
     code, out, err = run_main(
         monkeypatch,
@@ -268,10 +268,10 @@ def test_issue14_run_prints_ids_escaped_and_writes_them_raw(
     assert HOSTILE_RUN in runs["run_id"].to_list()
 
 
-def test_issue14_verify_explain_sql_print_ids_escaped(
+def test_e83_verify_explain_sql_print_ids_escaped(
     hostile: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 14: `verify`'s tables, `explain`'s text and `sql`'s table show ids escaped; their
+    """E-83: `verify`'s tables, `explain`'s text and `sql`'s table show ids escaped; their
     JSON output stays JSON (control characters escaped by JSON itself)."""
     given = [hostile["events"], "--suites", hostile["suites"]]
     code, out, err = run_main(monkeypatch, capsys, "verify", *given)
@@ -295,10 +295,10 @@ def test_issue14_verify_explain_sql_print_ids_escaped(
     assert HOSTILE_RUN in [row["run_id"] for row in json.loads(out)]
 
 
-def test_issue14_file_names_printed_escaped(
+def test_e83_file_names_printed_escaped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 14: file names from the command line are printed escaped by `validate`, `export`
+    """E-83: file names from the command line are printed escaped by `validate`, `export`
     and the errors every command shows."""
     name = "suite\x1b]0;owned\x07\nx.json"
     write_json(tmp_path / name, make_suite())
@@ -357,7 +357,7 @@ def test_e85_validate_unmatchable_suite_is_invalid_exit_1(
     capsys: pytest.CaptureFixture[str],
     doc: Any,
 ) -> None:
-    """E-85 / issue 14: a JSON document without a string suiteId or version is an invalid suite
+    """E-85: a JSON document without a string suiteId or version is an invalid suite
     (exit 1), its faults printed with their JSON paths like any other; the valid suite beside it
     is still checked."""
     write_json(tmp_path / "suites" / "a.json", make_suite())
@@ -372,7 +372,7 @@ def test_e85_validate_unmatchable_suite_is_invalid_exit_1(
 def test_e85_validate_path_without_suites_is_exit_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """E-85 / issue 14: a directory holding no suite file checked nothing: exit 2 with a message
+    """E-85: a directory holding no suite file checked nothing: exit 2 with a message
     naming it, never 0 in silence (also beside a valid suite)."""
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -428,7 +428,7 @@ def odd_outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_e84_library_warnings_stay_off_stderr(odd_outputs: Path, tmp_path: Path) -> None:
-    """E-84 / issue 14: `report` over numbers that make numpy (RuntimeWarning) and matplotlib
+    """E-84: `report` over numbers that make numpy (RuntimeWarning) and matplotlib
     (UserWarning, log records) warn prints only its own line on stderr: nothing. With
     EVALBATCH_DEBUG=1 the warnings are shown."""
     quiet = _console("report", odd_outputs, "--out", tmp_path / "r.html")
@@ -500,7 +500,7 @@ def test_e83_report_on_a_full_disk_is_exit_4(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """E-83 / issue 14: `report` whose page cannot be put in place (ENOSPC) exits 4 with a line
+    """E-83: `report` whose page cannot be put in place (ENOSPC) exits 4 with a line
     naming the page; no temporary file is left and no page appears."""
     target = tmp_path / "pages" / "report.html"
     monkeypatch.setattr(os, "replace", _no_space)
@@ -518,7 +518,7 @@ def test_e83_sql_output_on_a_full_disk_is_exit_4(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """E-83 / issue 14: `sql -o FILE` when the disk fills mid-write exits 4 naming FILE, and
+    """E-83: `sql -o FILE` when the disk fills mid-write exits 4 naming FILE, and
     leaves neither FILE nor its temporary file."""
 
     def half_then_full(*args: Any) -> None:
@@ -543,7 +543,7 @@ def test_e83_sql_output_on_a_full_disk_is_exit_4(
 def test_e83_sql_output_unwritable_is_exit_4(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """E-83 / issue 14: `sql -o FILE` in a directory that may not be written (EACCES) exits 4
+    """E-83: `sql -o FILE` in a directory that may not be written (EACCES) exits 4
     naming FILE; nothing is written."""
     import tempfile
 
@@ -602,7 +602,7 @@ def safe_con() -> Any:
 def test_e86_safe_connection_refuses_files_and_extensions(
     safe_con: Any, tmp_path: Path, statement: str
 ) -> None:
-    """E-86 / issue 14: in safe mode DuckDB reads and writes no file, attaches nothing, installs
+    """E-86: in safe mode DuckDB reads and writes no file, attaches nothing, installs
     or loads no extension, and the setting cannot be turned back."""
     text = statement.format(tmp=tmp_path, events=SAMPLE_EVENTS)
     with pytest.raises(duckdb.Error):
@@ -626,7 +626,7 @@ def test_e86_safe_connection_holds_the_analyst_tables(safe_con: Any) -> None:
 def test_e86_sql_safe_runs_queries_and_refuses_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """E-86 / issue 14: `evalbatch sql --safe` answers a query over the analyst views and
+    """E-86: `evalbatch sql --safe` answers a query over the analyst views and
     refuses a COPY to a file (exit 2, DuckDB's permission error on one line)."""
     given = [SAMPLE_EVENTS, "--suites", SAMPLE_SUITES, "--safe", "--format", "csv"]
     code, out, err = run_main(
@@ -659,7 +659,7 @@ def test_e86_sql_safe_refuses_parquet_output(
 
 
 def test_e31_verify_with_a_skipped_file_is_not_all_agree(tmp_path: Path) -> None:
-    """Issue 14, E-31: an event file verify could not read holds runs nobody checked, so the
+    """E-31: an event file verify could not read holds runs nobody checked, so the
     verdict cannot be "every run agrees" (exit 0): it is not-verified, exit 3, naming the file."""
     events = tmp_path / "events"
     shutil.copytree(SAMPLE_EVENTS, events)
@@ -681,7 +681,7 @@ def test_e31_verify_with_a_skipped_file_is_not_all_agree(tmp_path: Path) -> None
 def test_h_an_unnamed_fault_prints_its_type_not_its_text(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """RFC 0244 §H, issue 14: an exception's text may quote the data it choked on (a parser's
+    """RFC 0244 §H, E-79: an exception's text may quote the data it choked on (a parser's
     message quotes the payload), so the last-resort line names the exception's type only."""
 
     def broken(paths: object) -> None:
@@ -694,10 +694,10 @@ def test_h_an_unnamed_fault_prints_its_type_not_its_text(
     assert "SECRET" not in out + err and "crm:" not in out + err
 
 
-def test_issue14_verify_with_no_run_recomputed_prints_its_tables(tmp_path: Path) -> None:
-    """Issue 14: when no run could be recomputed (its suite invalid, here `trials.count` past
-    the limit, E-78), no host field was compared; the empty tally table ended verify in an
-    internal error. It prints the run as not-verified, exit 3."""
+def test_e31_verify_with_no_run_recomputed_prints_its_tables(tmp_path: Path) -> None:
+    """E-31: when no run could be recomputed (its suite invalid, here `trials.count` past
+    the limit, E-78), no host field was compared: verify still prints its tables, empty tally
+    included, and the run as not-verified, exit 3, never an internal error."""
     suite = json.loads((SAMPLE_SUITES / "trials.json").read_text())
     suite["trials"]["count"] = 1_000_000
     write_json(tmp_path / "suites" / "trials.json", suite)

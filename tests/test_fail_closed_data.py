@@ -1,4 +1,4 @@
-"""Issue 14, "one bad value never stops everything": each data fault is a problem row for its own
+"""§6, one bad value never stops everything: each data fault is a problem row for its own
 run or file, never an internal error, and every other run in the same input is still graded.
 
 Each case is a log of two clean runs plus one run (or file) carrying the fault. The rules are
@@ -675,7 +675,7 @@ CASES = {
 
 @pytest.fixture
 def no_warnings() -> Iterator[None]:
-    """Issue 14: no Polars or numpy warning reaches a user."""
+    """E-84: no Polars or numpy warning reaches a user."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
@@ -683,16 +683,16 @@ def no_warnings() -> Iterator[None]:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_issue14_every_command_contains_the_fault(
+def test_s6_every_command_contains_the_fault(
     name: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     no_warnings: None,
 ) -> None:
-    """Issue 14: `run`, `verify`, `sql`, `explain` and `regress` each ended in "internal error"
-    (exit 2) on these inputs. Now `run` exits 0 or 3 with the clean runs' summaries written, the
-    others do their work on the clean runs, and nothing printed or written carries content."""
+    """§6: on these inputs `run` exits 0 or 3 with the clean runs' summaries written; `verify`,
+    `sql`, `explain` and `regress` do their work on the clean runs, never ending in "internal
+    error"; and nothing printed or written carries content (E-79)."""
     case = CASES[name]
     case.build(tmp_path)
     events, suites, out = tmp_path / "events", tmp_path / "suites", tmp_path / "out"
@@ -749,9 +749,9 @@ def test_issue14_every_command_contains_the_fault(
 
 @pytest.mark.parametrize("column", ["runId", "type"])
 def test_e79_run_id_or_type_as_bytes_is_a_file_problem(tmp_path: Path, column: str) -> None:
-    """Issue 14, §1.1: `runId` and `type` are strings. Stored as bytes (BLOB), DuckDB's text cast
-    escapes them (`acme/run-\\xFF`): the run was graded under an id that is not the log's, with
-    no problem at all. The file is now left out (`columns-missing`, exit 3), the others graded."""
+    """§1.1, E-79: `runId` and `type` are strings. Stored as bytes (BLOB), DuckDB's text cast
+    would escape them (`acme/run-\\xFF`) and grade the run under an id that is not the log's, so
+    the file is left out (`columns-missing`, exit 3) and the others are graded."""
     good = write_events(tmp_path / "good.parquet", standard_run("acme/run-good").rows)
     table = pq.read_table(write_events(tmp_path / "b.parquet", standard_run("acme/run-b").rows))
     index = table.schema.get_field_index(column)

@@ -1,4 +1,4 @@
-"""Issue 14, fail closed: the nightly job cannot lose a night, and writes fail closed
+"""Fail closed: the nightly job cannot lose a night, and writes fail closed
 (decisions E-70..E-75).
 
 - `run` that selects no eval run exits 2 and leaves the outputs as they were (E-70);
@@ -103,7 +103,7 @@ def _yesterday(nights: dict[str, Path], out: Path) -> dict[str, bytes]:
     ],
     ids=["suite-for-suites", "since-future", "run-id"],
 )
-def test_issue14_e70_run_selecting_no_eval_run_exits_2_and_keeps_the_outputs(
+def test_e70_run_selecting_no_eval_run_exits_2_and_keeps_the_outputs(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -122,7 +122,7 @@ def test_issue14_e70_run_selecting_no_eval_run_exits_2_and_keeps_the_outputs(
     assert _directory(out) == before
 
 
-def test_issue14_e70_nothing_selected_in_a_fresh_directory_writes_nothing(
+def test_e70_nothing_selected_in_a_fresh_directory_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """E-70: events holding no eval run (no eval.started) grade nothing: exit 2, no directory
@@ -135,7 +135,7 @@ def test_issue14_e70_nothing_selected_in_a_fresh_directory_writes_nothing(
     assert not out.exists()
 
 
-def test_issue14_e70_allow_empty_writes_empty_outputs_and_exits_0(
+def test_e70_allow_empty_writes_empty_outputs_and_exits_0(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """E-70: --allow-empty says an empty selection is expected: empty outputs, exit 0."""
@@ -221,7 +221,7 @@ DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
 
 
 @pytest.mark.parametrize("damage", sorted(DAMAGES))
-def test_issue14_e71_damaged_previous_outputs_mean_a_full_regrade_saying_why(
+def test_e71_damaged_previous_outputs_mean_a_full_regrade_saying_why(
     nights: dict[str, Path],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -347,7 +347,7 @@ WRITE_POINTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
 
 
 @pytest.mark.parametrize("point", list(WRITE_POINTS))
-def test_issue14_e72_full_disk_at_every_write_point_is_exit_4_and_changes_nothing(
+def test_e72_full_disk_at_every_write_point_is_exit_4_and_changes_nothing(
     nights: dict[str, Path],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -381,7 +381,7 @@ def test_issue14_e72_full_disk_at_every_write_point_is_exit_4_and_changes_nothin
     assert _directory(out) == before
 
 
-def test_issue14_e72_writer_abort_never_raises(tmp_path: Path) -> None:
+def test_e72_writer_abort_never_raises(tmp_path: Path) -> None:
     """E-72: abort after a full disk (the summaries buffer cannot be flushed) still removes the
     working directory and raises nothing."""
     files = writer.OutputWriter(tmp_path)
@@ -393,7 +393,7 @@ def test_issue14_e72_writer_abort_never_raises(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("point", ["write", "rename"])
-def test_issue14_e72_write_atomic_full_disk_is_output_error(
+def test_e72_write_atomic_full_disk_is_output_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str
 ) -> None:
     """E-72 (`report`, `export` write through files.write_atomic, E-132): OutputError (exit code
@@ -413,7 +413,7 @@ def test_issue14_e72_write_atomic_full_disk_is_output_error(
     assert target.read_text() == "yesterday"
 
 
-def test_issue14_e72_report_on_a_full_disk_exits_4(
+def test_e72_report_on_a_full_disk_exits_4(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """E-72: `evalbatch report` on a full disk: exit code 4, one line, no internal error."""
@@ -431,7 +431,7 @@ def test_issue14_e72_report_on_a_full_disk_exits_4(
 # E-73: the lock file is never followed through a symbolic link
 
 
-def test_issue14_e73_a_symlinked_lock_file_is_refused_and_its_target_untouched(
+def test_e73_a_symlinked_lock_file_is_refused_and_its_target_untouched(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """E-73: `ln -s victim OUT/.evalbatch.lock` used to have the victim's content replaced by
@@ -455,7 +455,7 @@ def test_issue14_e73_a_symlinked_lock_file_is_refused_and_its_target_untouched(
 # E-74: --out inside an input directory
 
 
-def test_issue14_e74_out_inside_the_input_directory_is_not_read_as_events(
+def test_e74_out_inside_the_input_directory_is_not_read_as_events(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """E-74: the second run used to read the first one's tables as event files (exit code 3,
@@ -480,7 +480,7 @@ def test_issue14_e74_out_inside_the_input_directory_is_not_read_as_events(
     assert glob_code == 0, stderr
 
 
-def test_issue14_e74_only_files_inside_out_is_a_usage_error(
+def test_e74_only_files_inside_out_is_a_usage_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """E-74: an input that holds nothing but the outputs is refused (exit 2), not graded as
@@ -508,7 +508,7 @@ def _ndjson(path: Path, run_id: str) -> Path:
     return path
 
 
-def test_issue14_e75_ingest_damaged_gzip_is_one_problem_and_the_rest_is_ingested(
+def test_e75_ingest_damaged_gzip_is_one_problem_and_the_rest_is_ingested(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """E-75: a gzip header over a damaged stream stopped the whole command with an internal
@@ -527,7 +527,7 @@ def test_issue14_e75_ingest_damaged_gzip_is_one_problem_and_the_rest_is_ingested
 
 
 @pytest.mark.parametrize("point", ["part", "link"])
-def test_issue14_e75_ingest_on_a_full_disk_exits_4_and_adds_nothing(
+def test_e75_ingest_on_a_full_disk_exits_4_and_adds_nothing(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -566,7 +566,7 @@ KILLED_INGEST = textwrap.dedent(
 )
 
 
-def test_issue14_e75_a_killed_ingests_directory_is_cleared_by_the_next(tmp_path: Path) -> None:
+def test_e75_a_killed_ingests_directory_is_cleared_by_the_next(tmp_path: Path) -> None:
     """E-75: a killed ingest left `.ingest-*` behind for ever; the next ingest into the same
     directory removes it (its flock died with its process), and keeps a live one's."""
     source = _ndjson(tmp_path / "a.ndjson", "acme/run-a")

@@ -1,4 +1,4 @@
-"""`evalbatch regress` fails closed (issue 14, decisions E-65..E-69).
+"""`evalbatch regress` fails closed (decisions E-65..E-69).
 
 A CI gate must never pass what it never compared: nothing compared is exit 2, a run named with
 --base-run-id/--cand-run-id must exist and be compared, sides graded differently are refused unless
@@ -102,8 +102,9 @@ def two_suite_side(where: Path, *logs: Path) -> Path:
 
 @pytest.mark.parametrize("extra", [[], ["--json"], ["--fail-on", "inconclusive"]])
 def test_no_suite_on_both_sides_exits_2(run: Any, extra: list[str]) -> None:
-    """Issue 14 / E-65: the issue's command printed `no suite is present on both sides` (or `[]`
-    with --json) and exited 0; nothing compared is now exit 2 with the reason on stderr."""
+    """E-65: no suite present on both sides means nothing was compared: exit 2 with the reason
+    (`no suite is present on both sides`) on stderr and nothing on stdout (no `[]` with --json),
+    so a gate never passes what it never compared."""
     code, out, err = run(TRIALS_LOG, CAND, "--suites", SAMPLE_SUITES, *extra)
     assert code == 2
     assert out == ""  # not `[]`, not a table
@@ -114,7 +115,7 @@ def test_no_suite_on_both_sides_exits_2(run: Any, extra: list[str]) -> None:
 
 
 def test_nothing_compared_exits_2_from_the_installed_script() -> None:
-    """Issue 14 / E-65, end to end: the `evalbatch` script exits 2 and prints no `[]`."""
+    """E-65, end to end: the `evalbatch` script exits 2 and prints no `[]`."""
     proc = run_evalbatch("regress", TRIALS_LOG, CAND, "--json")
     assert proc.returncode == 2
     assert proc.stdout == ""
@@ -142,7 +143,7 @@ def _zero_task_rows(tmp: Path) -> Path:
 def test_a_side_without_eval_runs_exits_2(
     run: Any, tmp_path: Path, make: Any, fail_on: str
 ) -> None:
-    """Issue 14 / E-65: a zero-row event file, one with no eval run, or a zero-row tasks table
+    """E-65: a zero-row event file, one with no eval run, or a zero-row tasks table
     compares nothing: exit 2 naming the side, whatever --fail-on says."""
     empty = make(tmp_path)
     code, out, err = run(BASE, empty, "--suites", SAMPLE_SUITES, "--fail-on", fail_on)
@@ -162,7 +163,7 @@ def test_a_side_without_eval_runs_exits_2(
     ],
 )
 def test_a_filter_matching_nothing_on_a_side_exits_2(run: Any, chosen: list[str]) -> None:
-    """Issue 14 / E-65 (with E-63's filters): a side left empty by a filter is exit 2."""
+    """E-65 (with E-63's filters): a side left empty by a filter is exit 2."""
     code, out, err = run(BASE, CAND, "--suites", SAMPLE_SUITES, "--json", *chosen)
     assert code == 2
     assert out == ""
@@ -206,8 +207,8 @@ def test_a_suite_named_with_suite_must_be_compared(run: Any, tmp_path: Path) -> 
 
 @pytest.mark.parametrize("option", ["--base-run-id", "--cand-run-id"])
 def test_an_unknown_named_run_is_a_usage_error(run: Any, option: str) -> None:
-    """Issue 14 / E-65: `--base-run-id typo` was silently ignored; it is now exit 2 naming the
-    option and the run (escaped)."""
+    """E-65: a run named with `--base-run-id` or `--cand-run-id` must exist: `typo` is exit 2
+    naming the option and the run (escaped), never silently ignored."""
     code, out, err = run(BASE, CAND, "--suites", SAMPLE_SUITES, option, "typo")
     assert code == 2
     assert out == ""
@@ -252,10 +253,10 @@ def test_a_named_run_that_was_not_compared_is_an_error(run: Any, tmp_path: Path)
 def test_sides_graded_differently_are_refused(
     run: Any, graded: dict[str, Path], base_way: str, cand_way: str, says: list[str]
 ) -> None:
-    """Issue 14 / D-4 / E-67: the same log graded from the host record and with a suite gave
-    `score delta +0.0000 … REGRESSED`-style verdicts compared as alike. Runs graded from another
-    source, suite file (sha256) or grading options are refused (exit 2, each side's grading
-    said) unless --allow-mixed."""
+    """D-4 / E-67: only runs graded alike are compared. The same log graded from the host record
+    and with a suite would give verdicts such as `score delta +0.0000 … REGRESSED`, so runs
+    graded from another source, suite file (sha256) or grading options are refused (exit 2, each
+    side's grading said) unless --allow-mixed."""
     code, out, err = run(graded[base_way], graded[cand_way], *PAIR)
     assert code == 2
     assert out == ""
@@ -347,7 +348,7 @@ def test_since_cannot_filter_a_tasks_table(run: Any, graded: dict[str, Path]) ->
 
 
 def test_text_output_shows_each_sides_run_grading_and_mean_score(run: Any) -> None:
-    """Issue 14 / E-68: the verdict shows both scores and how each side was graded."""
+    """E-68: the verdict shows both scores and how each side was graded."""
     code, out, _ = run(BASE, CAND, "--suites", SAMPLE_SUITES)
     assert code == 1
     assert (
@@ -421,8 +422,8 @@ def _set(column: str, value: Any, rows: int = 3) -> Any:
 def test_a_faulty_tasks_table_is_refused_with_one_message_per_fault(
     run: Any, graded: dict[str, Path], tmp_path: Path, edit: Any, message: str
 ) -> None:
-    """Issue 14 / E-69: a hand-edited tasks.parquet was trusted (NaN gave p 0 with a NaN
-    interval, duplicates were paired twice, scores of 1000 were accepted). It is validated first:
+    """E-69: a hand-edited tasks.parquet is checked before it is trusted (a NaN would give p 0
+    with a NaN interval, duplicates would be paired twice, scores of 1000 would be accepted):
     exit 2 with the file, the column, the fault and the count."""
     side = copy_side(graded["suite"], tmp_path / "edited")
     edit(pl.read_parquet(side)).write_parquet(side)
@@ -436,7 +437,8 @@ def test_a_faulty_tasks_table_is_refused_with_one_message_per_fault(
 def test_all_nan_scores_are_not_a_sign_test_regression(
     run: Any, graded: dict[str, Path], tmp_path: Path
 ) -> None:
-    """Issue 14 / E-69: all-NaN gating scores gave `REGRESSED p 0.002` under the sign test."""
+    """E-69: all-NaN gating scores are refused, never read as `REGRESSED p 0.002` under the
+    sign test."""
     side = copy_side(graded["suite"], tmp_path / "nan")
     tasks = pl.read_parquet(side).with_columns(pl.lit(NAN).alias("gating_score"))
     tasks.write_parquet(side)
@@ -501,7 +503,7 @@ def test_e114_two_runs_with_other_events_are_compared(run: Any) -> None:
     assert code == 1 and "REGRESSED" in out and "same run" not in err
 
 
-# --- 6. option values (issue 14) -------------------------------------------------------------
+# --- 6. option values (E-82) ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -519,21 +521,21 @@ def test_e114_two_runs_with_other_events_are_compared(run: Any) -> None:
     ],
 )
 def test_bad_option_values_are_usage_errors(run: Any, option: str, value: str) -> None:
-    """Issue 14: `--alpha nan` and `--seed -1` ended in "internal error", `--margin nan` was
-    accepted; each is now click's usage error (exit 2) naming the option."""
+    """E-82: `--alpha nan`, `--seed -1` and `--margin nan` are click's usage error (exit 2)
+    naming the option, never an internal error or an accepted value."""
     code, out, err = run(BASE, CAND, "--suites", SAMPLE_SUITES, option, value)
     assert code == 2
     assert out == ""
     assert f"Invalid value for '{option}'" in err
 
 
-# --- 7. printed ids are escaped (issue 14) ---------------------------------------------------
+# --- 7. printed ids are escaped (E-83) ------------------------------------------------------
 
 
 def test_printed_run_and_suite_ids_are_escaped(
     run: Any, graded: dict[str, Path], tmp_path: Path
 ) -> None:
-    """Issue 14: run ids with escape codes, newlines or NUL were printed raw; every run or suite
+    """E-83: run ids with escape codes, newlines or NUL are never printed raw; every run or suite
     id regress prints is escaped (text, the not-compared warning, errors); --json escapes by
     JSON's own rules."""
     hostile_suite = "acme.\x1b]0;title\x07suite"
@@ -578,9 +580,9 @@ def test_printed_run_and_suite_ids_are_escaped(
 def test_an_unreadable_event_file_on_a_side_refuses_the_comparison(
     run: Any, tmp_path: Path, damaged_side: str
 ) -> None:
-    """Issue 14 / E-65: a file of a side that cannot be read may hold that side's run of any
-    suite; comparing the rest let the lost run pass as a suite "on one side only" (exit 0). Now
-    the comparison is refused (exit 2), naming the file and the problem code, one line each."""
+    """E-65: a file of a side that cannot be read may hold that side's run of any suite, and
+    comparing the rest would let the lost run pass as a suite "on one side only" (exit 0): the
+    comparison is refused (exit 2), naming the file and the problem code, one line each."""
     side = tmp_path / damaged_side
     side.mkdir()
     shutil.copy(BASE if damaged_side == "base" else CAND, side / "events.parquet")
@@ -595,10 +597,10 @@ def test_an_unreadable_event_file_on_a_side_refuses_the_comparison(
 
 
 def test_a_pair_whose_run_was_not_graded_is_exit_2(run: Any, tmp_path: Path) -> None:
-    """Issue 14 / §5: a candidate run that could not be graded (here two events with one
-    sequence and different content, §6) leaves its suite `inconclusive` with nothing paired; the
-    gate exited 0 on that. Nothing was compared for that suite: exit 2, the reason on stderr,
-    the comparison still shown."""
+    """§5, E-65: a candidate run that could not be graded (here two events with one sequence and
+    different content, §6) leaves its suite `inconclusive` with nothing paired. Nothing was
+    compared for that suite, so the gate does not pass: exit 2, the reason on stderr, the
+    comparison still shown."""
     table = pq.read_table(CAND)
     rows = table.to_pylist()
     clash = dict(next(r for r in rows if r["type"] == "eval.scored"))
@@ -645,9 +647,9 @@ def test_a_suite_that_compared_no_task_is_exit_2(
     code: int,
     reason: str,
 ) -> None:
-    """Issue 14 / E-65 / §5: a suite whose pair shares no task, or whose suite versions differ,
-    is `inconclusive` with nothing compared; the gate exited 0. That is exit 2 now; a pair that
-    shares one task compared something and stays inconclusive with the default exit 0."""
+    """E-65 / §5: a suite whose pair shares no task, or whose suite versions differ, is
+    `inconclusive` with nothing compared: exit 2, not a passing gate. A pair that shares one
+    task compared something and stays inconclusive with the default exit 0."""
     base = write_task_table(tmp_path / "base" / "tasks.parquet", task_rows([1, 1, 0], run="b"))
     cand = write_task_table(
         tmp_path / "cand" / "tasks.parquet",

@@ -1,4 +1,4 @@
-"""Fault injection (issue 14 item 4): hostile inputs through every command, and fail closed.
+"""Fault injection: hostile inputs through every command, and fail closed.
 
 Each test plants one fault — a hostile value in an event (sequence extremes, huge, infinite or
 negative costs and latencies, huge trial counts, null or unknown types, invalid UTF-8, payloads
@@ -7,7 +7,7 @@ renamed), a damaged suite, a damaged previous output directory before `run --inc
 hand-edited `tasks.parquet` regress side, a meaningless option value — and runs the real entry
 point (`evalbatch.cli.main`, `sys.argv` patched, stdout and stderr captured) for the commands the
 fault reaches: `run`, `verify`, `sql`, `explain`, `regress`, `validate`, `ingest`. Every command
-must then hold what issue 14 and the working rules ask:
+must then hold what the fail-closed decisions (E-65..E-86) and the working rules ask:
 
 - no traceback and no "internal error" ever reaches the user;
 - the exit code is one docs/ documents for that command, and never 0 when nothing was
@@ -20,9 +20,10 @@ must then hold what issue 14 and the working rules ask:
   and greps every output file, export, the report and every message for them.
 
 tests/test_fuzz.py mutates events through the library and `run`; this file adds the values and
-files issue 14 found fatal, every other command, suites, previous outputs, regress sides and
-options. Examples are derandomized with no shrinking and no example database, so CI sees the
-same cases every run; each example is a few in-process commands on a tiny log.
+files that once ended a command in an internal error, every other command, suites, previous
+outputs, regress sides and options. Examples are derandomized with no shrinking and no example
+database, so CI sees the same cases every run; each example is a few in-process commands on a
+tiny log.
 
 The cases with huge trial counts run the same entry point in a child interpreter with a memory
 cap and a time limit: today they grade for ever while memory grows by ~100 MB/s, and a hang must
@@ -207,7 +208,7 @@ def note(text: str) -> None:
 
 
 def assert_contained(ran: Ran, allowed: set[int] | None = None) -> None:
-    """Issue 14: no traceback, no internal error, a documented exit code (or one of `allowed`)."""
+    """§6: no traceback, no internal error, a documented exit code (or one of `allowed`)."""
     assert ran.code is not None, ran
     for text in (ran.out, ran.err):
         assert "Traceback" not in text, ran
@@ -431,9 +432,9 @@ def plant(root: Path, kind: str, value: Any, where: int) -> list[Path]:
 
 
 def must_report(kind: str, value: Any) -> bool:
-    """Faults the contract or issue 14 names, which must give a problem row: sequences that are
+    """Faults the contract or the decisions name, which must give a problem row: sequences that are
     not integers (E-3), infinite or negative costs (D-14), invalid host scores (D-11), a null
-    type and trial counts beyond the cap (issue 14), invalid UTF-8, payloads that are not JSON
+    type (E-80) and trial counts beyond the cap (E-78), invalid UTF-8, payloads that are not JSON
     (D-3), cut files and missing columns (§1.1, §6)."""
     if kind == "sequence-float":
         return True
@@ -454,7 +455,7 @@ def must_report(kind: str, value: Any) -> bool:
 
 
 def check_event_fault(kind: str, value: Any, where: int, runner: Any = cli) -> None:
-    """Plant one fault in VICTIM and hold run, verify, sql, explain and regress to issue 14."""
+    """Plant one fault in VICTIM and hold run, verify, sql, explain and regress to §6 and E-65."""
     clean_lines, clean = clean_grade(variant_of(kind))
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -551,10 +552,10 @@ EVENT_KINDS = sorted(set(EVENT_FAULT_VALUES) - {"trial-count"})
 @pytest.mark.parametrize("kind", EVENT_KINDS)
 @settings(FAULTS, max_examples=3)
 @given(data=st.data())
-def test_issue14_event_fault_is_contained_in_every_command(kind: str, data: st.DataObject) -> None:
-    """Issue 14 "One bad value stops everything" and §6: one hostile value or damaged file in one
-    run; run, verify, sql, explain and regress never crash, exit as documented, grade the good
-    run as before, never pass what the clean run fails, and report the fault."""
+def test_s6_event_fault_is_contained_in_every_command(kind: str, data: st.DataObject) -> None:
+    """§6 (one bad value costs its own run and nothing else): one hostile value or damaged file
+    in one run; run, verify, sql, explain and regress never crash, exit as documented, grade the
+    good run as before, never pass what the clean run fails, and report the fault."""
     _, value, where = data.draw(event_faults(kind), label="fault")
     check_event_fault(kind, value, where)
 
@@ -562,8 +563,8 @@ def test_issue14_event_fault_is_contained_in_every_command(kind: str, data: st.D
 @pytest.mark.parametrize("source", ["eval.started.trialCount", "suite trials.count"])
 @settings(FAULTS, max_examples=2)
 @given(data=st.data())
-def test_issue14_huge_trial_counts_are_capped_not_hung(source: str, data: st.DataObject) -> None:
-    """Issue 14: a trial count of 10^6..2^63 (the host's eval.started.trialCount for a run
+def test_e78_huge_trial_counts_are_capped_not_hung(source: str, data: st.DataObject) -> None:
+    """E-78: a trial count of 10^6..2^63 (the host's eval.started.trialCount for a run
     without its suite, D-4, or a suite's trials.count) is capped by a documented limit with a
     problem row; no command hangs or exhausts memory (each runs under the hang guard)."""
     value = data.draw(st.sampled_from(EVENT_FAULT_VALUES["trial-count"]), label="count")
@@ -597,12 +598,12 @@ def test_issue14_huge_trial_counts_are_capped_not_hung(source: str, data: st.Dat
 
 @settings(FAULTS, max_examples=24)
 @given(data=st.data())
-def test_issue14_suite_fault_is_contained(data: st.DataObject) -> None:
-    """§1.3 and issue 14: one suite file has a field replaced by a hostile value or removed, no
+def test_s1_3_suite_fault_is_contained(data: st.DataObject) -> None:
+    """§1.3 and E-85: one suite file has a field replaced by a hostile value or removed, no
     suiteId or version, or text that is not JSON. validate and run agree on it: a suite
     validate accepts grades its runs; one it refuses is never passed over with exit 0 (run exits
     2, or 3 with the other suite's run graded and no run graded with the refused suite); a suite
-    without suiteId or version is invalid (validate 1, issue 14). verify, explain and regress never
+    without suiteId or version is invalid (validate 1, E-85). verify, explain and regress never
     crash, and regress never exits 0 having compared nothing."""
     label, text = data.draw(suite_faults(fault_suite()), label="suite fault")
     with tempfile.TemporaryDirectory() as tmp:
@@ -670,8 +671,8 @@ def claims_other_suite(text: str) -> bool:
     return (doc.get("suiteId"), doc.get("version")) != (SUITE_ID, VERSION)
 
 
-def test_issue14_validate_without_suites_is_not_ok(tmp_path: Path) -> None:
-    """Issue 14: `validate` on a directory holding no suite file validated nothing: not exit 0."""
+def test_e85_validate_without_suites_is_not_ok(tmp_path: Path) -> None:
+    """E-85: `validate` on a directory holding no suite file validates nothing: not exit 0."""
     (tmp_path / "empty").mkdir()
     ran = cli("validate", tmp_path / "empty")
     assert_contained(ran)
@@ -753,10 +754,10 @@ def damage(path: Path, how: str, where: int) -> None:
 
 @settings(FAULTS, max_examples=24)
 @given(fault=output_damage())
-def test_issue14_incremental_over_damaged_outputs_equals_a_full_regrade(
+def test_e71_incremental_over_damaged_outputs_equals_a_full_regrade(
     nightly: dict[str, Any], fault: tuple[str, str, int]
 ) -> None:
-    """Issue 14 item 2, E-50, E-51: a previous output file truncated, corrupted, deleted, emptied
+    """E-71, E-50, E-51: a previous output file truncated, corrupted, deleted, emptied
     or with a row dropped or repeated; `run --incremental` on the same input exits as the full
     run did (0), without a traceback, and writes byte for byte what a full regrade writes (a
     damaged file is never carried over: the run falls back to a full regrade)."""
@@ -780,10 +781,10 @@ def test_issue14_incremental_over_damaged_outputs_equals_a_full_regrade(
     ("name", "column"),
     [("summaries.jsonl", None), ("runs.parquet", "passed"), ("tasks.parquet", "passed")],
 )
-def test_issue14_incremental_carries_no_hand_edited_pass(
+def test_e71_incremental_carries_no_hand_edited_pass(
     nightly: dict[str, Any], tmp_path: Path, name: str, column: str | None
 ) -> None:
-    """Issue 14 ("bad data never passes"), E-50 ("the outputs equal a full regrade's"): a
+    """E-71 (bad data never passes), E-50 ("the outputs equal a full regrade's"): a
     previous output hand-edited so a failing run or task reads as passed, its shape intact; the
     next `run --incremental` must not carry the forged pass over."""
     out = tmp_path / "out"
@@ -846,10 +847,10 @@ def edit_task_side(source: Path, target: Path, fault: str, value: Any, where: in
     method=st.sampled_from(("paired-bootstrap", "paired-t", "sign-test", "mcnemar")),
     swap=st.booleans(),
 )
-def test_issue14_regress_refuses_a_hand_edited_task_side(
+def test_e69_regress_refuses_a_hand_edited_task_side(
     task_side: Path, fault: tuple[str, Any, int], method: str, swap: bool
 ) -> None:
-    """Issue 14 item 1: a tasks.parquet side with no rows, NaN/null/Inf/out-of-range gating
+    """E-69: a tasks.parquet side with no rows, NaN/null/Inf/out-of-range gating
     scores, a repeated row, a score column of text or a required column dropped is refused:
     exit 2 with a message, never a verdict (exit 0 or 1) and never a traceback."""
     kind, value, where = fault
@@ -863,7 +864,7 @@ def test_issue14_regress_refuses_a_hand_edited_task_side(
         assert ran.err.strip(), "refused without saying why"
 
 
-def test_issue14_regress_clean_task_sides_compare(task_side: Path) -> None:
+def test_e69_regress_clean_task_sides_compare(task_side: Path) -> None:
     """The control for the test above: the same side unedited is compared (exit 0, unchanged;
     a run compared with itself on purpose, E-114)."""
     ran = cli("regress", task_side, task_side, "--json", "--allow-same-run")
@@ -929,14 +930,14 @@ def _option_args(command: str, paths: Mapping[str, Path], out: Path) -> list[str
 )
 @settings(FAULTS, max_examples=10)
 @given(data=st.data())
-def test_issue14_meaningless_option_values_are_usage_errors(
+def test_e82_meaningless_option_values_are_usage_errors(
     small_input: dict[str, Path],
     command: str,
     option: str,
     values: tuple[str, ...],
     data: st.DataObject,
 ) -> None:
-    """Issue 14 item 3: NaN, infinities, negative seeds and counts, unparsable sizes and times
+    """E-82: NaN, infinities, negative seeds and counts, unparsable sizes and times
     are refused by the option's type: exit 2 with a message naming the option, nothing written,
     never an internal error."""
     value = data.draw(st.sampled_from(values), label="value")
@@ -1029,10 +1030,8 @@ def frame_text(path: Path) -> str:
 
 
 @pytest.mark.parametrize("invalid_utf8", [False, True], ids=["text", "text+invalid-utf8"])
-def test_issue14_content_markers_reach_no_output_and_no_message(
-    tmp_path: Path, invalid_utf8: bool
-) -> None:
-    """RFC 0244 §H, issue 14 "Content leaks": with markers planted in tool names, arguments,
+def test_content_markers_reach_no_output_and_no_message(tmp_path: Path, invalid_utf8: bool) -> None:
+    """RFC 0244 §H, E-79 (messages without content): with markers planted in tool names, arguments,
     prompts, outputs, host labels, text scores, a payload that is not JSON and one with invalid
     UTF-8, and in an invalid suite and a broken export, no marker appears in summaries.jsonl, any
     cell of runs/tasks/trials/problems.parquet, manifest.json, the OpenTelemetry and Every Eval
@@ -1131,10 +1130,10 @@ def test_issue14_content_markers_reach_no_output_and_no_message(
     assert not failures, "\n".join(failures)
 
 
-def test_issue14_invalid_utf8_payload_is_one_contained_problem(tmp_path: Path) -> None:
-    """Issue 14 "Content leaks", D-3: invalid UTF-8 in one tool call's payload makes that run a
-    content-free problem naming the run and event; the run beside it in the same file grades as
-    without it."""
+def test_d3_invalid_utf8_payload_is_one_contained_problem(tmp_path: Path) -> None:
+    """D-3, E-79 (messages without content): invalid UTF-8 in one tool call's payload makes that
+    run a content-free problem naming the run and event; the run beside it in the same file
+    grades as without it."""
     rows = run_rows(VICTIM) + run_rows(GOOD)
     call = next(r for r in rows if r["runId"] == VICTIM and r["type"] == "agent.tool-called")
     for row in rows:
@@ -1152,8 +1151,8 @@ def test_issue14_invalid_utf8_payload_is_one_contained_problem(tmp_path: Path) -
         assert_no_markers("problems.parquet", message)
 
 
-def test_issue14_null_type_cannot_hide_a_forbidden_call(tmp_path: Path) -> None:
-    """Issue 14: a row whose `type` is null is a problem row, not silently dropped: here it is
+def test_e80_null_type_cannot_hide_a_forbidden_call(tmp_path: Path) -> None:
+    """E-80: a row whose `type` is null is a problem row, not silently dropped: here it is
     the only call to a forbidden tool, and dropping it would pass the task."""
     suite = make_suite(task_ids=("alpha",))
     suite["tasks"][0]["expected"]["trajectory"]["forbidden"] = ["billing:refund-all"]

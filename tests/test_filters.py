@@ -1,4 +1,4 @@
-"""Run filters (issue 8, decisions E-63): `--run-id` globs, `--suite-id`, `--since`/`--until` on
+"""Run filters (decisions E-63): `--run-id` globs, `--suite-id`, `--since`/`--until` on
 `eval.started`, on `run`, `verify`, `regress` and `sql`, applied in the DuckDB scan.
 
 A filtered run must equal a run over only the chosen runs' events, byte for byte: filtering is a
@@ -158,7 +158,7 @@ def test_regress_filter_on_logs_and_on_task_tables(tmp_path: Path) -> None:
     result = _invoke(
         "regress", base, cand, "--suites", SAMPLE_SUITES, "--since", "2026-11-01T12:00Z"
     )
-    # issue 14 (E-65): the baseline side holds no run after the filter: nothing compared, refused
+    # E-65: the baseline side holds no run after the filter: nothing compared, refused
     assert result.exit_code == 2, result.output
     assert "holds no eval run matching the run filters" in result.output
     out = tmp_path / "graded"
@@ -177,7 +177,7 @@ def test_regress_filter_on_logs_and_on_task_tables(tmp_path: Path) -> None:
         in result.output
     )
     result = _invoke("regress", tasks, tasks, "--suite-id", "no.such.suite")
-    assert result.exit_code == 2, result.output  # issue 14 (E-65): nothing compared
+    assert result.exit_code == 2, result.output  # E-65: nothing compared
     assert "holds no eval run matching the run filters" in result.output
 
 

@@ -1,4 +1,4 @@
-"""Fuzzing (issue 7 item 4): mutate valid logs and suites, and hold the grader to the contract.
+"""Fuzzing: mutate valid logs and suites, and hold the grader to the contract.
 
 A fixed, clean log (`base_log()`: fifteen eval runs, three of each of five kinds — a suite with
 trials, fixtures, delegates and judge calls, passing and failing; a suite without trials whose

@@ -1,4 +1,4 @@
-"""Across nights, the history (issue 18 item 1): each suite's and task's runs in time order, read
+"""Across nights, the history (E-96): each suite's and task's runs in time order, read
 from the output directories `evalbatch run` wrote on several nights (or one holding them all),
 with score, gating score, pass rate, pass^k, cost and tokens; `evalbatch history` prints it (a
 table, or --json), `evalbatch.connect` holds it as `history`, and `evalbatch report --history`
@@ -127,7 +127,7 @@ def _task(frame: pl.DataFrame, suite_id: str, task_id: str) -> pl.DataFrame:
 
 
 def test_series_has_the_shared_columns_and_hand_computed_values(nights: dict[str, Any]) -> None:
-    """Issue 18 item 1: one row per (suite, task, run), the shared interface's columns and types,
+    """E-96: one row per (suite, task, run), the shared interface's columns and types,
     in time order (the eval's start, not the run id); n, c, c/n, pass^k at k = n, cost and
     tokens as the generator made them."""
     found = series(nights["nights"])
@@ -157,7 +157,7 @@ def test_series_has_the_shared_columns_and_hand_computed_values(nights: dict[str
 
 
 def test_one_directory_of_many_nights_gives_the_same_series(nights: dict[str, Any]) -> None:
-    """Issue 18 item 1: several directories, one per night, or one holding every night's runs:
+    """E-96: several directories, one per night, or one holding every night's runs:
     the same series."""
     assert series(nights["nightly"]).equals(series(nights["nights"]))
 
@@ -172,7 +172,7 @@ def test_a_run_without_a_start_time_comes_last(nights: dict[str, Any]) -> None:
 
 
 def test_a_run_in_several_directories_counts_once(nights: dict[str, Any]) -> None:
-    """Issue 18 item 1: the same run_id in two directories counts once, the copy of the first
+    """E-96: the same run_id in two directories counts once, the copy of the first
     directory given kept; a copy graded otherwise is reported as such."""
     history = read_history([nights["nightly"], *nights["nights"]])
     assert history.series.equals(series(nights["nights"]))
@@ -216,7 +216,7 @@ def test_filters_choose_runs_as_the_run_filters_do(nights: dict[str, Any]) -> No
 def test_a_directory_of_another_schema_version_is_refused(
     nights: dict[str, Any], tmp_path: Path
 ) -> None:
-    """Issue 18 item 1 (as connect, E-38): a directory written by another schema version is
+    """E-96 (as connect, E-38): a directory written by another schema version is
     refused by `series` with one line naming the file and the versions."""
     old = tmp_path / "old"
     shutil.copytree(nights["nights"][0], old)
@@ -239,7 +239,7 @@ def test_a_directory_of_another_schema_version_is_refused(
 def test_history_table(
     nights: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 18 item 1: per suite a heading, then per task its runs in time order with score,
+    """E-96: per suite a heading, then per task its runs in time order with score,
     gating score, passed of n, pass rate, pass^k, cost and tokens; exit 0; nothing on stderr."""
     code, out, err = run_main(monkeypatch, capsys, "history", *nights["nights"])
     assert (code, err) == (0, "")
@@ -262,7 +262,7 @@ def test_history_table(
 def test_history_json(
     nights: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 18 item 1, the documented --json shape: directories read and skipped, duplicates,
+    """E-96, the documented --json shape: directories read and skipped, duplicates,
     runs not graded, then per suite and task the series, one entry per run in time order."""
     given = [nights["nightly"], *nights["nights"][:2]]
     code, out, err = run_main(monkeypatch, capsys, "history", *given, "--json")
@@ -341,7 +341,7 @@ def test_history_with_no_usable_directory_is_one_line_exit_2(
 def test_history_with_nothing_in_the_window_exits_2(
     nights: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 18 item 1: filters that leave no graded run are a clear message and exit 2, not
+    """E-96: filters that leave no graded run are a clear message and exit 2, not
     an empty table and 0 as if something had been shown."""
     code, out, err = run_main(
         monkeypatch, capsys, "history", *nights["nights"], "--since", "2030-01-01"
@@ -377,7 +377,7 @@ def test_history_filters_and_quiet(
 
 
 def test_connect_holds_the_history(nights: dict[str, Any]) -> None:
-    """Issue 18 item 1: `connect(out_dir)` holds the series of its runs as `history`, listed in
+    """E-96: `connect(out_dir)` holds the series of its runs as `history`, listed in
     `evalbatch_tables`, with the series' rows."""
     con = evalbatch.connect(nights["nightly"])
     try:
@@ -395,7 +395,7 @@ def test_report_draws_a_trend_chart_per_suite_with_several_nights(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Issue 18 item 1: `report OUT_DIR --history DIR...` adds a trend chart per suite of several
+    """E-96: `report OUT_DIR --history DIR...` adds a trend chart per suite of several
     runs; without --history the page is as before (no trend chart)."""
     last, earlier = nights["nights"][-1], nights["nights"][:-1]
     history_args = [arg for path in earlier for arg in ("--history", path)]
@@ -448,7 +448,7 @@ def test_a_file_given_as_an_output_directory_is_named_as_such(
 def test_history_reports_the_night_a_task_broke_and_which_tasks_are_flaky(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 18 items 2 and 3 through the command: twelve nights in one directory, t2 passing
+    """E-97 through the command: twelve nights in one directory, t2 passing
     every trial for six nights and none after, t1 always passing. `history` names t2's change at
     night 6 with its shift and calls t2 broken; t1, whose nights are identical, is stable and
     never flagged (table and --json)."""

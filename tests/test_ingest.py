@@ -357,8 +357,8 @@ def _files(out: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("flush_rows", [parquet_layout.DEFAULT_FLUSH_ROWS, 2])
-def test_issue17_item7_the_same_export_again_adds_nothing(tmp_path: Path, flush_rows: int) -> None:
-    """Issue 17 item 7: ingesting an export whose events are already there (the same file again,
+def test_e34_the_same_export_again_adds_nothing(tmp_path: Path, flush_rows: int) -> None:
+    """E-34: ingesting an export whose events are already there (the same file again,
     or a copy under another name) is recognised by the sha256 of the rows each part records, and
     adds no file; the report says how many events were already there, and the exit code is 0."""
     source = _write(tmp_path / "a.ndjson", "\n".join(EVENTS_A + EVENTS_B))
@@ -377,8 +377,8 @@ def test_issue17_item7_the_same_export_again_adds_nothing(tmp_path: Path, flush_
     assert len(metadata[parquet_layout.DIGEST_KEY.encode()]) == 64
 
 
-def test_issue17_item7_a_different_export_still_adds_a_part(tmp_path: Path) -> None:
-    """Issue 17 item 7: an export with other events of a run adds a new part for that run (one
+def test_e34_a_different_export_still_adds_a_part(tmp_path: Path) -> None:
+    """E-34: an export with other events of a run adds a new part for that run (one
     changed event is enough), while a run whose events are all already there gets nothing."""
     out = tmp_path / "out"
     ingest.ingest_paths([_write(tmp_path / "a.ndjson", "\n".join(EVENTS_A + EVENTS_B))], out)
@@ -396,8 +396,8 @@ def test_issue17_item7_a_different_export_still_adds_a_part(tmp_path: Path) -> N
     ]
 
 
-def test_issue17_item7_cli_says_the_events_were_already_there(tmp_path: Path) -> None:
-    """Issue 17 item 7: the command says, on stdout, that a repeated export was not added
+def test_e34_cli_says_the_events_were_already_there(tmp_path: Path) -> None:
+    """E-34: the command says, on stdout, that a repeated export was not added
     again, and exits 0 (nothing is wrong: the events are all there)."""
     source = _write(tmp_path / "a.ndjson", "\n".join(EVENTS_A + EVENTS_B))
     args = ["ingest", str(source), "--out", str(tmp_path / "out")]

@@ -815,7 +815,7 @@ def test_s1_3_identical_suite_copies_are_one_suite(
         "no-suiteId",
         "suiteId-not-string",
         "not-an-object",
-        "version-empty",  # issue 14: was passed over, its runs graded from the host record
+        "version-empty",  # E-85: names nothing; its runs are never graded from the host record
         "suiteId-empty",
     ],
 )

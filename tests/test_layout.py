@@ -1,4 +1,4 @@
-"""The layout reads as the data flow, and imports run one way (layout issue, item 1).
+"""The layout reads as the data flow, and imports run one way.
 
 Packages are ranked in the order data flows through them; a module may import its own package and
 the ones ranked below it, never one above. So there is no import cycle between packages; and

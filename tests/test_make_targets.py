@@ -1,4 +1,4 @@
-"""Issue 17 item 7: `make run` installs only what the default engine needs (no Ray: a 1.3 GB
+"""`make run` installs only what the default engine needs (no Ray: a 1.3 GB
 environment for a job whose default engine needs none, and no test tools); `make test` adds
 the test and Ray extras, which tests/test_ray.py needs. Read from `make -n` (what each target
 would run, nothing run), so the Makefile cannot drift from this."""
@@ -26,7 +26,7 @@ def _extras(command: str) -> set[str]:
     return set(found.group(1).split(",")) if found else set()
 
 
-def test_issue17_item7_make_run_installs_no_extra() -> None:
+def test_make_run_installs_no_extra() -> None:
     installs = _installs("run")
     assert installs, "make run installs nothing"
     assert all(_extras(command) == set() for command in installs), installs
@@ -34,7 +34,7 @@ def test_issue17_item7_make_run_installs_no_extra() -> None:
 
 
 @pytest.mark.parametrize("target", ["test", "lint"])
-def test_issue17_item7_make_test_adds_the_dev_and_ray_extras(target: str) -> None:
+def test_make_test_adds_the_dev_and_ray_extras(target: str) -> None:
     installs = _installs(target)
     assert {"dev", "ray"} <= set().union(*map(_extras, installs)), installs
     assert all("-c requirements.lock" in command for command in installs), installs
@@ -46,7 +46,7 @@ def _dry(target: str) -> str:
     ).stdout
 
 
-def test_issue26_make_check_lints_and_runs_the_tests_not_marked_slow() -> None:
+def test_make_check_lints_and_runs_the_tests_not_marked_slow() -> None:
     """The fast loop is lint (ruff, mypy) and the fast set, bare pytest (tests marked `slow` are
     skipped without `--run-slow`); `make test` and `make test-duckdb` pass `--run-slow` and run
     them all, as CI does, choosing no marker."""
@@ -74,9 +74,9 @@ SLOW_FAMILIES = (
 
 
 @pytest.mark.parametrize("module", SLOW_FAMILIES)
-def test_issue26_the_slow_families_are_marked(module: str) -> None:
-    """The families the issue names (fuzzing, fault injection, the browser, Ray, scale,
-    extremes) and the other sweeps are marked `slow`, so `make check` leaves them to
+def test_the_slow_families_are_marked(module: str) -> None:
+    """The slow families (fuzzing, fault injection, the browser, Ray, scale, extremes) and
+    the other sweeps are marked `slow`, so `make check` leaves them to
     `make test`."""
     import importlib
 

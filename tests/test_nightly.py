@@ -250,7 +250,7 @@ def test_cli_incremental_says_what_it_graded(night: dict[str, Path]) -> None:
     code, stdout, _ = _main("run", *args, "--incremental")
     assert "incremental: graded 0 new or changed eval runs, kept 8 unchanged" in stdout
     code, stdout, stderr = _main("run", *args, "--incremental", "--quiet")
-    assert code == 0 and stdout == "" and stderr == ""  # issue 27: a clean night mails nothing
+    assert code == 0 and stdout == "" and stderr == ""  # E-107: a clean night mails nothing
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""SQL for notebooks (issue 6): `evalbatch.connect`, `evalbatch sql`, and the example notebook.
+"""SQL for notebooks (E-38..E-41): `evalbatch.connect`, `evalbatch sql`, and the example notebook.
 
 `connect` must hold the SQL stage's tables over the given files (CONTRACT §2), the analyst views
 over them, and the graded tables exactly as `grade_paths` returns them (§4); `evalbatch sql` must
@@ -68,11 +68,11 @@ def sample_rows_per_run() -> dict[str, int]:
 
 
 def test_connect_holds_every_documented_table(con: duckdb.DuckDBPyConnection) -> None:
-    """Issue 6, issue 17 item 4: the graded tables and the analyst views are registered and
+    """E-38, E-90: the graded tables and the analyst views are registered and
     `evalbatch_tables` lists each one; the stage's tables are in `evalbatch_internal`."""
     present = {name for (name,) in con.execute("SELECT name FROM (SHOW TABLES)").fetchall()}
     documented = {name for (name,) in con.execute("SELECT name FROM evalbatch_tables").fetchall()}
-    expected = {"runs", "tasks", "trials", "problems", "summaries", "history"}  # issue 18 item 1
+    expected = {"runs", "tasks", "trials", "problems", "summaries", "history"}  # E-96
     expected |= {"event_log", "tool_calls", "usage", "trial_segments"}
     assert documented == expected
     assert present == documented | {"evalbatch_tables"}
@@ -189,7 +189,7 @@ def expected_rows(con: duckdb.DuckDBPyConnection) -> list[tuple[Any, ...]]:
 
 
 def test_sql_table_format(expected_rows: list[tuple[Any, ...]]) -> None:
-    """Issue 6: the default output is a fixed-width table with a header and the row count;
+    """E-40: the default output is a fixed-width table with a header and the row count;
     numbers are right-aligned, decimals exact without trailing zeros."""
     result = invoke("-e", QUERY)
     assert result.exit_code == 0, result.output
@@ -217,8 +217,8 @@ def test_sql_table_format(expected_rows: list[tuple[Any, ...]]) -> None:
 
 
 def test_sql_csv_round_trip(expected_rows: list[tuple[Any, ...]], tmp_path: Path) -> None:
-    """Issue 6: --format csv prints RFC 4180 CSV that reads back to the query's rows; --out
-    (issue 17 item 2) writes the same bytes to a file."""
+    """E-40: --format csv prints RFC 4180 CSV that reads back to the query's rows; --out
+    (E-93) writes the same bytes to a file."""
     result = invoke("-e", QUERY, "--format", "csv")
     assert result.exit_code == 0, result.output
     rows = list(csv.reader(io.StringIO(result.stdout)))
@@ -232,7 +232,7 @@ def test_sql_csv_round_trip(expected_rows: list[tuple[Any, ...]], tmp_path: Path
 
 
 def test_sql_json_round_trip(expected_rows: list[tuple[Any, ...]]) -> None:
-    """Issue 6: --format json prints an array of row objects; decimals stay exact numbers and a
+    """E-40: --format json prints an array of row objects; decimals stay exact numbers and a
     JSON column is nested as JSON, not as a string."""
     result = invoke("-e", QUERY, "--format", "json")
     assert result.exit_code == 0, result.output
@@ -251,7 +251,7 @@ def test_sql_json_round_trip(expected_rows: list[tuple[Any, ...]]) -> None:
 
 
 def test_sql_parquet_round_trip(expected_rows: list[tuple[Any, ...]], tmp_path: Path) -> None:
-    """Issue 6: --format parquet writes the rows with their types (exact decimals included)."""
+    """E-40: --format parquet writes the rows with their types (exact decimals included)."""
     out = tmp_path / "rows.parquet"
     result = invoke("-e", QUERY, "--format", "parquet", "-o", out)
     assert result.exit_code == 0, result.output
@@ -262,7 +262,7 @@ def test_sql_parquet_round_trip(expected_rows: list[tuple[Any, ...]], tmp_path: 
 
 
 def test_sql_sees_what_a_notebook_sees() -> None:
-    """Issue 6: several statements run in order and the last one's rows are shown; the stage
+    """E-40: several statements run in order and the last one's rows are shown; the stage
     tables, views and graded tables share one connection."""
     result = invoke(
         "-e",
@@ -315,7 +315,7 @@ def test_sql_errors_are_one_line_and_exit_2(
 def test_sql_parquet_needs_output(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 6: parquet is written to a file only; asking for it on stdout is a usage error
+    """E-40: parquet is written to a file only; asking for it on stdout is a usage error
     (exit 2), caught before any grading."""
     code, out, err = run_sql(
         monkeypatch, capsys, "no-such-dir", "-e", "SELECT 1", "--format", "parquet"
@@ -401,7 +401,7 @@ def executed() -> Any:
 
 
 def test_notebook_runs_headless_and_its_outputs_are_current(executed: Any) -> None:
-    """Issue 6: the example runs without errors, and the outputs committed with it are exactly
+    """E-41: the example runs without errors, and the outputs committed with it are exactly
     what it shows when run again (readers see real answers)."""
     import nbformat
 
@@ -413,7 +413,7 @@ def test_notebook_runs_headless_and_its_outputs_are_current(executed: Any) -> No
 
 
 def test_notebook_answers_agree_with_grade_paths(executed: Any, graded: GradeResult) -> None:
-    """Issue 6, §3.5, §2.2: the notebook's pass counts per task, its tokens per trial and its
+    """E-41, §3.5, §2.2: the notebook's pass counts per task, its tokens per trial and its
     events per run are what grade_paths and the sample files say."""
     passed = {
         (r["run_id"], r["task_id"]): int(r["passed"]) for r in tagged_rows(executed, "pass-rate")

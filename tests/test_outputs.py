@@ -341,13 +341,13 @@ def test_s4_trials_table(mixed: dict[str, Any]) -> None:
     assert {"forbidden", "order"} <= reasons  # the trajectory sample's wrong-order, forbidden-hit
 
 
-#: the one nesting the tables have: a value per k (issue 17 item 3 made them native lists)
+#: the one nesting the tables have: a value per k, as native lists (E-52)
 BY_K_COLUMNS = {("tasks", "pass_at_k_by_k"), ("tasks", "pass_hat_k_by_k")}
 
 
 def test_s4_tables_are_flat_and_content_free(mixed: dict[str, Any]) -> None:
     """§4: "Parquet, flat columns": one row per run, task, trial or problem and a scalar per
-    column, but for the by-k columns, a list of doubles indexed by k (issue 17 item 3: a dashboard
+    column, but for the by-k columns, a list of doubles indexed by k (E-52: a dashboard
     plots them without parsing; no struct, no list of lists); tables are content-free like the
     summaries."""
     for name in ("runs", "tasks", "trials", "problems"):

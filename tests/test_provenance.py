@@ -1,4 +1,4 @@
-"""Provenance (issue 8, decisions E-54): each run row says which evalbatch, which suite file (its
+"""Provenance (decisions E-54): each run row says which evalbatch, which suite file (its
 sha256), which grade-changing options and which events produced it; `evalbatch --version`.
 Resource options (E-64): `--threads`, `--memory-limit`, `--temp-dir` reach every DuckDB
 connection of every command that reads data.

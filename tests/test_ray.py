@@ -75,8 +75,8 @@ def test_ray_engine_shards_by_run(tmp_path: Path) -> None:
     assert len(graded) == len(set(graded))  # no run split across shards
 
 
-def test_issue27_ray_engine_quiet_prints_nothing(tmp_path: Path) -> None:
-    """Issue 27: `run --engine ray -q`, as a cron job runs it (its own process, a local Ray it
+def test_e107_ray_engine_quiet_prints_nothing(tmp_path: Path) -> None:
+    """E-107: `run --engine ray -q`, as a cron job runs it (its own process, a local Ray it
     starts itself, no terminal), prints nothing on a clean run: no Ray INFO line, no token
     warning, no progress; the outputs are the local engine's."""
     inputs = [SAMPLES / "events", "--suites", SAMPLES / "suites"]

@@ -289,7 +289,7 @@ def test_task_tables_give_the_same_verdict_as_logs(tmp_path: Path) -> None:
 
 
 def test_several_runs_of_a_suite_on_one_side_are_refused(tmp_path: Path) -> None:
-    """§5 / issue: a side holding several runs of a suite is refused with the runs listed."""
+    """§5: a side holding several runs of a suite is refused with the runs listed."""
     with pytest.raises(InputError, match="--base-run-id"):
         api.regress_paths([str(SAMPLES / "regress")], [CAND], [SUITES])
     chosen = api.regress_paths(

@@ -1,4 +1,4 @@
-"""Issue 18 items 4 and 5: how many tasks or trials a verdict needs (`regress --plan`, and the
+"""E-99 and E-98: how many tasks or trials a verdict needs (`regress --plan`, and the
 line under an `inconclusive` verdict), and several suites gated at once (`--correction`)."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def upper_limit(sd: float, tasks: int) -> float:
 
 
 def test_the_spread_upper_limit_by_hand() -> None:
-    """Issue 18 item 4 (Browne 1995): 20 tasks of sd 0.1: χ²₀.₂(19) = 13.7158, so the 80%
+    """E-99 (Browne 1995): 20 tasks of sd 0.1: χ²₀.₂(19) = 13.7158, so the 80%
     upper limit is 0.1·√(19 / 13.7158) = 0.11770; it falls toward s as the tasks grow."""
     assert stats.chi2.ppf(0.2, 19) == pytest.approx(13.7158, abs=1e-4)
     assert planning.spread_upper_limit(0.1, 20) == pytest.approx(0.117697, abs=1e-6)
@@ -73,7 +73,7 @@ def test_the_spread_upper_limit_by_hand() -> None:
 
 
 def test_tasks_needed_matches_the_noncentral_t_at_the_upper_limit_by_hand() -> None:
-    """Issue 18 item 4 ("the planned trial count, when used, detects the planned effect with at
+    """E-99 ("the planned trial count, when used, detects the planned effect with at
     least the planned power"): sd 0.1 over 20 tasks, effect 0.05, alpha 0.05, power 0.8. The plan
     sizes to the 80% upper limit 0.11770 (size 0.05 / 0.11770 = 0.4248), not to s (size 0.5,
     which needed 34 tasks and fell short of its power when used): the smallest n whose paired t
@@ -91,7 +91,7 @@ def test_tasks_needed_matches_the_noncentral_t_at_the_upper_limit_by_hand() -> N
 
 
 def test_a_smaller_comparison_plans_more_tasks_for_the_same_spread() -> None:
-    """Issue 18 item 4: the same sd 0.1 measured on 10 tasks is known less well: its upper
+    """E-99: the same sd 0.1 measured on 10 tasks is known less well: its upper
     limit 0.1·√(9 / χ²₀.₂(9)) = 0.12934 (size 0.3866) plans 55 tasks (power 0.8039; 54 give
     0.7965), more than the 46 planned from 20."""
     result = planning.plan(diffs_with(0.0, 0.1, 10), None, alpha=0.05, power=0.8, effect=0.05)
@@ -101,7 +101,7 @@ def test_a_smaller_comparison_plans_more_tasks_for_the_same_spread() -> None:
 
 
 def test_minimum_detectable_effect_by_hand() -> None:
-    """Issue 18 item 4: the MDE is e(n)·s, e(n) the size the t test detects with n tasks."""
+    """E-99: the MDE is e(n)·s, e(n) the size the t test detects with n tasks."""
     diffs = diffs_with(-0.02, 0.15, 12)
     result = planning.plan(diffs, None, alpha=0.05, power=0.8, effect=0.05)
     assert result.minimum_detectable_effect == pytest.approx(
@@ -111,7 +111,7 @@ def test_minimum_detectable_effect_by_hand() -> None:
 
 
 def test_the_minimum_detectable_effect_shrinks_with_more_tasks() -> None:
-    """Issue 18 item 4: the same spread over more tasks detects a smaller change."""
+    """E-99: the same spread over more tasks detects a smaller change."""
     effects = [
         planning.plan(
             diffs_with(0.0, 0.2, n), None, alpha=0.05, power=0.8, effect=0.05
@@ -122,7 +122,7 @@ def test_the_minimum_detectable_effect_shrinks_with_more_tasks() -> None:
 
 
 def test_trials_needed_split_the_spread_into_tasks_and_trials_by_hand() -> None:
-    """Issue 18 item 4: s² = 0.04 over 20 tasks with 3 trials a side and trial variance
+    """E-99: s² = 0.04 over 20 tasks with 3 trials a side and trial variance
     w = 0.03: the trials' share is w·(1/3 + 1/3) = 0.02, the tasks' own b = 0.02; t trials give
     b + 2w/t, and the plan asks the smallest t with that ≤ (δ / e(n))²."""
     diffs = diffs_with(0.0, 0.2, 20)
@@ -136,7 +136,7 @@ def test_trials_needed_split_the_spread_into_tasks_and_trials_by_hand() -> None:
 
 
 def test_no_number_of_trials_beats_the_tasks_own_spread() -> None:
-    """Issue 18 item 4: when the tasks differ among themselves by more than the effect allows,
+    """E-99: when the tasks differ among themselves by more than the effect allows,
     more trials cannot help: no trial count, and the reason says to add tasks."""
     diffs = diffs_with(0.0, 0.2, 20)
     result = planning.plan(diffs, spread(20, 3, 0.003), alpha=0.05, power=0.8, effect=0.05)
@@ -146,7 +146,7 @@ def test_no_number_of_trials_beats_the_tasks_own_spread() -> None:
 
 
 def test_one_trial_per_task_gives_no_trial_count() -> None:
-    """Issue 18 item 4: with one trial per task the trial variance cannot be estimated."""
+    """E-99: with one trial per task the trial variance cannot be estimated."""
     result = planning.plan(
         diffs_with(0.0, 0.2, 10), spread(10, 1, np.nan), alpha=0.05, power=0.8, effect=0.05
     )
@@ -156,7 +156,7 @@ def test_one_trial_per_task_gives_no_trial_count() -> None:
 
 
 def test_constant_differences_need_no_plan() -> None:
-    """Issue 18 item 4: differences that do not vary are decided exactly (§5): no numbers."""
+    """E-99: differences that do not vary are decided exactly (§5): no numbers."""
     result = planning.plan(np.full(8, -0.1), None, alpha=0.05, power=0.8, effect=0.05)
     assert result.minimum_detectable_effect is None and result.tasks_needed is None
     assert "do not vary" in result.line()
@@ -166,13 +166,13 @@ def test_constant_differences_need_no_plan() -> None:
 
 
 def test_holm_adjustment_by_hand() -> None:
-    """Issue 18 item 5: sorted 0.01, 0.03, 0.04, 0.2 → 4·0.01, 3·0.03, max(2·0.04, 0.09), 0.2."""
+    """E-98: sorted 0.01, 0.03, 0.04, 0.2 → 4·0.01, 3·0.03, max(2·0.04, 0.09), 0.2."""
     adjusted = regression.adjust_p_values([0.01, 0.04, 0.03, 0.2], "holm")
     assert adjusted == pytest.approx([0.04, 0.09, 0.09, 0.2])
 
 
 def test_benjamini_hochberg_adjustment_by_hand() -> None:
-    """Issue 18 item 5: p·m/rank, then the running minimum from the largest: 0.01·4 = 0.04,
+    """E-98: p·m/rank, then the running minimum from the largest: 0.01·4 = 0.04,
     min(0.03·2, 0.04·4/3) = 0.0533, 0.04·4/3 = 0.0533, 0.2."""
     adjusted = regression.adjust_p_values([0.01, 0.04, 0.03, 0.2], "bh")
     assert adjusted == pytest.approx([0.04, 0.16 / 3, 0.16 / 3, 0.2])
@@ -223,7 +223,7 @@ def _regress(*args: Any) -> tuple[int, str]:
 
 
 def test_holm_keeps_a_single_borderline_suite_from_failing_a_family(tmp_path: Path) -> None:
-    """Issue 18 item 5: of three suites, one with p 0.038 regresses at alpha 0.05 alone (no
+    """E-98: of three suites, one with p 0.038 regresses at alpha 0.05 alone (no
     correction, exit 1) but not once its p-value is adjusted for three (Holm: 0.115, exit 0)."""
     base, cand = _suites(tmp_path, {"acme.a": SHIFTED, "acme.b": STILL, "acme.c": STILL})
     code, out = _regress(base, cand, "--method", "paired-t", "--correction", "none", "--json")
@@ -249,7 +249,7 @@ def test_holm_keeps_a_single_borderline_suite_from_failing_a_family(tmp_path: Pa
 
 
 def test_the_table_states_the_correction(tmp_path: Path) -> None:
-    """Issue 18 item 5: the text output names the correction, its level and each adjusted p."""
+    """E-98: the text output names the correction, its level and each adjusted p."""
     base, cand = _suites(tmp_path, {"acme.a": SHIFTED, "acme.b": STILL})
     code, out = _regress(base, cand, "--method", "paired-t", "--correction", "bh")
     assert code == 0
@@ -263,7 +263,7 @@ def test_the_table_states_the_correction(tmp_path: Path) -> None:
 
 
 def test_a_clear_regression_still_fails_the_family(tmp_path: Path) -> None:
-    """Issue 18 item 5: the correction does not hide a real drop (p far below alpha/m), with
+    """E-98: the correction does not hide a real drop (p far below alpha/m), with
     the bootstrap too (its E-25 p-value is adjusted)."""
     clear = [-0.4] * 6 + [-0.3] * 4
     base, cand = _suites(tmp_path, {"acme.a": clear, "acme.b": STILL, "acme.c": STILL})
@@ -275,7 +275,7 @@ def test_a_clear_regression_still_fails_the_family(tmp_path: Path) -> None:
 
 
 def test_a_suite_without_a_test_is_not_in_the_family(tmp_path: Path) -> None:
-    """Issue 18 item 5: a suite with one paired task has no p-value; the other two make the
+    """E-98: a suite with one paired task has no p-value; the other two make the
     family of two."""
     base, cand = _suites(tmp_path, {"acme.a": SHIFTED, "acme.b": STILL, "acme.c": [-0.5]})
     code, out = _regress(base, cand, "--method", "paired-t", "--json")
@@ -286,8 +286,8 @@ def test_a_suite_without_a_test_is_not_in_the_family(tmp_path: Path) -> None:
 
 
 def test_one_suite_prints_exactly_what_it_printed_before(tmp_path: Path) -> None:
-    """Issue 18 item 5: one suite is never adjusted: the sample's output is byte-identical to
-    the output before the issue, whatever --correction says, in text and JSON."""
+    """E-98: one suite is never adjusted ("with one such suite nothing changes, byte for byte"):
+    the sample's output is the uncorrected text and JSON below, whatever --correction says."""
     before = (
         "suite acme.support.evals.regression@1.0.0: REGRESSED (paired-bootstrap, alpha 0.05)\n"
         "  baseline acme/run-regress-baseline-0001 -> candidate acme/run-regress-candidate-0001\n"
@@ -317,7 +317,7 @@ def test_one_suite_prints_exactly_what_it_printed_before(tmp_path: Path) -> None
 
 
 def test_an_inconclusive_verdict_shows_its_plan(tmp_path: Path) -> None:
-    """Issue 18 item 4: without --plan, an inconclusive suite gets one plan line (and its JSON
+    """E-99: without --plan, an inconclusive suite gets one plan line (and its JSON
     a `plan`); with the trials beside the tasks table it says the trials per task too. By hand:
     s² = var(STILL), w = 0.04/3 (trials ±0.1, ddof 1), b = s² − w·(1/4 + 1/4), and t is the
     smallest with b + 2w/t ≤ (0.15 / e(10))²."""
@@ -351,7 +351,7 @@ def test_an_inconclusive_verdict_shows_its_plan(tmp_path: Path) -> None:
 
 
 def test_a_decided_verdict_shows_a_plan_only_when_asked(tmp_path: Path) -> None:
-    """Issue 18 item 4: `--plan` plans every suite; without it a regressed suite has none."""
+    """E-99: `--plan` plans every suite; without it a regressed suite has none."""
     code, out = _regress(BASE, CAND, "--suites", SUITES)
     assert "plan (" not in out
     code, out = _regress(BASE, CAND, "--suites", SUITES, "--plan", "--json")
@@ -364,7 +364,7 @@ def test_a_decided_verdict_shows_a_plan_only_when_asked(tmp_path: Path) -> None:
 
 
 def test_a_tasks_table_without_its_trials_plans_tasks_only(tmp_path: Path) -> None:
-    """Issue 18 item 4: without trials.parquet beside the tasks table, the plan gives the
+    """E-99: without trials.parquet beside the tasks table, the plan gives the
     tasks needed and says why it gives no trial count."""
     base, cand = _suites(tmp_path, {"acme.a": STILL})
     code, out = _regress(base, cand, "--json")
@@ -376,7 +376,7 @@ def test_a_tasks_table_without_its_trials_plans_tasks_only(tmp_path: Path) -> No
 
 
 def test_a_plan_under_a_correction_is_held_to_alpha_over_m(tmp_path: Path) -> None:
-    """Issue 18 items 4 and 5: a suite of a Holm family of 3 is planned at alpha / 3."""
+    """E-99 and E-98: a suite of a Holm family of 3 is planned at alpha / 3."""
     base, cand = _suites(tmp_path, {"acme.a": SHIFTED, "acme.b": STILL, "acme.c": STILL})
     code, out = _regress(base, cand, "--method", "paired-t", "--plan", "--json")
     assert code == 0

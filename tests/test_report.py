@@ -2,7 +2,7 @@
 are in test_report_browser.py).
 
 Expected values come from data/samples/README.md, and for a night of 500 generated runs
-(issue 17 item 6) from the Parquet tables the page was made from.
+(E-95, E-106) from the Parquet tables the page was made from.
 """
 
 from __future__ import annotations
@@ -190,11 +190,11 @@ def _sample_tool_names() -> set[str]:
 
 
 def test_report_is_self_contained_and_accessible(all_page: Path, all_out: Path) -> None:
-    """No stylesheet link, image or frame; one inline script (issue 17 item 6: it sorts and
+    """No stylesheet link, image or frame; one inline script (E-95: it sorts and
     filters the runs table), the only one a Content-Security-Policy that loads nothing lets
-    run, beside the runs as JSON data (issue 27); every link a fragment of the page; every
+    run, beside the runs as JSON data (E-106); every link a fragment of the page; every
     chart an inline SVG with a role and alt text, under a heading with a caption; ids unique;
-    the verdict first, regression charts before the other charts (issue 17 item 6)."""
+    the verdict first, regression charts before the other charts (E-95)."""
     text = all_page.read_text(encoding="utf-8")
     page = _parse(text)
     tags = Counter(tag for tag, _ in page.elements)
@@ -202,7 +202,7 @@ def test_report_is_self_contained_and_accessible(all_page: Path, all_out: Path) 
         assert tags[tag] == 0, tag
     scripts = re.findall(r"<script([^>]*)>(.*?)</script>", text, re.S)
     assert tags["script"] == len(scripts) == 2
-    # issue 27: the runs table's rows are data (never run), the one script draws them
+    # E-106: the runs table's rows are data (never run), the one script draws them
     (data,) = [body for attrs, body in scripts if attrs]
     assert re.findall(r"<script([^>]*)>", text)[0] == ' type="application/json" id="runs-data"'
     summaries = (all_out / "summaries.jsonl").read_text(encoding="utf-8").splitlines()
@@ -366,7 +366,7 @@ def test_report_of_a_run_without_suite_trials_or_cost(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# A night of 500 runs (issue 17 item 6)
+# A night of 500 runs (E-95, E-106)
 
 NIGHT_RUNS = 500
 NIGHT_SUITES = tuple(f"acme.night.evals.s{n}" for n in range(5))
@@ -524,8 +524,8 @@ def _anchors(page: str) -> dict[str, str]:
     }
 
 
-def test_issue17_item6_night_verdict_opens_the_page(night_out: Path, night_page: str) -> None:
-    """Issue 17 item 6 on 500 runs: the page opens with the verdict (before the runs table and
+def test_e95_night_verdict_opens_the_page(night_out: Path, night_page: str) -> None:
+    """E-95 on 500 runs: the page opens with the verdict (before the runs table and
     every chart): a line counting regressions, failed suite runs and failing tasks, then the
     regressions worst first with delta and interval, the failing suites, and the failing tasks
     with their reason codes and counts; ten rows open, the rest folded, none lost."""
@@ -605,8 +605,8 @@ def test_issue17_item6_night_verdict_opens_the_page(night_out: Path, night_page:
     assert counts == sorted(counts, reverse=True)
 
 
-def test_issue17_item6_night_charts_draw_the_worst_runs(night_out: Path, night_page: str) -> None:
-    """Issue 17 item 6: over 500 runs each chart draws the worst runs, not the first ones, says
+def test_e95_night_charts_draw_the_worst_runs(night_out: Path, night_page: str) -> None:
+    """E-95: over 500 runs each chart draws the worst runs, not the first ones, says
     which in its caption ("the 30 lowest-scoring of 500 runs") and links to them and to the
     runs table; at most MAX_REGRESSION_CHARTS regression charts, the largest drops first."""
     page = night_page
@@ -648,7 +648,7 @@ def test_issue17_item6_night_charts_draw_the_worst_runs(night_out: Path, night_p
         assert f"Drawn: {described}, worst first" in caption, (anchor, caption)
         links = _links(section)
         assert links[-1] == "runs"
-        # issue 27: a run shown in full links to its section, any other to the command for it
+        # E-106: a run shown in full links to its section, any other to the command for it
         assert links[:-1] == [anchors.get(run_id, "more-runs") for run_id in drawn], anchor
         assert set(links) <= ids
 
@@ -667,7 +667,7 @@ def test_issue17_item6_night_charts_draw_the_worst_runs(night_out: Path, night_p
 
 
 def _runs_data(page: str) -> list[list[Any]]:
-    """The runs table's rows as the page embeds them (issue 27)."""
+    """The runs table's rows as the page embeds them (E-106)."""
     data = re.search(r'<script type="application/json" id="runs-data">(.*?)</script>', page, re.S)
     assert data is not None
     parsed = json.loads(data.group(1))
@@ -699,11 +699,11 @@ def _assert_failing_trials_listed(page: str, night_out: Path, run_ids: set[str])
         assert got == sorted(want), run_id
 
 
-def test_issue27_night_runs_table_and_run_sections(night_out: Path, night_page: str) -> None:
-    """Issue 27: the runs table's data holds all 500 runs, its first PAGE_ROWS rows are in the
+def test_e106_night_runs_table_and_run_sections(night_out: Path, night_page: str) -> None:
+    """E-106: the runs table's data holds all 500 runs, its first PAGE_ROWS rows are in the
     HTML (a plain table without the script, nothing hidden, no control); the DETAIL_RUNS
     lowest-scoring runs have a section listing their failing trials with the `explain` command
-    for each (issue 17 item 6); every other run links to `#more-runs`, which gives the command
+    for each (E-95); every other run links to `#more-runs`, which gives the command
     that writes it in full. Ids only (RFC 0244 §H)."""
     page = night_page
     runs = pl.read_parquet(night_out / "runs.parquet").sort("run_id")
@@ -732,8 +732,8 @@ def test_issue27_night_runs_table_and_run_sections(night_out: Path, night_page: 
         assert marker not in page
 
 
-def test_issue27_run_id_shows_the_runs_named(night_out: Path, tmp_path: Path) -> None:
-    """Issue 27: `report --run-id` (repeatable) shows the runs named in full and no other, a
+def test_e106_run_id_shows_the_runs_named(night_out: Path, tmp_path: Path) -> None:
+    """E-106: `report --run-id` (repeatable) shows the runs named in full and no other, a
     passing one with no failing-trial table; `--detail-runs 0` shows none; a run id that is
     not graded there is exit 2, naming it."""
     runs = pl.read_parquet(night_out / "runs.parquet").sort("run_id")
@@ -774,10 +774,8 @@ def _failing_rows(page: str) -> list[tuple[str, list[str], list[str]]]:
     ]
 
 
-def test_issue17_item6_explain_commands_show_the_failing_trials(
-    all_out: Path, all_page: Path
-) -> None:
-    """Issue 17 item 6: the command a run's section gives for each failing trial of the samples,
+def test_e95_explain_commands_show_the_failing_trials(all_out: Path, all_page: Path) -> None:
+    """E-95: the command a run's section gives for each failing trial of the samples,
     naming the event and suite paths the run was given (E-118), runs as it stands, explains
     exactly that trial, and `explain` finds it failed for the reason code the page shows.
     data/samples/README.md for the three sample runs; every failed trial of the regression pair
@@ -811,8 +809,8 @@ def test_issue17_item6_explain_commands_show_the_failing_trials(
         assert report_views.trial_reason(explained.grade.row) == reason
 
 
-def test_issue17_item6_explain_command_carries_the_runs_options(tmp_path: Path) -> None:
-    """Issue 17 item 6 / E-55: a run graded with other options than the defaults gets them in
+def test_e95_explain_command_carries_the_runs_options(tmp_path: Path) -> None:
+    """E-95 / E-55: a run graded with other options than the defaults gets them in
     its explain command (from runs.parquet), so the explanation grades as `run` did; ids that
     need it are shell-quoted and HTML-escaped, and two runs whose ids would give one section id
     get two."""
@@ -897,8 +895,8 @@ def test_e118_explain_commands_name_the_paths_run_was_given(
     assert "cannot be shown on one line" in _texts(text).by_id["by-run"]
 
 
-def test_issue27_runs_of_many_tasks_draw_and_list_their_worst(tmp_path: Path) -> None:
-    """Issue 27 / E-106: a run of 250 tasks draws its 20 lowest-scoring (task scores) and 20
+def test_e106_runs_of_many_tasks_draw_and_list_their_worst(tmp_path: Path) -> None:
+    """E-106: a run of 250 tasks draws its 20 lowest-scoring (task scores) and 20
     costliest (cost) in the per-task charts, in the suite's order, and its heading says which;
     the Tasks table lists its 100 lowest-scoring and says so; the verdict's failing tasks list
     10 rows open and 200 folded, and count the rest."""
@@ -937,10 +935,10 @@ def test_issue27_runs_of_many_tasks_draw_and_list_their_worst(tmp_path: Path) ->
     assert part.count("<tr><td>") == verdict_section.VERDICT_ROWS + verdict_section.FOLDED_ROWS
 
 
-def test_issue27_a_regression_of_many_tasks_draws_those_that_changed_most(
+def test_e106_a_regression_of_many_tasks_draws_those_that_changed_most(
     samples_out: Path,
 ) -> None:
-    """Issue 27 / E-106: a regression block over 400 paired tasks draws the MAX_PAIRED_DRAWN that
+    """E-106: a regression block over 400 paired tasks draws the MAX_PAIRED_DRAWN that
     changed most (its mean over all of them), and says so; not 400 rows."""
     out = outdir.load(samples_out)
     (view, *_) = report_views.run_views(out)
@@ -965,8 +963,8 @@ def test_issue27_a_regression_of_many_tasks_draws_those_that_changed_most(
     assert f"mean difference {mean:+.3f}" in chart.svg
 
 
-def test_issue27_a_trend_of_many_runs_draws_the_latest(tmp_path: Path) -> None:
-    """Issue 27 / E-106: a suite graded 250 times draws its last MAX_TREND_RUNS runs in its
+def test_e106_a_trend_of_many_runs_draws_the_latest(tmp_path: Path) -> None:
+    """E-106: a suite graded 250 times draws its last MAX_TREND_RUNS runs in its
     trend chart, and says so."""
     runs = 250
     series = pl.DataFrame(
@@ -986,8 +984,8 @@ def test_issue27_a_trend_of_many_runs_draws_the_latest(tmp_path: Path) -> None:
     assert f"over {latest} runs from {T0 + timedelta(hours=runs - latest):%Y-%m-%d}" in chart.alt
 
 
-def test_issue27_runs_data_holds_no_nan(tmp_path: Path) -> None:
-    """Issue 27 / E-84: a hand-edited summary's NaN cost is null in the runs table's data, which
+def test_e106_runs_data_holds_no_nan(tmp_path: Path) -> None:
+    """E-106, E-84: a hand-edited summary's NaN cost is null in the runs table's data, which
     stays strict JSON the page's script can parse."""
     out = tmp_path / "out"
     api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES])

@@ -34,7 +34,7 @@ pytestmark = pytest.mark.slow
 
 CHROMIUM_INSTALL = "apt-get install -y chromium"
 
-#: the first screen the verdict must fit in (issue 17 item 6)
+#: the first screen the verdict must fit in (E-95)
 SCREEN = (1280, 800)
 #: the verdict's colours (the page's CSS: `.lead.fail` background, `--fail` ink)
 LEAD_FAIL_BACKGROUND, FAIL_INK = "#fcefe6", "#b34700"
@@ -162,7 +162,7 @@ def all_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_report_renders_in_headless_chromium(all_page: Path, tmp_path: Path) -> None:
     """The samples' report in Chromium: every chart lays out at a real size with its shapes
-    drawn, no error is raised, the runs table's script ran (issue 17 item 6), the verdict comes
+    drawn, no error is raised, the runs table's script ran (E-95), the verdict comes
     first, and a screenshot of the page shows the charts' colours."""
     laid_out = _probe(all_page, SAMPLE_LAYOUT, tmp_path, 1280, 900)
     assert laid_out["errors"] == []
@@ -197,7 +197,7 @@ def test_report_renders_in_headless_chromium(all_page: Path, tmp_path: Path) -> 
 
 
 # --------------------------------------------------------------------------------------------
-# A night of 500 runs (issue 17 item 6)
+# A night of 500 runs (E-95)
 
 NIGHT_PROBE = """
   const box = element => {
@@ -246,10 +246,10 @@ def night(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[st
     return out, page, _probe(page, NIGHT_PROBE, root, *SCREEN)
 
 
-def test_issue17_item6_first_screen_holds_the_verdict(
+def test_e95_first_screen_holds_the_verdict(
     night: tuple[Path, Path, dict[str, Any]], tmp_path: Path
 ) -> None:
-    """Issue 17 item 6 on 500 runs: in a 1280x800 window the verdict line and the worst
+    """E-95 on 500 runs: in a 1280x800 window the verdict line and the worst
     regression are on the first screen, and a screenshot of that screen shows the verdict box
     in the failure colours."""
     out, page, found = night
@@ -274,10 +274,10 @@ def test_issue17_item6_first_screen_holds_the_verdict(
     assert _colour_pixels(crop, FAIL_INK, 30) > 0.02 * area
 
 
-def test_issue17_item6_runs_table_sorts_and_filters_in_chromium(
+def test_e95_runs_table_sorts_and_filters_in_chromium(
     night: tuple[Path, Path, dict[str, Any]],
 ) -> None:
-    """Issue 17 item 6: the inline script sorts the runs table by a heading (ascending, then
+    """E-95: the inline script sorts the runs table by a heading (ascending, then
     descending, ties in runId order) and filters it by text and by result, counting what is
     shown."""
     out, _, found = night
@@ -310,12 +310,12 @@ def test_issue17_item6_runs_table_sorts_and_filters_in_chromium(
 
 
 # --------------------------------------------------------------------------------------------
-# A night of 10,000 runs (issue 27)
+# A night of 10,000 runs (E-106)
 
 #: runs in the night, of the benchmark's shape A (20 tasks × 3 trials a run, graded here on
 #: scores alone); the times are measured by bench/report_scale.py, never by a test
 LARGE_NIGHT_RUNS = 10_000
-#: the page's size at that night (issue 27)
+#: the page's size at that night (E-106)
 LARGE_NIGHT_PAGE_BYTES = 5_000_000
 
 LARGE_NIGHT_PROBE = """
@@ -403,10 +403,10 @@ def large_night(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, d
     return out, page, _probe(page, LARGE_NIGHT_PROBE, root, *SCREEN)
 
 
-def test_issue27_a_night_of_10000_runs_in_chromium(
+def test_e106_a_night_of_10000_runs_in_chromium(
     large_night: tuple[Path, Path, dict[str, Any]],
 ) -> None:
-    """Issue 27 at 10,000 runs × 20 tasks × 3 trials: the page is at most 5 MB; the verdict is on
+    """E-106 at 10,000 runs × 20 tasks × 3 trials: the page is at most 5 MB; the verdict is on
     the first screen; the runs table draws a page
     of rows from the embedded data, sorts and filters over all 10,000; every run's link leads to
     its section (the DETAIL_RUNS lowest-scoring) or to the command that writes it in full, which

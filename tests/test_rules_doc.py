@@ -180,7 +180,7 @@ def reference_faults(text: str) -> list[str]:
 
 
 def test_citations_are_read_per_document() -> None:
-    """Layout issue item 9: the scanner tells contract, RFC 0244 and other documents apart."""
+    """The scanner tells contract, RFC 0244 and other documents apart."""
     text = (
         "RFC 8259 §9 allows limits; data/samples/README.md §1-§3 and openwop-facts §8 are other "
         "documents. CONTRACT §8, (§3.1-§3.4), the §2.2 rule, RFC 0244 §B/§E, the §H pattern, "
@@ -205,7 +205,7 @@ def test_the_scan_sees_the_repository_and_the_help_text() -> None:
 
 
 def test_every_cited_contract_rule_is_a_heading_of_rules_md() -> None:
-    """Layout issue item 9: each §n and D-n cited in code, tests, README, bench, the pages of docs/
+    """Each §n and D-n cited in code, tests, README, bench, the pages of docs/
     or `--help` is defined by a heading of docs/rules.md."""
     headings = rules_headings()
     assert len(headings) == len(set(headings)), "a rule is defined twice"
@@ -219,7 +219,7 @@ def test_every_contract_rule_has_its_heading() -> None:
 
 
 def test_every_cited_rfc_section_is_in_the_rfc_table() -> None:
-    """Layout issue item 9: each `RFC 0244 §X` cited has a row saying what it is about."""
+    """Each `RFC 0244 §X` cited has a row saying what it is about."""
     table = rfc_table_sections()
     assert table == {f"§{letter}" for letter in "ABCDEFGH"}
     assert repository_citations().rfc <= table
@@ -239,7 +239,7 @@ def test_every_rule_heading_says_where_it_lives() -> None:
 
 @pytest.mark.slow  # parses every module the rules name
 def test_every_path_named_under_where_exists() -> None:
-    """Layout issue item 9: a restructuring that moves code must update docs/rules.md."""
+    """A restructuring that moves code must update docs/rules.md."""
     text = RULES.read_text()
     assert len(list(where_references(text))) > 100
     assert reference_faults(text) == []
@@ -262,7 +262,7 @@ def test_a_missing_path_or_name_under_where_is_found() -> None:
 
 
 def test_every_cited_decision_is_defined_in_decisions_md() -> None:
-    """Layout issue item 9: each E-n cited in code, tests, README or the pages of docs/ is defined
+    """Each E-n cited in code, tests, README or the pages of docs/ is defined
     in docs/decisions.md."""
     cited = repository_citations().decisions | citations(RULES.read_text()).decisions
     assert "E-1" in cited

@@ -37,7 +37,7 @@ def test_missing_query_is_reported() -> None:
 
 
 def test_queries_sit_in_the_folders_of_the_data_flow() -> None:
-    """Layout issue item 6: the shared macros at the top; every query in a folder of the stage
+    """The shared macros at the top; every query in a folder of the stage
     (events, typed, spans, trials) or of one of its readers (verify, explain, ...)."""
     folders = {f.name: f.folder for f in sql_files.all_files()}
     assert folders.pop("macros") == ""
@@ -58,7 +58,7 @@ def test_the_stage_order_names_each_stage_relation_once_after_what_it_reads() ->
 
 
 def test_the_span_rule_is_written_once() -> None:
-    """Layout issue item 6, issue 16 item 1: span_calls, span_usage and span_brackets are placed
+    """span_calls, span_usage and span_brackets are placed
     in their spans and segments (§2.1, E-2) by the one function `segments.place`, over their
     per-type relations, and no query of sql/ repeats the rule."""
     assert {"span_scored", "span_calls", "span_usage", "span_brackets"} <= set(segments.FRAMES)
@@ -68,7 +68,7 @@ def test_the_span_rule_is_written_once() -> None:
 
 
 def test_every_stage_relation_has_a_golden_case() -> None:
-    """Layout issue item 6: each relation in sql/events, typed, spans and trials, and each frame
+    """Each relation in sql/events, typed, spans and trials, and each frame
     the stage builds from its scan (`trial_tables.FRAMES`), has its case in
     tests/test_sql_golden.py."""
     stage = {f.name for f in sql_files.all_files() if f.folder in sql_files.STAGE_FOLDERS}

@@ -1,4 +1,4 @@
-"""Issue 17 item 7: the report and export files `evalbatch report` and `evalbatch export` write
+"""E-88: the report and export files `evalbatch report` and `evalbatch export` write
 into an output directory are made from its graded tables, so the next `run` into the directory,
 which replaces those tables, removes them rather than leave them describing runs that are no
 longer there. A run that fails leaves them with the tables they were made from.
@@ -36,7 +36,7 @@ def _run_ids(out: Path) -> list[str]:
     return [json.loads(line)["runId"] for line in lines]
 
 
-def test_issue17_item7_a_new_run_removes_the_report_and_exports_of_the_last(
+def test_e88_a_new_run_removes_the_report_and_exports_of_the_last(
     tmp_path: Path,
 ) -> None:
     """run, report, export otel and eee with their default paths, then run again over other
@@ -82,10 +82,10 @@ def _directory(out: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.is_file()}
 
 
-def test_issue17_item7_a_run_that_fails_leaves_the_report_with_its_tables(
+def test_e88_a_run_that_fails_leaves_the_report_with_its_tables(
     graded: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """E-72 with issue 17 item 7: a disk that fills while the new tables are renamed into place
+    """E-72 with E-88: a disk that fills while the new tables are renamed into place
     leaves the directory as it was, the report and exports included (they still describe the
     tables there)."""
     before = _directory(graded)
@@ -104,7 +104,7 @@ def test_issue17_item7_a_run_that_fails_leaves_the_report_with_its_tables(
     assert _directory(graded) == before
 
 
-def test_issue17_item7_a_directory_of_that_name_is_left_and_the_run_goes_on(
+def test_e88_a_directory_of_that_name_is_left_and_the_run_goes_on(
     graded: Path,
 ) -> None:
     """Only files are removed: a directory that happens to be called `report.html` is not

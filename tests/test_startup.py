@@ -1,4 +1,4 @@
-"""Start-up loads only what the command uses (issue 16, item 5).
+"""Start-up loads only what the command uses.
 
 `evalbatch --help` and `--version` read no data, so they load none of the engine's heavy
 libraries; `evalbatch run` loads the engine but not what only other commands need (matplotlib
@@ -93,7 +93,7 @@ def _loaded_after(tmp_path: Path, *args: str | Path) -> tuple[int, list[str], st
     ids=lambda args: " ".join(args),
 )
 def test_help_and_version_load_no_heavy_library(tmp_path: Path, args: list[str]) -> None:
-    """Issue 16, item 5: importing `evalbatch.cli` and printing the help or the version loads
+    """Importing `evalbatch.cli` and printing the help or the version loads
     no data library at all: neither scipy, jsonschema, matplotlib, Ray, Arrow, Polars, NumPy nor
     DuckDB (the engine loads when a command runs)."""
     code, loaded, _ = _loaded_after(tmp_path, *args)
@@ -102,7 +102,7 @@ def test_help_and_version_load_no_heavy_library(tmp_path: Path, args: list[str])
 
 
 def test_run_on_the_samples_loads_neither_matplotlib_ray_nor_jsonschema(tmp_path: Path) -> None:
-    """Issue 16, item 5: `run` on the samples (every suite valid) grades them all without
+    """`run` on the samples (every suite valid) grades them all without
     loading matplotlib (`report` only), Ray (`--engine ray` only) or jsonschema (it only names
     the faults of a document the compiled validator rejected)."""
     out = tmp_path / "out"
@@ -116,7 +116,7 @@ def test_run_on_the_samples_loads_neither_matplotlib_ray_nor_jsonschema(tmp_path
 
 def test_validate_still_names_a_faulty_suites_faults(tmp_path: Path) -> None:
     """The faults of a suite the compiled validator rejects are still named: jsonschema loads
-    for them when they are found (issue 16, item 5; CONTRACT §1.3)."""
+    for them when they are found (CONTRACT §1.3)."""
     suite = json.loads((SAMPLE_SUITES / "trajectory.json").read_text(encoding="utf-8"))
     suite["tasks"][0]["surprise"] = True
     path = tmp_path / "suite.json"
@@ -129,7 +129,7 @@ def test_validate_still_names_a_faulty_suites_faults(tmp_path: Path) -> None:
 
 def test_the_library_surface_loads_on_first_use() -> None:
     """`import evalbatch` loads no engine; `evalbatch.grade_paths` and the rest of `__all__` are
-    `evalbatch.api`'s once used (issue 16, item 5)."""
+    `evalbatch.api`'s once used."""
     script = (
         "import sys, evalbatch\n"
         "before = 'evalbatch.api' in sys.modules\n"

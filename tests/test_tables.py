@@ -1,5 +1,5 @@
-"""The output tables' columns are documented in one place and versioned (issue 8: "a test fails
-when a column changes without a version bump"; CONTRACT §4 tables).
+"""The output tables' columns are documented in one place and versioned (E-53: a test fails
+when a column changes without a version bump; CONTRACT §4 tables).
 
 `tests/data/table_schemas.json` is the snapshot of the columns at the current `SCHEMA_VERSION`.
 A change of columns must come with a bumped version and a new snapshot:
@@ -73,7 +73,7 @@ def test_files_carry_their_table_and_schema_version(sample_out: Path, name: str)
 def test_tasks_hold_pass_at_k_and_pass_hat_k_for_every_k(sample_out: Path) -> None:
     """§3.5 (RFC 0244 §B formulas): for each task with a trials block, element k-1 of the lists
     is pass@k and pass^k for k = 1..n, exactly (E-52; native lists since schema version 4,
-    issue 17 item 3)."""
+    E-53)."""
     rows = pq.read_table(sample_out / "tasks.parquet").to_pylist()
     with_trials = [r for r in rows if r["pass_at_k"] is not None]
     assert with_trials, "the samples hold a run with repeated trials"

@@ -1,4 +1,4 @@
-"""What a user sees on the terminal (issue 17 item 1): `run`'s table fitted to the terminal,
+"""What a user sees on the terminal (E-92, E-107): `run`'s table fitted to the terminal,
 failures first, the totals line and the problems named by code, on a night of 500 runs; plurals;
 `--json` on `run`, `validate` and `ingest` (shapes as docs/ documents them); `-q`; and the
 progress bar: shown on a terminal only, moving while runs are chosen and within a batch."""
@@ -95,7 +95,7 @@ def _printed(night: dict[str, Path]) -> tuple[int, list[str], str]:
     return code, (root / "stdout.txt").read_text().splitlines(), (root / "stderr.txt").read_text()
 
 
-def test_issue17_item1_night_is_as_built(night: dict[str, Path]) -> None:
+def test_e92_night_is_as_built(night: dict[str, Path]) -> None:
     """A guard on the fixture: the outputs hold the failures, skips and passes it was built
     with, so the table tests below test something."""
     runs = pl.read_parquet(night["out"] / "runs.parquet")
@@ -106,10 +106,10 @@ def test_issue17_item1_night_is_as_built(night: dict[str, Path]) -> None:
     assert failed == [_run_id(i) for i in FAILED]
 
 
-def test_issue17_item1_run_table_failures_first_then_skipped_then_passed(
+def test_e92_run_table_failures_first_then_skipped_then_passed(
     night: dict[str, Path],
 ) -> None:
-    """Issue 17 item 1: the table lists failures first, then the runs not graded, then passes
+    """E-92: the table lists failures first, then the runs not graded, then passes
     (each group by run id), at most RUNS_SHOWN rows; a line counts the rest by result."""
     code, lines, _ = _printed(night)
     assert code == 3  # runs were skipped (§6)
@@ -127,8 +127,8 @@ def test_issue17_item1_run_table_failures_first_then_skipped_then_passed(
     )
 
 
-def test_issue17_item1_table_shows_skipped_runs_and_fits_columns(tmp_path: Path) -> None:
-    """Issue 17 item 1: a skipped run has its own row (`skipped`, no score) between the failures
+def test_e92_table_shows_skipped_runs_and_fits_columns(tmp_path: Path) -> None:
+    """E-92: a skipped run has its own row (`skipped`, no score) between the failures
     and the passes; every line of the table fits COLUMNS, a long id wrapped rather than cut."""
     long_id = "acme/" + "a-rather-long-run-id-" * 3
     rows = [*_night_run(1), *_night_run(7), *standard_run(long_id).rows]
@@ -149,14 +149,14 @@ def test_issue17_item1_table_shows_skipped_runs_and_fits_columns(tmp_path: Path)
     assert long_id in "".join(line[:run_column].strip() for line in table[1:])
 
 
-def test_issue17_item1_width_follows_columns(night: dict[str, Path]) -> None:
-    """Issue 17 item 1: the table fits the terminal (COLUMNS), not fixed widths."""
+def test_e92_width_follows_columns(night: dict[str, Path]) -> None:
+    """E-92: the table fits the terminal (COLUMNS), not fixed widths."""
     _, lines, _ = _printed(night)
     assert max(len(line) for line in lines[: 1 + printing.RUNS_SHOWN]) <= COLUMNS
 
 
-def test_issue17_item1_totals_line_over_every_run(night: dict[str, Path]) -> None:
-    """Issue 17 item 1: the totals line counts every run, not just those shown: graded,
+def test_e92_totals_line_over_every_run(night: dict[str, Path]) -> None:
+    """E-92: the totals line counts every run, not just those shown: graded,
     passed, failed, skipped, the mean score and the cost (with how many runs knew it)."""
     _, lines, _ = _printed(night)
     runs = pl.read_parquet(night["out"] / "runs.parquet").filter("graded")
@@ -174,8 +174,8 @@ def test_issue17_item1_totals_line_over_every_run(night: dict[str, Path]) -> Non
     )
 
 
-def test_issue17_item1_problems_named_by_code_with_counts(night: dict[str, Path]) -> None:
-    """Issue 17 item 1: `problems:` names each code with its count, errors before warnings,
+def test_e92_problems_named_by_code_with_counts(night: dict[str, Path]) -> None:
+    """E-92: `problems:` names each code with its count, errors before warnings,
     most frequent first, with plurals; each skipped run has its stderr line."""
     _, lines, stderr = _printed(night)
     problems = pl.read_parquet(night["out"] / "problems.parquet")
@@ -194,8 +194,8 @@ def test_issue17_item1_problems_named_by_code_with_counts(night: dict[str, Path]
     assert sum("skipped: run acme/night-" in line for line in stderr.splitlines()) >= len(SKIPPED)
 
 
-def test_issue17_item1_plurals(tmp_path: Path) -> None:
-    """Issue 17 item 1: one of a thing is singular ("wrote 1 summary", "1 eval run",
+def test_e92_plurals(tmp_path: Path) -> None:
+    """E-92: one of a thing is singular ("wrote 1 summary", "1 eval run",
     "1 error")."""
     events = write_events(tmp_path / "e.parquet", _night_run(1) + _night_run(7))
     write_json(tmp_path / "suites" / "basic.json", make_suite())
@@ -215,8 +215,8 @@ def test_issue17_item1_plurals(tmp_path: Path) -> None:
     assert printing.plural(2, "day") == "2 days"
 
 
-def test_issue27_run_q_prints_only_errors(night: dict[str, Path]) -> None:
-    """Issue 27 (quiet is quiet; issue 17 item 1 printed where the outputs went): `-q` is
+def test_e107_run_q_prints_only_errors(night: dict[str, Path]) -> None:
+    """E-107 (quiet is quiet, not even the line of where the outputs went): `-q` is
     `--quiet`, and a run with skipped runs prints nothing but those errors, on stderr; the exit
     code says some were skipped and the outputs are written."""
     out = night["root"] / "out-q"
@@ -240,8 +240,8 @@ def _types(doc: dict[str, Any]) -> dict[str, type]:
     return {key: type(value) for key, value in doc.items()}
 
 
-def test_issue17_item1_run_json_shape(night: dict[str, Path]) -> None:
-    """Issue 17 item 1: `run --json` prints one JSON document and nothing else on stdout: where
+def test_e92_run_json_shape(night: dict[str, Path]) -> None:
+    """E-92: `run --json` prints one JSON document and nothing else on stdout: where
     the files went, the totals, problem counts by severity and code, and every run in the
     table's order (docs/run.md "What `run` prints")."""
     out = night["root"] / "out-json"
@@ -310,8 +310,8 @@ def test_issue17_item1_run_json_shape(night: dict[str, Path]) -> None:
     assert skipped["aggregateScore"] is None and skipped["runId"] == _run_id(SKIPPED[0])
 
 
-def test_issue17_item1_run_json_incremental(tmp_path: Path) -> None:
-    """Issue 17 item 1: with --incremental, `incremental` says what was graded and kept."""
+def test_e92_run_json_incremental(tmp_path: Path) -> None:
+    """E-92: with --incremental, `incremental` says what was graded and kept."""
     events = write_events(tmp_path / "e.parquet", _night_run(1) + _night_run(2))
     write_json(tmp_path / "suites" / "basic.json", make_suite())
     args = ["run", str(events), "--suites", str(tmp_path / "suites"), "--out", str(tmp_path / "o")]
@@ -332,8 +332,8 @@ def test_issue17_item1_run_json_incremental(tmp_path: Path) -> None:
     }
 
 
-def test_issue17_item1_validate_json_and_quiet(tmp_path: Path) -> None:
-    """Issue 17 item 1: `validate --json` lists every file with its suite, validity and faults,
+def test_e92_validate_json_and_quiet(tmp_path: Path) -> None:
+    """E-92: `validate --json` lists every file with its suite, validity and faults,
     the conflicts and the paths it could not use, and its exit code; `-q` prints only errors."""
     good = write_json(tmp_path / "good.json", make_suite())
     bad_doc = make_suite("acme.test.evals.bad")
@@ -369,8 +369,8 @@ def test_issue17_item1_validate_json_and_quiet(tmp_path: Path) -> None:
     assert CliRunner().invoke(cli, ["validate", str(good), "--quiet"]).stdout == ""
 
 
-def test_issue17_item1_ingest_json_and_plurals(tmp_path: Path) -> None:
-    """Issue 17 item 1: `ingest --json` gives the totals, each problem (path, where, code,
+def test_e92_ingest_json_and_plurals(tmp_path: Path) -> None:
+    """E-92: `ingest --json` gives the totals, each problem (path, where, code,
     severity, message) and the files written; the totals line agrees in number."""
     rows = [
         {"runId": "acme/run-1", "sequence": 0, "type": "run.started", "payload": {}},
@@ -412,10 +412,10 @@ def test_issue17_item1_ingest_json_and_plurals(tmp_path: Path) -> None:
 # The progress bar
 
 
-def test_issue17_item1_pipeline_reports_while_choosing_and_within_a_batch(
+def test_e92_pipeline_reports_while_choosing_and_within_a_batch(
     night: dict[str, Path],
 ) -> None:
-    """Issue 17 item 1: the pipeline tells a display where it is before any batch is done: while
+    """E-92: the pipeline tells a display where it is before any batch is done: while
     the incremental fingerprint pass chooses the runs, and when a batch's SQL stage is done but
     its runs are not yet graded (the bar moves within a batch); events never go back in its
     own reports."""
@@ -437,10 +437,10 @@ def test_issue17_item1_pipeline_reports_while_choosing_and_within_a_batch(
     assert grading[-1].runs_done == NIGHT_RUNS and grading[-1].events_done == total
 
 
-def test_issue17_item1_watch_reports_duckdbs_estimate_within_a_batch(
+def test_e92_watch_reports_duckdbs_estimate_within_a_batch(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Issue 17 item 1: while a batch's SQL stage runs, DuckDB's estimate of its query moves
+    """E-92: while a batch's SQL stage runs, DuckDB's estimate of its query moves
     the events read (its share of the batch) and never takes it back."""
     monkeypatch.setattr(local, "POLL_SECONDS", 3600.0)  # the test polls, not the thread
 
@@ -468,8 +468,8 @@ def test_issue17_item1_watch_reports_duckdbs_estimate_within_a_batch(
     assert estimates == [(400, 0.4), (400, 0.4), (900, 0.9)]
 
 
-def test_issue17_item1_progress_bar_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 17 item 1: the bar is drawn on a terminal, with events done of all, runs graded,
+def test_e92_progress_bar_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """E-92: the bar is drawn on a terminal, with events done of all, runs graded,
     the rate and the times; not when stderr is redirected, nor on a dumb terminal, nor when
     disabled (--quiet)."""
     update = local.Progress(1, 2, 250, 500, 6000, events=12000)
@@ -521,10 +521,10 @@ def _stderr_on_a_terminal(args: list[str], env: dict[str, str]) -> str:
     return b"".join(chunks).decode("utf-8", "replace")
 
 
-def test_issue17_item1_run_draws_the_bar_on_a_terminal_stderr_only(
+def test_e92_run_draws_the_bar_on_a_terminal_stderr_only(
     night: dict[str, Path],
 ) -> None:
-    """Issue 17 item 1: `run` with stderr on a terminal draws the bar there (to its end: every
+    """E-92: `run` with stderr on a terminal draws the bar there (to its end: every
     event and run); `-q` and TERM=dumb draw none; CliRunner's pipes got none (test above)."""
     args = ["run", str(night["events"]), "--suites", str(night["suites"])]
     drawn = _stderr_on_a_terminal([*args, "--out", str(night["root"] / "tty")], {})
@@ -539,13 +539,13 @@ def test_issue17_item1_run_draws_the_bar_on_a_terminal_stderr_only(
     assert "runs graded" not in dumb
 
 
-def test_issue17_item1_run_on_pipes_prints_no_progress(night: dict[str, Path]) -> None:
-    """Issue 17 item 1: stderr not a terminal (a pipe): no progress at all."""
+def test_e92_run_on_pipes_prints_no_progress(night: dict[str, Path]) -> None:
+    """E-92: stderr not a terminal (a pipe): no progress at all."""
     _, _, stderr = _printed(night)
     assert "events" not in stderr and "\r" not in stderr
 
 
-def test_issue17_item1_progress_changes_no_output(night: dict[str, Path]) -> None:
+def test_e92_progress_changes_no_output(night: dict[str, Path]) -> None:
     """The bar changes no output: a run with a display reporting writes the bytes a run without
     one writes."""
     out = night["root"] / "out-with-display"

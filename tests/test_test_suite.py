@@ -4,15 +4,24 @@
   `test_s6_d13_...`, `test_e111_...`), as Python names are; docs/rules.md cites them so.
 - Shared helpers are imported from tests/helpers.py and tests/logbuilder.py; tests/conftest.py
   holds fixtures and hooks, which pytest hands to the tests: no test module imports it.
+- The code, tests and docs cite rule ids (§n, D-n: docs/rules.md) and decision ids (E-n:
+  docs/decisions.md), never a tracker's numbers, which a reader of the repository cannot follow.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 MODULES = sorted(TESTS.glob("*.py"))
+ROOT = TESTS.parent
+
+#: a citation of a tracker's item by number, which no one holding the repository can follow
+TRACKER_NUMBER = r"issues? ?#?[0-9]+|issue[0-9]+"
+#: where citations are read: the package, the tests, the docs, the README and the benchmarks
+CITING = ("evalbatch", "tests", "docs", "README.md", "bench")
 
 
 def _tree(path: Path) -> ast.Module:
@@ -59,11 +68,59 @@ def test_no_test_module_imports_conftest() -> None:
     assert not importing, f"these import conftest (use tests/helpers.py): {importing}"
 
 
+def _tracker_numbers(path: Path) -> list[str]:
+    """The lines of `path` that cite a tracker's item by number (none in a file that is not
+    UTF-8 text); this module's own pattern literal is left out."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return []
+    if path == Path(__file__).resolve():
+        text = text.replace(TRACKER_NUMBER, "")
+    found = re.compile(TRACKER_NUMBER, re.IGNORECASE)
+    return [
+        f"{n}: {line.strip()}" for n, line in enumerate(text.splitlines(), 1) if found.search(line)
+    ]
+
+
+def _citing_files() -> list[Path]:
+    files = []
+    for name in CITING:
+        top = ROOT / name
+        below = [top] if top.is_file() else sorted(top.rglob("*"))
+        files += [
+            path
+            for path in below
+            if path.is_file()
+            and not any(
+                part.startswith(".") or part == "__pycache__"
+                for part in path.relative_to(ROOT).parts
+            )
+        ]
+    return files
+
+
+def test_no_tracker_numbers_are_cited() -> None:
+    """Code, tests and docs cite §n, D-n and E-n, which docs/rules.md and docs/decisions.md
+    define; a tracker's item number says nothing to a reader of the repository."""
+    files = _citing_files()
+    assert TESTS / "helpers.py" in files and ROOT / "README.md" in files
+    citing = {str(p.relative_to(ROOT)): lines for p in files if (lines := _tracker_numbers(p))}
+    assert not citing, f"cite the rule or decision (§n, D-n, E-n) instead: {citing}"
+
+
 def test_the_checks_find_what_they_look_for() -> None:
-    """The two checks see an uppercase test name and each way of importing conftest."""
+    """The checks see an uppercase test name, each way of importing conftest and a tracker's
+    item number (and not its own pattern, nor the word alone)."""
     tree = ast.parse(
         "import conftest\nfrom tests.conftest import ROOT\nfrom tests import conftest\n"
         "def test_D15_x(): pass\nclass TestX:\n    def test_E1_y(self): pass\n"
     )
     assert _imports_conftest(tree) == [1, 2, 3]
     assert _test_names(tree) == ["test_D15_x", "test_E1_y"]
+    number = re.compile(TRACKER_NUMBER, re.IGNORECASE)
+    word = "iss" + "ue"  # spelled apart, so that this file holds no citation itself
+    cited = (f"{word.title()} 17 item 5", f"({word} 27)", f"{word}s #3", f"test_{word}26_x")
+    assert all(number.search(text) for text in cited), cited
+    for plain in (f"an {word}", "E-65", "§5 / D-4", f"{word} item", f"{word}? ?#?[0-9]+"):
+        assert not number.search(plain), plain

@@ -1,4 +1,4 @@
-"""Flaky tasks and the night a task broke (issue 18 items 2 and 3), on series frames built here
+"""Flaky tasks and the night a task broke (E-97), on series frames built here
 with the columns of the shared series interface (one row per suite, task and run).
 
 Expected values are computed by hand in the docstrings: the G statistic of a split, the exact
@@ -103,7 +103,7 @@ STEP = [(3, 3), (3, 3), (0, 3)]  # 6 of 9 passed; the 3 failures all on the last
 
 
 def test_split_statistic_hand_computed() -> None:
-    """Issue 18 item 3: G(τ) = 2[ℓ(before) + ℓ(after) − ℓ(all)]. For 3/3, 3/3, 0/3 (6 of 9):
+    """E-97: G(τ) = 2[ℓ(before) + ℓ(after) − ℓ(all)]. For 3/3, 3/3, 0/3 (6 of 9):
     ℓ(all) = 6 ln(2/3) + 3 ln(1/3); split before night 1: ℓ(3/3) = 0, ℓ(3/6) = 6 ln(1/2);
     split before night 2: both sides pure, ℓ = 0, so G = −2 ℓ(all) = 11.4573."""
     whole = 6 * math.log(2 / 3) + 3 * math.log(1 / 3)
@@ -114,14 +114,14 @@ def test_split_statistic_hand_computed() -> None:
 
 
 def test_split_statistic_is_exactly_zero_where_rates_agree() -> None:
-    """Issue 18 item 3: a split with the same rate on both sides (1/10 | 3/30, 7/70) is 0, not
+    """E-97: a split with the same rate on both sides (1/10 | 3/30, 7/70) is 0, not
     the 1.4e-14 the logarithms leave, so it can never look like a change."""
     got = trends.split_statistics(np.array([1, 3, 7]), np.array([10, 30, 70]))
     assert got.tolist() == [0.0, 0.0]
 
 
 def test_p_value_is_the_exact_permutation_p_value() -> None:
-    """Issue 18 item 3: the p-value is P(max G ≥ observed) over arrangements of the 6 passes
+    """E-97: the p-value is P(max G ≥ observed) over arrangements of the 6 passes
     among the 9 trials. Enumerated here: of the C(9, 3) = 84 placements of the 3 failures, only
     the 2 that put all three on the first or the last night reach G = 11.457 (all on the middle
     night splits 3/3 | 3/6), so p = 2/84. The function's Monte-Carlo estimate (9,999 seeded
@@ -142,7 +142,7 @@ def test_p_value_is_the_exact_permutation_p_value() -> None:
 
 
 def test_change_reports_the_first_run_after_it_and_the_shift() -> None:
-    """Issue 18 item 3: 3/3 on nights 0-5 then 1/3 on nights 6-9: the change is found at night 6
+    """E-97: 3/3 on nights 0-5 then 1/3 on nights 6-9: the change is found at night 6
     (run-6, its start time), rate 1 → 1/3, shift −2/3, with p ≤ alpha."""
     row = one(change_points(series_frame({"t": [(3, 3)] * 6 + [(1, 3)] * 4})), "t")
     assert row["changed"] is True
@@ -166,7 +166,7 @@ def test_change_reports_the_first_run_after_it_and_the_shift() -> None:
     ids=["all-pass", "all-fail", "same-mixed", "same-rate", "gap"],
 )
 def test_identical_runs_are_never_flagged(nights: list[tuple[int, int]]) -> None:
-    """Issue 18 item 3 ("never flagging a series whose runs are identical"): p is exactly 1 and no
+    """E-97 ("never flagging a series whose runs are identical"): p is exactly 1 and no
     split is named, at any alpha below 1."""
     row = one(change_points(series_frame({"t": nights}), alpha=0.99), "t")
     assert (row["changed"], row["p_value"], row["statistic"]) == (False, 1.0, 0.0)
@@ -175,7 +175,7 @@ def test_identical_runs_are_never_flagged(nights: list[tuple[int, int]]) -> None
 
 @pytest.mark.parametrize("drop_night", [3, 10, 17])
 def test_a_planted_drop_is_found_at_its_night_with_its_size(drop_night: int) -> None:
-    """Issue 18 "Done when": a drop from 0.9 to 0.3 planted on night N of 20 (5 trials a night,
+    """E-97: a drop from 0.9 to 0.3 planted on night N of 20 (5 trials a night,
     seeded) is found at N ± 1, with a shift within 0.15 of −0.6; its task is `broken`."""
     rates = [0.9] * drop_night + [0.3] * (20 - drop_night)
     frame = series_frame({"drop": generated(rates, 5, seed=drop_night)})
@@ -190,7 +190,7 @@ def test_a_planted_drop_is_found_at_its_night_with_its_size(drop_night: int) -> 
 
 
 def test_a_flaky_task_is_flaky_not_broken() -> None:
-    """Issue 18 "Done when": a task passing with probability 0.5 every night (20 nights of 4
+    """E-97: a task passing with probability 0.5 every night (20 nights of 4
     trials, seeded) shows no change and is reported `flaky`, with flakiness near 0.5."""
     frame = series_frame({"coin": generated([0.5] * 20, 4, seed=7)})
     change = one(change_points(frame), "coin")
@@ -202,14 +202,14 @@ def test_a_flaky_task_is_flaky_not_broken() -> None:
 
 
 def test_mixed_outcomes_across_runs_without_a_change_are_flaky() -> None:
-    """Issue 18 item 2: runs that each agree within themselves but differ from night to night
+    """E-97: runs that each agree within themselves but differ from night to night
     with no trend (3/3, 0/3 alternating) are flaky, not broken and not stable."""
     row = one(flaky_tasks(series_frame({"t": [(3, 3), (0, 3)] * 4})), "t")
     assert (row["status"], row["mixed_runs"], row["flakiness"]) == ("flaky", 0, 0.5)
 
 
 def test_the_p_value_depends_on_the_counts_only() -> None:
-    """Issue 18 item 3: the draws are seeded by the series' counts, so a series gets the same
+    """E-97: the draws are seeded by the series' counts, so a series gets the same
     p-value under any task id, next to any other tasks, on every call."""
     alone = one(change_points(series_frame({"a": STEP})), "a")
     together = change_points(series_frame({"z": STEP, "b": [(1, 2)] * 5, "c": STEP[::-1]}))
@@ -218,7 +218,7 @@ def test_the_p_value_depends_on_the_counts_only() -> None:
 
 
 def test_changes_are_listed_surest_first() -> None:
-    """Issue 18 item 3: one row per task, the smallest p-value first."""
+    """E-97: one row per task, the smallest p-value first."""
     frame = series_frame({"same": [(2, 2)] * 8, "step": STEP, "big": [(4, 4)] * 4 + [(0, 4)] * 4})
     got = change_points(frame)
     assert got["task_id"].to_list() == ["big", "step", "same"]
@@ -229,7 +229,7 @@ def test_changes_are_listed_surest_first() -> None:
 
 
 def test_flakiness_hand_computed() -> None:
-    """Issue 18 item 2: 2/4, 1/4, 3/4 pool to p̂ = 6/12 = 0.5, flakiness 2·0.5·0.5 = 0.5; the
+    """E-97: 2/4, 1/4, 3/4 pool to p̂ = 6/12 = 0.5, flakiness 2·0.5·0.5 = 0.5; the
     Wilson 95% interval of 6/12 is [0.253782, 0.746218], which holds 0.5, so flakiness lies in
     [2·0.253782·0.746218, 0.5] = [0.378753, 0.5]."""
     row = one(flaky_tasks(series_frame({"t": [(2, 4), (1, 4), (3, 4)]})), "t")
@@ -257,7 +257,7 @@ def test_flakiness_hand_computed() -> None:
 def test_flakiness_interval_hand_computed(
     passed: int, trials: int, flakiness: float, low: float, high: float
 ) -> None:
-    """Issue 18 item 2: the interval is the image of p's Wilson interval under 2p(1 − p)."""
+    """E-97: the interval is the image of p's Wilson interval under 2p(1 − p)."""
     row = one(flaky_tasks(series_frame({"t": [(passed, trials)]})), "t")
     assert row["flakiness"] == pytest.approx(flakiness, abs=1e-12)
     assert (row["flakiness_low"], row["flakiness_high"]) == pytest.approx((low, high), abs=1e-6)
@@ -267,7 +267,7 @@ def test_flakiness_interval_hand_computed(
 
 
 def test_a_stable_task_is_stable_with_an_interval() -> None:
-    """Issue 18 item 2 and "Done when": a task that passed every trial of every night is `stable`
+    """E-97: a task that passed every trial of every night is `stable`
     and never flagged; its flakiness is 0, but 40 trials do not prove it is 0 (upper end > 0)."""
     frame = series_frame({"t": [(4, 4)] * 10})
     row = one(flaky_tasks(frame), "t")
@@ -277,7 +277,7 @@ def test_a_stable_task_is_stable_with_an_interval() -> None:
 
 
 def test_a_broken_task_is_measured_since_its_change() -> None:
-    """Issue 18 item 2: a task that passed 3/3 on nights 0-5 and then 1/3, 2/3, 1/3, 2/3 is
+    """E-97: a task that passed 3/3 on nights 0-5 and then 1/3, 2/3, 1/3, 2/3 is
     `broken`, and its flakiness is that of nights 6-9 (6 of 12: 0.5), not of the whole series."""
     row = one(flaky_tasks(series_frame({"t": [(3, 3)] * 6 + [(1, 3), (2, 3)] * 2})), "t")
     assert (row["status"], row["since_night"], row["runs"]) == ("broken", 6, 4)
@@ -285,7 +285,7 @@ def test_a_broken_task_is_measured_since_its_change() -> None:
 
 
 def test_flaky_tasks_are_listed_worst_first() -> None:
-    """Issue 18 item 2: by flakiness, highest first; at equal flakiness the surer (higher lower
+    """E-97: by flakiness, highest first; at equal flakiness the surer (higher lower
     end: more trials) first; a task without counted trials last."""
     frame = series_frame(
         {

@@ -1,4 +1,4 @@
-"""Issue 17 item 2, one vocabulary: the same option name for the same thing on every command,
+"""E-93, one vocabulary: the same option name for the same thing on every command,
 and help on every option.
 
 - `--out/-o` is where files go, `--run-id` (`--base-run-id`, `--cand-run-id`) chooses runs,
@@ -136,7 +136,7 @@ def test_the_cli_holds_the_commands_this_test_knows() -> None:
 
 
 def test_every_option_of_every_command_has_help_that_states_its_default() -> None:
-    """Issue 17 item 2: help text on every option (`--method`, `--resamples`, ... included), the
+    """E-93: help text on every option (`--method`, `--resamples`, ... included), the
     hidden old spellings too; an option that takes a value and may be left out says its default
     (shown by click, or in the text)."""
     every: list[tuple[str, click.Option]] = []
@@ -157,9 +157,9 @@ def test_every_option_of_every_command_has_help_that_states_its_default() -> Non
     assert silent == []
 
 
-def test_the_regress_options_the_issue_names_say_what_they_do() -> None:
-    """Issue 17 item 2 names `--method` and `--resamples`: their help says what they do, with
-    the default (and `--margin` its unit)."""
+def test_the_regress_test_options_say_what_they_do() -> None:
+    """E-93: `--method` and `--resamples`, the options of the paired test, have help that says
+    what they do, with the default (and `--margin` its unit)."""
     regress = {p.name: p for p in _options(COMMANDS["regress"])}
     assert "paired test" in (regress["method"].help or "")
     assert regress["method"].show_default
@@ -173,7 +173,7 @@ def test_the_regress_options_the_issue_names_say_what_they_do() -> None:
 
 @pytest.mark.parametrize("concept", sorted(CONCEPTS))
 def test_one_name_per_concept_on_every_command(concept: str) -> None:
-    """Issue 17 item 2: `--out/-o`, `--run-id`, `--suites`, `--suite-id` spelled alike on every
+    """E-93: `--out/-o`, `--run-id`, `--suites`, `--suite-id` spelled alike on every
     command that takes them (a command binding the concept under another spelling fails)."""
     keywords, spelling, expected = CONCEPTS[concept]
     found: dict[str, list[str]] = {}
@@ -188,7 +188,7 @@ def test_one_name_per_concept_on_every_command(concept: str) -> None:
 
 
 def test_a_keyword_is_spelled_alike_on_every_command() -> None:
-    """Issue 17 item 2: no near-synonyms: two commands whose option binds the same keyword
+    """E-93: no near-synonyms: two commands whose option binds the same keyword
     (`output`, `as_json`, `quiet`, ...) give it the same spellings."""
     spellings: dict[str, dict[str, list[str]]] = {}
     for path, command in COMMANDS.items():
@@ -209,7 +209,7 @@ def test_a_keyword_is_spelled_alike_on_every_command() -> None:
 def test_help_lists_the_new_names_and_not_the_old(
     path: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 17 item 2: `--help` shows the new spellings; no old spelling is listed."""
+    """E-93: `--help` shows the new spellings; no old spelling is listed."""
     code, out, err = run_main(monkeypatch, capsys, *path.split(), "--help")
     assert (code, err) == (0, "")
     listed = set(re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", out))

@@ -1,6 +1,6 @@
 """Options several commands share, defined once so they read and behave the same everywhere.
 
-One name per concept on every command (issue 17 item 2): `--out/-o` for where files go,
+One name per concept on every command (E-93): `--out/-o` for where files go,
 `--suites` for suite files, `--suite-id` for the suiteId filter, `--run-id` (and
 `--base-run-id`/`--cand-run-id`) for choosing runs.
 """

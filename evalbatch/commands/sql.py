@@ -1,7 +1,7 @@
 """`evalbatch sql`: one query over the graded tables and the SQL stage, printed or written.
 
 The connection is `evalbatch.connect`'s, so the query sees what a notebook sees: an output
-directory of `evalbatch run` is opened as it is, not regraded (issue 17 item 4). Bad SQL and
+directory of `evalbatch run` is opened as it is, not regraded (E-89). Bad SQL and
 unusable input raise the library's errors, which `faults.Command` turns into one line and exit
 code 2; an output file that cannot be written is exit code 4 (`OutputError`). The output file,
 when there is one, appears only when complete, and nothing is left beside it when it fails.

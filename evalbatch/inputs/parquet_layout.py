@@ -8,7 +8,7 @@ the next ingest into the same directory (E-75). While an ingest links its parts 
 output directory holds a marker (`INCOMPLETE`) naming what it adds: readers leave such a
 directory out (`interrupted_ingests`), and the next ingest undoes what a killed one linked
 (E-122). Each file records the sha256 of its rows, so the same export written again adds nothing
-(issue 17 item 7).
+(E-34).
 """
 
 from __future__ import annotations
