@@ -8,6 +8,7 @@ environment: `EVALBATCH_EXTRACTOR` is read where a command starts."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 from collections.abc import Sequence
@@ -179,8 +180,13 @@ class Resources:
         DuckDB draws its progress bar on stdout once a query runs past two seconds, terminal or
         not: in `regress --json`, `run --json` or `sql` output that is read by a program, the bar
         came before the document. It is never printed (E-64); `run` reads the bar's estimate
-        for its own progress line instead."""
-        con.execute("SET enable_progress_bar_print = false")
+        for its own progress line instead. In Jupyter, DuckDB draws the bar as a widget, not on
+        stdout, and refuses any change of the setting where ipywidgets is missing: left as is."""
+        import duckdb
+
+        # Jupyter without ipywidgets: no bar on stdout to silence
+        with contextlib.suppress(duckdb.InvalidInputException):
+            con.execute("SET enable_progress_bar_print = false")
         if self.threads:
             con.execute(f"SET threads = {int(self.threads)}")
         if self.memory_limit:
