@@ -295,7 +295,7 @@ def test_a_second_writer_refuses_naming_the_holder(tmp_path: Path) -> None:
         )
     finally:
         holder.kill()
-        holder.wait()
+        holder.communicate()  # reaps it and closes its pipe
     assert code == 5, stderr
     assert f"another evalbatch run is writing here (pid {holder.pid}" in stderr
     assert "Traceback" not in stderr
@@ -310,7 +310,7 @@ def test_a_stale_lock_of_a_dead_run_is_taken_over(tmp_path: Path) -> None:
     out = tmp_path / "out"
     holder = _hold_lock(out)
     holder.send_signal(signal.SIGKILL)
-    holder.wait()
+    holder.communicate()  # reaps it and closes its pipe
     assert (out / ".evalbatch.lock").exists()
     code, _, stderr = _main(
         "run", str(SAMPLE_EVENTS), "--suites", str(SAMPLE_SUITES), "--out", str(out), "--quiet"
