@@ -1,4 +1,5 @@
 -- name: macros
+-- reads:
 -- Small functions the queries share. v2_type maps v1 event type names to v2 (D-1), and the v1
 -- names of the two dispatch events a delegated trajectory reads (E-102); unknown types pass
 -- through and are ignored later, never an error.

@@ -1,4 +1,5 @@
 -- name: event_scan
+-- reads: scan_rows
 -- One row per row of scan_rows, in the order read, its payload parsed once (§2.2, D-1, D-2,
 -- D-3 JSON check, E-6): v1 type names mapped to v2 (D-1), a null payload cell read as JSON null
 -- (E-6). For the types grading reads, `f` holds, as JSON texts, the payload fields it reads (D-2

@@ -1,4 +1,5 @@
 -- name: events
+-- reads: event_scan
 -- One row per event of an eval run, each payload parsed once (§2.2, D-2, D-3): the rows of the
 -- stored event_scan after the events pass (a view): a duplicated key's kept row (D-3), the
 -- payloads read leniently scanned again as a strict parser re-read them (D-7). `f` holds, as JSON

@@ -1,4 +1,5 @@
 -- name: bracket_events
+-- reads: events
 -- One row per invocation bracket event (§2.1): agent.invocation-started with its agent (D-2),
 -- invocationId and modelClass; agent.invocation-completed with its invocationId. Read from
 -- `events`.

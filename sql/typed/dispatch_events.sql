@@ -1,4 +1,5 @@
 -- name: dispatch_events
+-- reads: events
 -- One row per event that names child runs (E-102: delegated and fanned-out work runs as child
 -- runs): node.dispatched and workflow-chain.event by their childRunId, dispatch.joined by its
 -- mergeOrder (the children in the order their results were merged). `readable` is false when the

@@ -1,4 +1,5 @@
 -- name: scored_events
+-- reads: events
 -- One row per eval.scored (§2.2): taskId, trialIndex (a non-negative integral JSON number, 1.0
 -- counts, 1.0000000000000001 does not: D-5), and the host's own record: score in [0, 1], passed,
 -- latencyMs, costUsd as an exact decimal (D-11: only a JSON number is a number; latency and cost

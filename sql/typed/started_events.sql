@@ -1,4 +1,5 @@
 -- name: started_events
+-- reads: events
 -- One row per eval.started (§2.1): suiteId, suiteVersion, whether modes holds live-shadow (E-2),
 -- trialCount (an integral JSON number of at least 1, else null and reported; one above the limit
 -- of E-78 reads as max_trials() + 1, so it never sizes anything; a run without its suite is then

@@ -1,4 +1,5 @@
 -- name: tool_called_events
+-- reads: events
 -- One row per agent.tool-called (§2.2): the agent (agentId | agent.agentId), the tool (toolName |
 -- toolId) and the input (inputs | arguments; absent reads as {}, an explicit null stays null: D-2),
 -- with the payload text kept where a number could lose digits (D-7). Read from `events`.

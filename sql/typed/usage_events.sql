@@ -1,4 +1,5 @@
 -- name: usage_events
+-- reads: events
 -- One row per provider.usage (§2.2, D-14): token counts (null unless an integral JSON number
 -- 0..max_tokens(): D-11, E-77), the cost's state (absent | ok | invalid: not a number in 0..max_cost_usd(),
 -- E-77) and exact decimal value, whether the currency is USD (absent means USD) and whether it
