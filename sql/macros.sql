@@ -1,7 +1,9 @@
 -- name: macros
+-- reads:
 -- Small functions the queries share. v2_type maps v1 event type names to v2 (D-1), and the v1
 -- names of the two dispatch events a delegated trajectory reads (E-102); unknown types pass
--- through and are ignored later, never an error.
+-- through and are ignored later, never an error. (The macros that read event_scan's `f` by field
+-- name, `<type>_field(f, 'name')`, are made from evalbatch/extract/scan_fields.py: E-134.)
 CREATE OR REPLACE TEMP MACRO v2_type(t) AS CASE t
     WHEN 'agent.invocation.started' THEN 'agent.invocation-started'
     WHEN 'agent.invocation.completed' THEN 'agent.invocation-completed'

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evalbatch import jsonvalue, problems
-from evalbatch.extract import extractor, native_scan, sql_files
+from evalbatch.extract import extractor, native_scan, scan_fields, sql_files
 from evalbatch.inputs import event_files
 from evalbatch.options import DEFAULT_BATCH_EVENTS, Resources
 
@@ -60,6 +60,9 @@ _LIMIT_MACROS = "\n".join(
     for name in ("MAX_SEQUENCE", "MAX_COST_USD", "MAX_LATENCY_MS", "MAX_TOKENS", "MAX_TRIALS")
 )
 
+#: the payload fields of `f` by name (E-134), one macro per type
+_FIELD_MACROS = scan_fields.macros()
+
 
 def connect(resources: Resources | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with UTC timestamps (naive ones are read as UTC), using
@@ -74,11 +77,12 @@ def prepare(
     con: duckdb.DuckDBPyConnection, parent: duckdb.DuckDBPyConnection | None = None
 ) -> None:
     """What every query of the stage expects of its connection: UTC timestamps and the shared
-    macros (a cursor of a connection needs them again: they are its own), and for a cursor its
-    `parent`'s extractor."""
+    macros, `f`'s fields by name among them (E-134; a cursor of a connection needs them again:
+    they are its own), and for a cursor its `parent`'s extractor."""
     con.execute("SET TimeZone = 'UTC'")
     con.execute(sql_files.load("macros").text)
     con.execute(_LIMIT_MACROS)
+    con.execute(_FIELD_MACROS)
     if parent is not None:
         extractor.carry_choice(parent, con)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from evalbatch.errors import InputError
+from evalbatch.extract import scan_fields
 from evalbatch.options import EXTRACTOR_VARIABLE, EXTRACTORS, Extractor
 
 if TYPE_CHECKING:
@@ -39,7 +40,8 @@ class Library:
 def library() -> Library | None:
     """The built library with its functions typed, or None when it is missing or will not
     load (built for another machine, its simdjson removed, or from an older source that lacks
-    a function: `make native` builds it again)."""
+    a function or writes `f` in another order than `scan_fields` declares, E-134: `make native`
+    builds it again)."""
     if not LIBRARY.exists():
         return None
     try:
@@ -47,7 +49,21 @@ def library() -> Library | None:
         _declare(lib)
     except (OSError, AttributeError):
         return None
+    if _fields(lib) != scan_fields.by_type():
+        return None
     return Library(lib, lib.evalbatch_scan_simdjson_version().decode())
+
+
+def _fields(lib: ctypes.CDLL) -> dict[str, tuple[str, ...]]:
+    """The payload fields the library writes into `f`, per type that has any, in its order."""
+    described: dict[str, tuple[str, ...]] = {}
+    index = 0
+    while (line := lib.evalbatch_scan_fields(index)) is not None:
+        type_, _, names = line.decode().partition(":")
+        if names:
+            described[type_] = tuple(names.split(","))
+        index += 1
+    return described
 
 
 def _declare(lib: ctypes.CDLL) -> None:

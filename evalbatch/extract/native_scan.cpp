@@ -69,7 +69,8 @@ struct Strings {
 };
 
 // The event types event_scan reads fields of, and the fields (event_scan.sql's json_extract
-// paths, in its order; "agent.agentId" is the one nested path).
+// paths, in its order; "agent.agentId" is the one nested path). The one list of them is
+// evalbatch/extract/scan_fields.py (E-134): a library whose table differs is not loaded.
 enum Kind : int { OTHER, TOOL_CALLED, USAGE, INV_STARTED, INV_COMPLETED, SCORED, EVAL_STARTED,
                   NODE_DISPATCHED, CHAIN_EVENT, DISPATCH_JOINED, EVAL_COMPLETED };
 

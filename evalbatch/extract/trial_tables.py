@@ -43,8 +43,16 @@ PIPELINE = (
     "run_cost_source",
 )
 #: the queries of `PIPELINE` whose rows are fetched once into Polars (for `segments`) and
-#: registered under their own name, rather than stored in DuckDB as well
-FETCHED = frozenset(PIPELINE[:5])
+#: registered under their own name, rather than stored in DuckDB as well: named, so a query
+#: added to `PIPELINE` is stored unless it is named here too (E-134)
+FETCHED = frozenset(
+    {"tool_called_events", "usage_events", "bracket_events", "scored_events", "started_events"}
+)
+#: what the stage's queries read that no query of the stage defines: the batch's event files
+STAGE_INPUTS = frozenset({"source_events"})
+# each query of the stage reads only its inputs and the queries run before it (E-134), checked as
+# the stage is loaded: a query moved before one it reads fails here, not in a batch's rows
+sql_files.check_order((*events_pass.EVENTS_PASS, *PIPELINE), STAGE_INPUTS)
 
 
 @dataclass
@@ -82,11 +90,12 @@ def _read_events(
     the eval runs (registered as `eval_runs`); returns the conflicting (run, sequence) keys, the
     per-type rows and the eval runs."""
     conflicts = events_pass.events_pass(con, sources, runs)
-    typed = {name: sql_files.relation(con, name).pl() for name in PIPELINE if name in FETCHED}
-    for name, frame in typed.items():
-        register_frame(con, name, frame)
-    for name in PIPELINE:
-        if name not in FETCHED:
+    typed: dict[str, pl.DataFrame] = {}
+    for name in PIPELINE:  # in its order, which `check_order` holds to what each query reads
+        if name in FETCHED:
+            typed[name] = sql_files.relation(con, name).pl()
+            register_frame(con, name, typed[name])
+        else:
             sql_files.materialize(con, name)
     eval_runs = segments.eval_runs(typed["started_events"], segments.completed_events(con))
     register_frame(con, "eval_runs", eval_runs)

@@ -1,4 +1,5 @@
 -- name: duplicate_events
+-- reads: source_events, duplicate_keys
 -- The rows behind each key held by more than one row of an eval run (duplicate_keys, found by
 -- adjacency in the scan), with v1 types mapped (D-1) and a null payload cell read as JSON null
 -- (E-6). D-3 decides in Python whether they are one event (same type, JSON-equal payloads) or a

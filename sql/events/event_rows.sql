@@ -1,4 +1,5 @@
 -- name: event_rows
+-- reads: source_events, eval_run_ids, duplicate_keys
 -- One row per event of an eval run with its payload text, read from the files on each query (the
 -- notebook's event_log): v1 type names mapped to v2 (D-1), a null payload cell read as JSON null
 -- (E-6), duplicate rows collapsed to the earliest timestamp (D-3); ties on timestamp are broken

@@ -1,8 +1,10 @@
 -- name: event_scan
+-- reads: scan_rows
 -- One row per row of scan_rows, in the order read, its payload parsed once (§2.2, D-1, D-2,
 -- D-3 JSON check, E-6): v1 type names mapped to v2 (D-1), a null payload cell read as JSON null
 -- (E-6). For the types grading reads, `f` holds, as JSON texts, the payload fields it reads (D-2
--- aliases side by side), from one TRY(json_extract(...)), which is NULL exactly when the text is
+-- aliases side by side; the paths and their order are evalbatch/extract/scan_fields.py's, E-134),
+-- from one TRY(json_extract(...)), which is NULL exactly when the text is
 -- not JSON: it is also the validity check (payload_json); other types are only checked
 -- (json_valid), eval.completed included; the three dispatch types also hold the child runs they
 -- name (E-102), read only when a suite includes delegates. The strict checks (D-7, E-26, E-61) flag the payloads
@@ -104,7 +106,8 @@ SELECT
     END AS exact_payload,
     -- trialIndex as written, when its parsed value may hide a fraction (1.0000000000000001: D-5)
     CASE
-        WHEN type = 'eval.scored' AND contains(CAST(f[2] AS VARCHAR), '.') THEN coalesce(
+        WHEN type = 'eval.scored' AND contains(CAST(scored_field(f, 'trialIndex') AS VARCHAR), '.')
+        THEN coalesce(
             regexp_extract(payload, '"trialIndex"\s*:\s*(-?[0-9][0-9.eE+-]*)', 1), ''
         )
     END AS trial_index_text,

@@ -1,4 +1,5 @@
 -- name: explain_judge_calls
+-- reads: trial_segments, span_usage
 -- Judge calls per trial segment, for `evalbatch explain` (D-6): the provider.usage events in the
 -- segment but outside its bracket (E-12: strictly between the bracket's start and end is inside;
 -- a segment without a bracket has only judge calls). They are left out of efficiency (RFC 0244

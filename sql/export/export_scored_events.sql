@@ -1,4 +1,5 @@
 -- name: export_scored_events
+-- reads: source_events
 -- Each eval.scored event with its time and payload text, for `evalbatch export otel`: the record
 -- time and the host's scoreLabel and evaluatorType (RFC 0244 §E), which the trial table does not
 -- keep. Rows repeating a (runId, sequence) are one event (D-3): the earliest timestamp is kept,

@@ -1,4 +1,5 @@
 -- name: run_fingerprints
+-- reads: source_events
 -- A fingerprint of each run's rows as grading reads them (issue 8 provenance, E-50 incremental
 -- runs): their count, the sum and the xor of DuckDB row hashes over sequence, type, payload and
 -- timestamp. Order-free, so the same events re-exported in other files or another order keep it.

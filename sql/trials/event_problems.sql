@@ -1,4 +1,5 @@
 -- name: event_problems
+-- reads: events, eval_runs
 -- Problems found on single events of eval runs (§6, D-3, §2.1): unusable sequences (E-3, E-76)
 -- and null types (E-80), payloads that are not JSON, sequence gaps (E-5), a restarted or
 -- unfinished eval, eval.scored after eval.completed, an eval.completed after the one that ends the

@@ -1,4 +1,5 @@
 -- name: usage_problems
+-- reads: span_usage
 -- provider.usage events whose tokens or cost cannot be used as they stand (§2.2, D-14), with the
 -- segment they sit in; the grading stage keeps only those in counted trials.
 SELECT run_id, segment_no, sequence, 'usage-tokens-invalid' AS code

@@ -1,4 +1,5 @@
 -- name: bracket_events
+-- reads: events
 -- One row per invocation bracket event (§2.1): agent.invocation-started with its agent (D-2),
 -- invocationId and modelClass; agent.invocation-completed with its invocationId. Read from
 -- `events`.
@@ -8,12 +9,19 @@ SELECT
     type,
     ts,
     CASE
-        WHEN type = 'agent.invocation-started' THEN coalesce(json_string(f[1]), json_string(f[2]))
+        WHEN type = 'agent.invocation-started' THEN coalesce(
+            json_string(invocation_started_field(f, 'agentId')),
+            json_string(invocation_started_field(f, 'agent.agentId'))
+        )
     END AS agent_id,
     CASE
-        WHEN type = 'agent.invocation-started' THEN json_string(f[3])
-        ELSE json_string(f[1])
+        WHEN type = 'agent.invocation-started'
+        THEN json_string(invocation_started_field(f, 'invocationId'))
+        ELSE json_string(invocation_completed_field(f, 'invocationId'))
     END AS invocation_id,
-    CASE WHEN type = 'agent.invocation-started' THEN json_string(f[4]) END AS model_class
+    CASE
+        WHEN type = 'agent.invocation-started'
+        THEN json_string(invocation_started_field(f, 'modelClass'))
+    END AS model_class
 FROM events
 WHERE type IN ('agent.invocation-started', 'agent.invocation-completed')

@@ -1,4 +1,5 @@
 -- name: verify_host_events
+-- reads: source_events
 -- The host's own eval record, for `evalbatch verify` (CONTRACT §8): one row per eval.started,
 -- eval.scored and eval.completed event with its payload text. Rows repeating a (runId, sequence)
 -- are one event (D-3): the earliest timestamp is kept, ties broken by content. verify parses

@@ -1,4 +1,5 @@
 -- name: verify_judge_usage
+-- reads: source_events, verify_trials
 -- Judge calls per trial, for `evalbatch verify` (D-6): the provider.usage events inside a trial's
 -- segment but outside its bracket (E-12: strictly between the bracket's start and end is inside),
 -- with their token counts (a count that is not an integral number >= 0 counts 0, §2.2). verify
