@@ -21,7 +21,7 @@ ROOT = TESTS.parent
 #: a citation of a tracker's item by number, which no one holding the repository can follow
 TRACKER_NUMBER = r"issues? ?#?[0-9]+|issue[0-9]+"
 #: where citations are read: the package, the tests, the docs, the README and the benchmarks
-CITING = ("evalbatch", "tests", "docs", "README.md", "bench")
+CITING = ("evalbatch", "sql", "tests", "docs", "README.md", "bench", "Makefile")
 
 
 def _tree(path: Path) -> ast.Module:

@@ -1,7 +1,7 @@
 -- name: batch_fingerprints
 -- reads: event_scan, duplicate_keys, duplicate_row_hashes
--- run_fingerprints for the eval runs of one batch, without reading the files again (issue 8
--- provenance, E-50): the row hashes the events pass kept for every key read once, plus the
+-- run_fingerprints for the eval runs of one batch, without reading the files again
+-- (provenance, E-50, E-54): the row hashes the events pass kept for every key read once, plus the
 -- hashes of all rows behind a duplicated key (D-3: duplicate_row_hashes), which the events pass
 -- collapsed. Equal to run_fingerprints over the same rows.
 WITH row_hashes AS (

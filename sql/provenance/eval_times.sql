@@ -1,6 +1,7 @@
 -- name: eval_times
 -- reads: eval_runs, events
--- When each eval run of the batch ran (issue 17, runs table): the timestamp of the eval.started
+-- When each eval run of the batch ran (the runs table's started and
+-- completed times): the timestamp of the eval.started
 -- that opens its eval span and of the eval.completed that ends it (§2.1: eval_runs' start_seq
 -- and end_seq), UTC; null where the event has no timestamp or the span no end.
 SELECT
