@@ -242,7 +242,7 @@ def _move_internals(con: duckdb.DuckDBPyConnection) -> None:
     for database, name in tables:
         con.execute(f'DROP TABLE "{database}".main."{name}"')
     # event_log's rows, read from the files through the views just moved
-    con.execute(f"CREATE VIEW {INTERNAL}.event_rows AS {sql_files.load('event_rows').text}")
+    con.execute(f"CREATE VIEW {INTERNAL}.event_rows AS {sql_files.load_query('event_rows').text}")
 
 
 def _duckdb_type(con: duckdb.DuckDBPyConnection, dtype: pl.DataType) -> str:
@@ -359,7 +359,7 @@ def connect(
                 "(select runs in the query instead)"
             )
         frames, summaries = outdir.read_graded(out)
-    con = trial_tables.connect(resources)
+    con = trial_tables.new_connection(resources)
     try:
         if out is None:
             choices = load_suites(as_paths(suites), suite_docs)

@@ -222,7 +222,7 @@ def regress_command(
         options=options,
         base_run=base_run,
         cand_run=cand_run,
-        run_filter=filters.build(run_ids, filter_suites, since, until),
+        run_filter=filters.build_run_filter(run_ids, filter_suites, since, until),
         allow_mixed=allow_mixed,
         allow_same_run=allow_same_run,
         resources=resources,

@@ -122,7 +122,7 @@ def run(
             engine=engine,
             ray_address=ray_address,
             incremental_run=incremental,
-            run_filter=filters.build(run_ids, filter_suites, since, until),
+            run_filter=filters.build_run_filter(run_ids, filter_suites, since, until),
             allow_empty=allow_empty,
         )
     finally:

@@ -388,7 +388,7 @@ def sql_command(
             list(suite_paths),
             options=options,
             resources=resources,
-            run_filter=filters.build(run_ids, filter_suites, since, until),
+            run_filter=filters.build_run_filter(run_ids, filter_suites, since, until),
             safe=safe,
         )
     try:

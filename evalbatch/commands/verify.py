@@ -102,7 +102,7 @@ def verify_command(
         list(summary_paths),
         options=options,
         resources=resources,
-        run_filter=filters.build(run_ids, filter_suites, since, until),
+        run_filter=filters.build_run_filter(run_ids, filter_suites, since, until),
         capabilities=facets,
         conformance=conformance,
     )

@@ -112,7 +112,7 @@ def explain_paths(
     suite_files = as_paths(suites)
     options = options or GradeOptions()
     choices = load_suites(suite_files)
-    con = trial_tables.connect(resources)
+    con = trial_tables.new_connection(resources)
     try:
         sources = event_files.scan(con, as_paths(events))
         sources.only_runs = frozenset({run_id})

@@ -187,7 +187,7 @@ def write_outputs(
     event_paths = _without_outputs(as_paths(events), out)
     refuse_overwrite("--out", out, Inputs(events=event_paths, suites=suite_list), _RUN_WRITES)
     with OutputLock(out) as lock:
-        writer.clear_stale_work(out)
+        writer.clear_dead_runs(out)
         # a directory a run died in (E-119) is no first run: its full regrade is told, even with -q
         first_incremental = (
             incremental_run and not (out / MANIFEST_FILE).exists() and not outdir.incomplete(out)

@@ -5,7 +5,7 @@ importable from here.
 """
 
 from evalbatch.verify.host_audit import verify_events, verify_paths
-from evalbatch.verify.host_summaries import HostSummary, load_summaries, summary_faults
+from evalbatch.verify.host_summaries import HostSummary, host_summary_faults, load_summaries
 from evalbatch.verify.report import TOLERANCE, Finding, RunVerdict, VerifyReport
 
 __all__ = [
@@ -14,8 +14,8 @@ __all__ = [
     "HostSummary",
     "RunVerdict",
     "VerifyReport",
+    "host_summary_faults",
     "load_summaries",
-    "summary_faults",
     "verify_events",
     "verify_paths",
 ]
