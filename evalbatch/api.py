@@ -15,10 +15,11 @@ from __future__ import annotations
 from evalbatch.explain.explanation import Explanation
 from evalbatch.explain.run_explanation import explain_paths
 from evalbatch.inputs.ingest import IngestReport, ingest_paths
+from evalbatch.inputs.path_forms import Paths
 from evalbatch.inputs.suites import load_suites
 from evalbatch.notebook import connect
 from evalbatch.options import DEFAULT_BATCH_EVENTS, GradeOptions, Resources
-from evalbatch.pipeline.grading import GradeResult, Paths, grade_events, grade_paths
+from evalbatch.pipeline.collect import GradeResult, grade_events, grade_paths
 from evalbatch.pipeline.local import Progress
 from evalbatch.pipeline.write import RunReport, write_outputs
 from evalbatch.reduce.regression import RegressOptions

@@ -25,10 +25,11 @@ from evalbatch.errors import EvalbatchError, InputError
 from evalbatch.extract import sql_files, trial_tables
 from evalbatch.history.series import series_of
 from evalbatch.inputs import event_files
+from evalbatch.inputs.path_forms import Paths, as_paths
 from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs import outdir, output_format
-from evalbatch.pipeline.grading import GradeResult, Paths, as_paths, collect
+from evalbatch.pipeline.collect import GradeResult, collect
 from evalbatch.pipeline.local import stage_pass
 from evalbatch.reduce import regression
 

@@ -22,9 +22,9 @@ if TYPE_CHECKING:  # polars and rich load when a command prints, not for --help
 
     from evalbatch.reduce import regression
     from evalbatch.regress import plan, sides
+    from evalbatch.verify.audit_report import RunVerdict, VerifyReport
     from evalbatch.verify.conformance import ConformanceReport
     from evalbatch.verify.conformance import Row as ConformanceRow
-    from evalbatch.verify.report import RunVerdict, VerifyReport
 
 
 def echo_json(document: Any) -> None:

@@ -13,7 +13,7 @@ from datetime import datetime
 import click
 
 from evalbatch.commands import faults, filters, printing, resources
-from evalbatch.commands.options import quiet_option, suites_option
+from evalbatch.commands.click_options import quiet_option, suites_option
 from evalbatch.commands.types import bounded, printable
 from evalbatch.errors import EXIT_FAILED
 from evalbatch.options import (

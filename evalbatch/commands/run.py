@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 
 from evalbatch.commands import faults, filters, printing, resources
-from evalbatch.commands.options import (
+from evalbatch.commands.click_options import (
     default_pass_score_option,
     on_miss_default_option,
     out_option,

@@ -12,7 +12,7 @@ from datetime import datetime
 import click
 
 from evalbatch.commands import faults, filters, printing, resources
-from evalbatch.commands.options import (
+from evalbatch.commands.click_options import (
     capabilities_option,
     default_pass_score_option,
     on_miss_default_option,

@@ -19,6 +19,7 @@ from evalbatch.errors import (
     write_failed,
 )
 from evalbatch.inputs import event_files, suites
+from evalbatch.inputs.path_forms import Paths, as_paths
 from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs import outdir
@@ -35,7 +36,6 @@ from evalbatch.outputs.output_format import (
 )
 from evalbatch.outputs.run_inputs import RunInputs
 from evalbatch.pipeline import incremental
-from evalbatch.pipeline.grading import Paths, as_paths
 from evalbatch.pipeline.local import Pass, Progress, chooser, grading_pass
 from evalbatch.pipeline.merge import Merged, batch_outputs
 from evalbatch.reduce import regression

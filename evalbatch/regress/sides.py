@@ -23,10 +23,11 @@ from evalbatch.errors import (
     InputError,
 )
 from evalbatch.inputs import event_files
+from evalbatch.inputs.path_forms import Paths, as_paths
 from evalbatch.inputs.suites import SuiteChoice, load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.output_format import RUN_SCHEMA
-from evalbatch.pipeline.grading import Paths, as_paths, grade_loaded
+from evalbatch.pipeline.collect import grade_loaded
 from evalbatch.reduce import regression
 from evalbatch.regress import plan as planning
 from evalbatch.text import printable

@@ -4,9 +4,9 @@
 importable from here.
 """
 
+from evalbatch.verify.audit_report import TOLERANCE, Finding, RunVerdict, VerifyReport
 from evalbatch.verify.host_audit import verify_events, verify_paths
 from evalbatch.verify.host_summaries import HostSummary, host_summary_faults, load_summaries
-from evalbatch.verify.report import TOLERANCE, Finding, RunVerdict, VerifyReport
 
 __all__ = [
     "TOLERANCE",

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from evalbatch.verify.audit_report import Finding
 from evalbatch.verify.causes import (
     FAILED_CLOSED,
     pass_rate_cause,
@@ -32,7 +33,6 @@ from evalbatch.verify.compare import (
 from evalbatch.verify.host_summaries import host_summary_faults
 from evalbatch.verify.near_ties import task_near_tie_answers
 from evalbatch.verify.regression_checks import check_regression
-from evalbatch.verify.report import Finding
 from evalbatch.verify.run_context import RunContext
 from evalbatch.verify.suite_figure_checks import check_suite_fields
 

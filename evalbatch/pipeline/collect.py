@@ -15,7 +15,7 @@ from evalbatch.errors import (
     EXIT_SKIPPED,
 )
 from evalbatch.inputs import event_files, in_memory
-from evalbatch.inputs.path_forms import Paths, as_paths  # callers import both from here too
+from evalbatch.inputs.path_forms import Paths, as_paths
 from evalbatch.inputs.suites import SuiteChoice, load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.output_format import TRIAL_SCHEMA
