@@ -32,7 +32,7 @@ from evalbatch.verify.compare import (
 )
 from evalbatch.verify.host_summaries import host_summary_faults
 from evalbatch.verify.near_ties import task_near_tie_answers
-from evalbatch.verify.regression_checks import check_regression
+from evalbatch.verify.regression_block_checks import check_regression
 from evalbatch.verify.run_context import RunContext
 from evalbatch.verify.suite_figure_checks import check_suite_fields
 
