@@ -31,7 +31,7 @@ from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs import outdir, output_format
 from evalbatch.pipeline.collect import GradeResult, collect
 from evalbatch.pipeline.local import stage_pass
-from evalbatch.reduce import regression
+from evalbatch.reduce import paired_verdict
 
 #: the schema that holds the SQL stage's relations: queryable by qualified name
 #: (`evalbatch_internal.events`), never listed by `SHOW TABLES`
@@ -369,7 +369,7 @@ def connect(
                 run_filter.apply(con, sources)
             # one extraction: the runs are graded from the very frames the connection keeps
             grading = stage_pass(con, sources, choices, options or GradeOptions())
-            frames, summaries = _graded(collect(grading, regression.RegressOptions()))
+            frames, summaries = _graded(collect(grading, paired_verdict.RegressOptions()))
             _move_internals(con)
         elif event_paths:
             sources = event_files.scan(con, event_paths)

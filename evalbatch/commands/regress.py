@@ -201,9 +201,9 @@ def regress_command(
     """
     # the engine loads when the command runs, not for --help
     from evalbatch import api
-    from evalbatch.reduce import regression
+    from evalbatch.reduce import paired_verdict
 
-    options = regression.RegressOptions(
+    options = paired_verdict.RegressOptions(
         method=method,
         alpha=alpha,
         margin=margin,

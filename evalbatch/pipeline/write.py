@@ -38,7 +38,7 @@ from evalbatch.outputs.run_inputs import RunInputs
 from evalbatch.pipeline import incremental
 from evalbatch.pipeline.local import Pass, Progress, chooser, grading_pass
 from evalbatch.pipeline.merge import Merged, batch_outputs
-from evalbatch.reduce import regression
+from evalbatch.reduce import paired_verdict
 
 #: every file `run` writes, replaces or removes in `--out`: none may be one it reads (E-120)
 _RUN_WRITES = (
@@ -144,7 +144,7 @@ def write_outputs(
     suite_docs: Sequence[Mapping[str, Any]] = (),
     options: GradeOptions | None = None,
     resources: Resources | None = None,
-    regress_options: regression.RegressOptions | None = None,
+    regress_options: paired_verdict.RegressOptions | None = None,
     on_batch: Callable[[Progress], None] | None = None,
     engine: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
@@ -247,7 +247,7 @@ def write_outputs(
                 )
             runs, problem_frame = merged.finish(
                 grading,
-                regress_options or regression.RegressOptions(),
+                regress_options or paired_verdict.RegressOptions(),
                 carried,
                 task_rows=files.task_rows,
             )
