@@ -17,7 +17,7 @@ benchmark of error rates, not of time, and not a unit test.
 
 2. **The plan, used.** A pilot comparison of `--tasks` tasks × `--trials` trials is drawn where
    the candidate really moved: each task's pass probability drops by a task-specific amount
-   (mean `--effect`, sd `--task-spread`, clipped to 0..1). Its plan (`regress.plan.plan`, at
+   (mean `--effect`, sd `--task-spread`, clipped to 0..1). Its plan (`reduce.verdict_plan.plan`, at
    alpha and `--power`) gives the tasks needed (at the pilot's trials, sized to the spread's 80%
    upper confidence limit) and the trials per task needed (with the pilot's tasks, at the
    spread's estimate). Then `--power-nights` nights are drawn at each planned size
@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evalbatch.reduce import paired_verdict  # noqa: E402
-from evalbatch.regress import plan as planning  # noqa: E402
+from evalbatch.reduce import verdict_plan as planning  # noqa: E402
 
 
 @dataclass

@@ -17,7 +17,7 @@ from scipy import optimize, stats
 
 from evalbatch.cli import cli
 from evalbatch.reduce import paired_verdict
-from evalbatch.regress import plan as planning
+from evalbatch.reduce import verdict_plan as planning
 from tests.test_regress import BASE, CAND, SUITES, task_rows, write_task_table
 
 #: a slow family (regress plans over generated suites):

@@ -20,8 +20,8 @@ if TYPE_CHECKING:  # polars and rich load when a command prints, not for --help
     import polars as pl
     from rich.console import Console
 
-    from evalbatch.reduce import paired_verdict
-    from evalbatch.regress import plan, sides
+    from evalbatch.reduce import paired_verdict, verdict_plan
+    from evalbatch.regress import sides
     from evalbatch.verify.audit_report import RunVerdict, VerifyReport
     from evalbatch.verify.conformance import ConformanceReport
     from evalbatch.verify.conformance import Row as ConformanceRow
@@ -285,7 +285,7 @@ def family_line(report: sides.RegressionReport, alpha: float) -> str | None:
 
 
 def print_comparison(
-    c: paired_verdict.Comparison, alpha: float, suite_plan: plan.Plan | None = None
+    c: paired_verdict.Comparison, alpha: float, suite_plan: verdict_plan.Plan | None = None
 ) -> None:
     """One suite: its verdict, each side's run, grading and mean score, then the difference, and
     its plan when it has one (E-99). Ids come from the data and are escaped (E-83)."""

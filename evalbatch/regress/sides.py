@@ -29,7 +29,7 @@ from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.output_format import RUN_SCHEMA
 from evalbatch.pipeline.collect import grade_loaded
 from evalbatch.reduce import paired_verdict
-from evalbatch.regress import plan as planning
+from evalbatch.reduce import verdict_plan as planning
 from evalbatch.text import printable
 
 
