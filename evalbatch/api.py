@@ -19,11 +19,11 @@ from evalbatch.inputs.path_forms import Paths
 from evalbatch.inputs.suites import load_suites
 from evalbatch.notebook import connect
 from evalbatch.options import DEFAULT_BATCH_EVENTS, GradeOptions, Resources
+from evalbatch.pairing.sides import RegressionReport, regress_paths
 from evalbatch.pipeline.collect import GradeResult, grade_events, grade_paths
 from evalbatch.pipeline.local import Progress
 from evalbatch.pipeline.write import RunReport, write_outputs
 from evalbatch.reduce.paired_verdict import RegressOptions
-from evalbatch.regress.sides import RegressionReport, regress_paths
 from evalbatch.verify import HostSummary as HostSummary  # the type of verify_paths(summaries=)
 from evalbatch.verify import VerifyReport, verify_events, verify_paths
 

@@ -20,8 +20,8 @@ if TYPE_CHECKING:  # polars and rich load when a command prints, not for --help
     import polars as pl
     from rich.console import Console
 
+    from evalbatch.pairing import sides
     from evalbatch.reduce import paired_verdict, verdict_plan
-    from evalbatch.regress import sides
     from evalbatch.verify.audit_report import RunVerdict, VerifyReport
     from evalbatch.verify.conformance import ConformanceReport
     from evalbatch.verify.conformance import Row as ConformanceRow
