@@ -1,7 +1,8 @@
 """`regress`: the two sides of a comparison (event logs graded here, or a tasks table written by
 `run`), the runs of each suite paired across them, and one verdict per suite (§5); several suites
 gated at once held to the family's level, and the plan of a suite that needs one (E-98,
-E-99).
+E-99). The verdict, the family and the plan's level are `reduce.paired_verdict`'s; this module
+reads the sides and pairs their runs.
 """
 
 from __future__ import annotations
@@ -496,7 +497,9 @@ def regress_paths(
             comparison.verdict == "inconclusive" and comparison.p_value is not None
         ):
             report.plans[comparison.suite_id] = _plan(
-                chosen[comparison.suite_id], options, _plan_alpha(report, options)
+                chosen[comparison.suite_id],
+                options,
+                paired_verdict.plan_alpha(options, report.family_size),
             )
     return report
 
@@ -506,34 +509,14 @@ def _gate_as_family(
     chosen: Mapping[str, Sequence[tuple[_Side, str]]],
     options: paired_verdict.RegressOptions,
 ) -> None:
-    """Several suites tested at once (E-98): their p-values adjusted together and
-    each suite compared again under its `Family`. The family is the suites that were tested (a
-    suite without a p-value has no test to correct); with one, nothing changes."""
-    tested = [i for i, c in enumerate(report.comparisons) if c.p_value is not None]
-    if len(tested) < 2:
-        return
-    report.correction, report.family_size = options.correction, len(tested)
-    if options.correction == "none":
-        return
-    p_values = [float(report.comparisons[i].p_value or 0.0) for i in tested]
-    adjusted = paired_verdict.adjust_p_values(p_values, options.correction)
-    for i, adjusted_p in zip(tested, adjusted, strict=True):
-        family = paired_verdict.Family(
-            correction=options.correction,
-            size=len(tested),
-            adjusted_p_value=adjusted_p,
-            interval_alpha=options.alpha / len(tested),
-        )
+    """Several suites tested at once (E-98): each compared again under the `Family`
+    `paired_verdict.family_of` gives it; with one tested suite, nothing changes."""
+    size, families = paired_verdict.family_of(report.comparisons, options)
+    if size:
+        report.correction, report.family_size = options.correction, size
+    for i, family in families.items():
         suite_id = report.comparisons[i].suite_id
         report.comparisons[i] = _compare_suite(suite_id, chosen[suite_id], options, family)
-
-
-def _plan_alpha(report: RegressionReport, options: paired_verdict.RegressOptions) -> float:
-    """The level a plan holds a suite to: alpha, or alpha / m under a correction for m suites
-    (the strictest level of the family, what a suite must beat when no other one moved)."""
-    if report.correction in (None, "none"):
-        return options.alpha
-    return options.alpha / report.family_size
 
 
 def _plan(
@@ -617,19 +600,13 @@ def _compare_suite(
     base_rows = base.tasks.filter(pl.col("run_id") == base_id)
     cand_rows = cand.tasks.filter(pl.col("run_id") == cand_id)
     if base_id in base.not_graded or cand_id in cand.not_graded:
-        why = base.not_graded.get(base_id) or cand.not_graded.get(cand_id)
-        comparison = paired_verdict.Comparison(
+        comparison = paired_verdict.Comparison.not_graded(
+            options,
             suite_id=suite_id,
             suite_version=str(cand_rows["suite_version"][0]),
-            baseline_run_id=base_id,
-            candidate_run_id=cand_id,
-            paired_task_count=0,
-            score_delta=0.0,
-            verdict="inconclusive",
-            method=options.method,
-            alpha=options.alpha,
-            reason=f"a run was not graded ({why})",
-            nothing_compared=True,
+            base_run=base_id,
+            cand_run=cand_id,
+            why=base.not_graded.get(base_id) or cand.not_graded.get(cand_id),
         )
     else:
         comparison = paired_verdict.compare(
