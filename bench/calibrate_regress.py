@@ -9,15 +9,15 @@ benchmark of error rates, not of time, and not a unit test.
    and `--trials` pass/fail trials per task and side; the task score is the trials' mean and the
    paired difference is candidate − baseline. Each suite's paired t p-value (scipy's
    `ttest_1samp`, what `--method paired-t` calls, a zero-variance difference decided as §5
-   says) is adjusted with `regression.adjust_p_values` and a suite is called changed when its
-   adjusted p-value is below alpha (what `regression.compare` does under a `Family`). A night
+   says) is adjusted with `paired_verdict.adjust_p_values` and a suite is called changed when its
+   adjusted p-value is below alpha (what `paired_verdict.compare` does under a `Family`). A night
    is a false alarm when any suite is called changed. The rate over the nights is printed for
    Holm, Benjamini-Hochberg and no correction, with exact (Clopper-Pearson) 95% intervals; the
-   first nights are also run through `regression.compare` itself, which must decide alike.
+   first nights are also run through `paired_verdict.compare` itself, which must decide alike.
 
 2. **The plan, used.** A pilot comparison of `--tasks` tasks × `--trials` trials is drawn where
    the candidate really moved: each task's pass probability drops by a task-specific amount
-   (mean `--effect`, sd `--task-spread`, clipped to 0..1). Its plan (`regress.plan.plan`, at
+   (mean `--effect`, sd `--task-spread`, clipped to 0..1). Its plan (`reduce.verdict_plan.plan`, at
    alpha and `--power`) gives the tasks needed (at the pilot's trials, sized to the spread's 80%
    upper confidence limit) and the trials per task needed (with the pilot's tasks, at the
    spread's estimate). Then `--power-nights` nights are drawn at each planned size
@@ -44,8 +44,8 @@ from scipy import stats
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evalbatch.reduce import regression  # noqa: E402
-from evalbatch.regress import plan as planning  # noqa: E402
+from evalbatch.reduce import paired_verdict  # noqa: E402
+from evalbatch.reduce import verdict_plan as planning  # noqa: E402
 
 
 @dataclass
@@ -91,9 +91,9 @@ def _rows(scores: np.ndarray, run: str) -> pl.DataFrame:
 
 def family_false_alarms(
     args: argparse.Namespace, rng: np.random.Generator
-) -> dict[regression.Correction, Rate]:
+) -> dict[paired_verdict.Correction, Rate]:
     """Part 1: the share of null nights on which some suite is called changed."""
-    alarms: dict[regression.Correction, int] = {"holm": 0, "bh": 0, "none": 0}
+    alarms: dict[paired_verdict.Correction, int] = {"holm": 0, "bh": 0, "none": 0}
     checked = 0
     for night in range(args.nights):
         p = rng.uniform(0.1, 0.9, size=(args.suites, args.tasks))
@@ -101,12 +101,14 @@ def family_false_alarms(
         cand = task_means(rng, p, args.trials)
         p_values = paired_t_p_values(cand - base)
         for correction in alarms:
-            adjusted = regression.adjust_p_values(p_values.tolist(), correction)
+            adjusted = paired_verdict.adjust_p_values(p_values.tolist(), correction)
             called = [q < args.alpha for q in adjusted]
             alarms[correction] += any(called)
             if night < args.check_nights:
                 checked += _check_with_compare(args, base, cand, adjusted, correction, called)
-    print(f"(the first {checked} suite decisions were also made by regression.compare: alike)\n")
+    print(
+        f"(the first {checked} suite decisions were also made by paired_verdict.compare: alike)\n"
+    )
     return {name: Rate(count, args.nights) for name, count in alarms.items()}
 
 
@@ -115,18 +117,18 @@ def _check_with_compare(
     base: np.ndarray,
     cand: np.ndarray,
     adjusted: list[float],
-    correction: regression.Correction,
+    correction: paired_verdict.Correction,
     called: list[bool],
 ) -> int:
-    """The same night's decisions made by `regression.compare` under its Family."""
-    options = regression.RegressOptions(method="paired-t", alpha=args.alpha, margin=0.0)
+    """The same night's decisions made by `paired_verdict.compare` under its Family."""
+    options = paired_verdict.RegressOptions(method="paired-t", alpha=args.alpha, margin=0.0)
     for suite in range(args.suites):
         family = None
         if correction != "none":
-            family = regression.Family(
+            family = paired_verdict.Family(
                 correction, args.suites, adjusted[suite], args.alpha / args.suites
             )
-        result = regression.compare(
+        result = paired_verdict.compare(
             _rows(base[suite], "b"),
             _rows(cand[suite], "c"),
             options,
@@ -136,7 +138,7 @@ def _check_with_compare(
             family=family,
         )
         if (result.verdict in ("improved", "regressed")) != called[suite]:
-            raise SystemExit(f"regression.compare disagrees on suite {suite} ({correction})")
+            raise SystemExit(f"paired_verdict.compare disagrees on suite {suite} ({correction})")
     return args.suites
 
 
@@ -232,7 +234,7 @@ def main() -> None:
     print("|---|---|---|")
     for name, rate in rates.items():
         met = "yes" if rate.hits / rate.trials <= args.alpha else "no"
-        print(f"| {regression.CORRECTION_NAMES[name]} | {rate.text()} | {met} |")
+        print(f"| {paired_verdict.CORRECTION_NAMES[name]} | {rate.text()} | {met} |")
 
     power = planned_power(args, rng)
     sizes = power["sizes"]

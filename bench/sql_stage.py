@@ -61,7 +61,7 @@ def _events_pass(files: list[str], resources: Resources) -> None:
     from evalbatch.extract import events_pass
     from evalbatch.inputs import event_files
 
-    con = events_pass.connect(resources)
+    con = events_pass.new_connection(resources)
     events_pass.events_pass(con, event_files.scan(con, files), None)
 
 
@@ -69,7 +69,7 @@ def _events_pass_batched(files: list[str], resources: Resources) -> None:
     from evalbatch.extract import events_pass
     from evalbatch.inputs import event_files
 
-    con = events_pass.connect(resources)
+    con = events_pass.new_connection(resources)
     sources = event_files.scan(con, files)
     for runs in event_files.plan_batches(con, sources, resources.batch_events).ranges:
         events_pass.events_pass(con, sources, runs)
@@ -79,9 +79,9 @@ def _sql_stage(files: list[str], resources: Resources) -> None:
     from evalbatch.extract import sql_files, trial_tables
     from evalbatch.inputs import event_files
 
-    con = trial_tables.connect(resources)
+    con = trial_tables.new_connection(resources)
     trial_tables.extract(con, event_files.scan(con, files), None)
-    con.execute(sql_files.load("batch_fingerprints").text).fetchall()
+    con.execute(sql_files.load_query("batch_fingerprints").text).fetchall()
 
 
 #: stage name -> (label in the table, what the child runs after its imports)

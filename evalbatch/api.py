@@ -15,14 +15,15 @@ from __future__ import annotations
 from evalbatch.explain.explanation import Explanation
 from evalbatch.explain.run_explanation import explain_paths
 from evalbatch.inputs.ingest import IngestReport, ingest_paths
+from evalbatch.inputs.path_forms import Paths
 from evalbatch.inputs.suites import load_suites
 from evalbatch.notebook import connect
 from evalbatch.options import DEFAULT_BATCH_EVENTS, GradeOptions, Resources
-from evalbatch.pipeline.grading import GradeResult, Paths, grade_events, grade_paths
+from evalbatch.pairing.sides import RegressionReport, regress_paths
+from evalbatch.pipeline.collect import GradeResult, grade_events, grade_paths
 from evalbatch.pipeline.local import Progress
 from evalbatch.pipeline.write import RunReport, write_outputs
-from evalbatch.reduce.regression import RegressOptions
-from evalbatch.regress.sides import RegressionReport, regress_paths
+from evalbatch.reduce.paired_verdict import RegressOptions
 from evalbatch.verify import HostSummary as HostSummary  # the type of verify_paths(summaries=)
 from evalbatch.verify import VerifyReport, verify_events, verify_paths
 

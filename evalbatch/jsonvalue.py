@@ -27,7 +27,7 @@ def reject_constant(name: str) -> Any:
     raise NotJson(f"{name} is not JSON")
 
 
-def parse(text: str) -> Any:
+def parse_exact(text: str) -> Any:
     """Parse JSON text with exact numbers; a repeated key keeps the last value (D-7)."""
     try:
         return json.loads(
@@ -94,7 +94,7 @@ def _canonical_number(value: Decimal | int) -> str:
 def canonical_text(text: str) -> str:
     """Canonical text of JSON text; raises NotJson (also past the depth Python recurses to)."""
     try:
-        return canonical(parse(text))
+        return canonical(parse_exact(text))
     except RecursionError as exc:
         raise NotJson("nested too deeply") from exc
 

@@ -25,12 +25,13 @@ from evalbatch.errors import EvalbatchError, InputError
 from evalbatch.extract import sql_files, trial_tables
 from evalbatch.history.series import series_of
 from evalbatch.inputs import event_files
+from evalbatch.inputs.path_forms import Paths, as_paths
 from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs import outdir, output_format
-from evalbatch.pipeline.grading import GradeResult, Paths, as_paths, collect
+from evalbatch.pipeline.collect import GradeResult, collect
 from evalbatch.pipeline.local import stage_pass
-from evalbatch.reduce import regression
+from evalbatch.reduce import paired_verdict
 
 #: the schema that holds the SQL stage's relations: queryable by qualified name
 #: (`evalbatch_internal.events`), never listed by `SHOW TABLES`
@@ -242,7 +243,7 @@ def _move_internals(con: duckdb.DuckDBPyConnection) -> None:
     for database, name in tables:
         con.execute(f'DROP TABLE "{database}".main."{name}"')
     # event_log's rows, read from the files through the views just moved
-    con.execute(f"CREATE VIEW {INTERNAL}.event_rows AS {sql_files.load('event_rows').text}")
+    con.execute(f"CREATE VIEW {INTERNAL}.event_rows AS {sql_files.load_query('event_rows').text}")
 
 
 def _duckdb_type(con: duckdb.DuckDBPyConnection, dtype: pl.DataType) -> str:
@@ -359,7 +360,7 @@ def connect(
                 "(select runs in the query instead)"
             )
         frames, summaries = outdir.read_graded(out)
-    con = trial_tables.connect(resources)
+    con = trial_tables.new_connection(resources)
     try:
         if out is None:
             choices = load_suites(as_paths(suites), suite_docs)
@@ -368,7 +369,7 @@ def connect(
                 run_filter.apply(con, sources)
             # one extraction: the runs are graded from the very frames the connection keeps
             grading = stage_pass(con, sources, choices, options or GradeOptions())
-            frames, summaries = _graded(collect(grading, regression.RegressOptions()))
+            frames, summaries = _graded(collect(grading, paired_verdict.RegressOptions()))
             _move_internals(con)
         elif event_paths:
             sources = event_files.scan(con, event_paths)

@@ -26,6 +26,7 @@ from evalbatch.cli import cli
 from evalbatch.commands.run import run as run_command
 from evalbatch.errors import OptionError
 from evalbatch.extract import extractor
+from evalbatch.inputs.path_forms import as_paths
 from evalbatch.options import (
     BATCH_EVENTS,
     EXTRACTORS,
@@ -35,7 +36,6 @@ from evalbatch.options import (
     THREADS,
     Bounds,
 )
-from evalbatch.pipeline.grading import as_paths
 from tests.helpers import (
     ROOT,
     SAMPLE_EVENTS,

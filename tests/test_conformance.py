@@ -20,8 +20,8 @@ from evalbatch import api
 from evalbatch.commands.verify import verify_command
 from evalbatch.inputs import in_memory
 from evalbatch.inputs.capabilities import facets_of
+from evalbatch.verify.audit_report import Finding
 from evalbatch.verify.conformance import OWN_REQUIREMENTS, REQUIREMENTS, rows_broken
-from evalbatch.verify.report import Finding
 from evalbatch.version import package_version
 from tests.helpers import SAMPLES, assert_content_free
 from tests.logbuilder import (

@@ -24,7 +24,7 @@ from evalbatch import api
 from evalbatch.options import Resources
 from evalbatch.outputs import output_format
 from evalbatch.outputs.manifest import describe_file
-from evalbatch.pipeline.grading import write_result
+from evalbatch.pipeline.collect import write_result
 from evalbatch.reduce import stats
 from tests.helpers import (
     AGENT,

@@ -24,7 +24,7 @@ import pytest
 
 from evalbatch import api
 from evalbatch.options import GradeOptions
-from evalbatch.reduce import regression
+from evalbatch.reduce import paired_verdict
 from tests.helpers import SAMPLE_SUITES, SAMPLES, run_evalbatch, run_main
 from tests.test_outputs import BLOCK_FIELDS
 from tests.test_regress import task_rows, write_task_table
@@ -134,7 +134,7 @@ def _no_eval_run(tmp: Path) -> Path:
 
 
 def _zero_task_rows(tmp: Path) -> Path:
-    empty = pl.DataFrame(schema=regression.TASK_COLUMNS)
+    empty = pl.DataFrame(schema=paired_verdict.TASK_COLUMNS)
     return write_task_table(tmp / "empty" / "tasks.parquet", empty)
 
 
@@ -451,9 +451,9 @@ def test_all_nan_scores_are_not_a_sign_test_regression(
 def test_task_table_faults_lists_every_fault_once() -> None:
     """E-69: one message per fault, several faults at once, content-free (columns, counts, ids)."""
     suite = pl.lit("acme.team.evals.support").alias("suite_id")
-    assert regression.task_table_faults(task_rows([0.5, 1.0]).with_columns(suite)) == []
+    assert paired_verdict.task_table_faults(task_rows([0.5, 1.0]).with_columns(suite)) == []
     faulty = task_rows([0.5, NAN, 2.0], ids=["a", "a", "b"]).with_columns(suite)
-    assert regression.task_table_faults(faulty) == [
+    assert paired_verdict.task_table_faults(faulty) == [
         "column score: 1 row(s) NaN",
         "column score: 1 row(s) outside 0..1",
         "column gating_score: 1 row(s) NaN",
@@ -561,7 +561,7 @@ def test_printed_run_and_suite_ids_are_escaped(
     extra = task_rows([1.0, 0.0], run="acme/extra").with_columns(
         pl.lit(hostile_suite).alias("suite_id")
     )
-    ours = pl.read_parquet(graded["suite"]).select(list(regression.TASK_COLUMNS))
+    ours = pl.read_parquet(graded["suite"]).select(list(paired_verdict.TASK_COLUMNS))
     both = write_task_table(
         tmp_path / "both" / "tasks.parquet", pl.concat([ours, extra.select(ours.columns)])
     )

@@ -18,7 +18,7 @@ import pytest
 
 from evalbatch import api
 from evalbatch.errors import EXIT_SKIPPED, InputError, SuiteError
-from evalbatch.pipeline.grading import summaries_jsonl
+from evalbatch.pipeline.collect import summaries_jsonl
 from tests.helpers import (
     AGENT,
     OTHER_SUITE_ID,

@@ -35,7 +35,7 @@ RANKS: dict[str, int] = {
     "outputs": 5,
     "pipeline": 6,
     # what is built on the pipeline
-    "regress": 7,
+    "pairing": 7,
     "verify": 7,
     "explain": 7,
     "history": 7,

@@ -70,13 +70,13 @@ def both_scans(
     pairs: list[tuple[str, str | None]], threads: int = 1
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """event_scan's rows for `pairs` from the query and from the library, in row order."""
-    con = events_pass.connect(Resources(extractor="duckdb"))
+    con = events_pass.new_connection(Resources(extractor="duckdb"))
     try:
         batch = _rows(pairs)
         native = native_scan.scan_batch(con, batch, threads)
         con.register("scan_rows", pa.Table.from_batches([batch]))
         con.register("native", native)
-        query = sql_files.load("event_scan").text
+        query = sql_files.load_query("event_scan").text
         reference = con.sql(f"SELECT {COLUMNS} FROM ({query}) ORDER BY sequence").fetchall()
         walked = con.sql(f"SELECT {COLUMNS} FROM native").fetchall()
         return reference, walked
@@ -93,7 +93,7 @@ def assert_same_scan(pairs: list[tuple[str, str | None]], threads: int = 1) -> N
 
 def test_e108_fields_are_event_scans_paths() -> None:
     """The library reads, per type and in f's order, exactly the paths event_scan.sql reads."""
-    query = sql_files.load("event_scan").text
+    query = sql_files.load_query("event_scan").text
     found = re.findall(r"WHEN '([^']+)' THEN TRY\(json_extract\(payload, \[([^\]]*)\]", query)
     paths = {
         type_: [p.removeprefix("$.") for p in re.findall(r"'([^']+)'", listed)]
@@ -423,7 +423,7 @@ def test_e22_damage_met_while_the_walk_streams_is_duckdbs_error(
     )
     monkeypatch.setattr(events_pass, "_SCAN_INPUT", late_failure)
     monkeypatch.setattr(native_scan, "BATCH_ROWS", 1024)
-    con = events_pass.connect(Resources(extractor="native"))
+    con = events_pass.new_connection(Resources(extractor="native"))
     try:
         with pytest.raises(duckdb.Error, match="damaged"):
             events_pass._scan_natively(con)

@@ -23,7 +23,7 @@ from evalbatch.cli import cli
 from evalbatch.inputs.suites import validate_summary
 from evalbatch.outputs import outdir, writer
 from evalbatch.outputs.run_inputs import RunInputs
-from evalbatch.pipeline.grading import write_result
+from evalbatch.pipeline.collect import write_result
 from tests.helpers import (
     AGENT,
     OTHER_SUITE_ID,

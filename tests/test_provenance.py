@@ -63,7 +63,7 @@ def test_run_rows_name_version_suite_file_options_and_events(tmp_path: Path) -> 
         assert row["default_pass_score"] == 0.8
         assert row["on_miss_default"] == "fail"
     # the fingerprint is the one `run --incremental` records for the same events
-    con = trial_tables.connect()
+    con = trial_tables.new_connection()
     prints = incremental.event_fingerprints(con, event_files.scan(con, [str(SAMPLE_EVENTS)]))
     assert dict(runs.select("run_id", "events_fingerprint").iter_rows()) == prints
 
@@ -120,7 +120,7 @@ def test_batch_fingerprint_counts_every_row_the_files_hold(tmp_path: Path) -> No
     table.write_parquet(events)
     out = tmp_path / "out"
     api.write_outputs([events], out, [suites], resources=api.Resources(batch_events=30))
-    con = trial_tables.connect()
+    con = trial_tables.new_connection()
     prints = incremental.event_fingerprints(con, event_files.scan(con, [str(events)]))
     got = dict(_runs(out).select("run_id", "events_fingerprint").iter_rows())
     assert set(got) == {"acme/run-copy", "acme/run-conflict", "acme/run-nan", "acme/run-plain"}

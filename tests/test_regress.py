@@ -32,7 +32,7 @@ from evalbatch.options import (
     SEED,
     Bounds,
 )
-from evalbatch.reduce import regression
+from evalbatch.reduce import paired_verdict
 from tests.helpers import bound_probes, cli_accepts, cli_param, run_evalbatch
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
@@ -50,7 +50,7 @@ def task_rows(
     version: str = "1.0.0",
     run: str = "acme/run",
 ) -> pl.DataFrame:
-    """Task rows in the tasks.parquet shape `regression.compare` reads."""
+    """Task rows in the tasks.parquet shape `paired_verdict.compare` reads."""
     scores = [float(s) for s in scores]
     gating = scores if gating is None else [float(g) for g in gating]
     passed = [s == 1.0 for s in scores] if passed is None else list(passed)
@@ -95,11 +95,11 @@ def write_task_table(
     return path
 
 
-def verdict(base: pl.DataFrame, cand: pl.DataFrame, **options: Any) -> regression.Comparison:
-    return regression.compare(
+def verdict(base: pl.DataFrame, cand: pl.DataFrame, **options: Any) -> paired_verdict.Comparison:
+    return paired_verdict.compare(
         base,
         cand,
-        regression.RegressOptions(**options),
+        paired_verdict.RegressOptions(**options),
         suite_id="acme.team.evals.support",
         base_run="acme/base",
         cand_run="acme/cand",
@@ -128,7 +128,7 @@ def test_identical_sample_logs_are_unchanged(method: str) -> None:
         [BASE],
         [BASE],
         [SUITES],
-        options=regression.RegressOptions(method=method),
+        options=paired_verdict.RegressOptions(method=method),
         allow_same_run=True,
     )
     assert [c.verdict for c in report.comparisons] == ["unchanged"]
@@ -424,23 +424,25 @@ def test_e130_regress_options_refuse_what_regress_refuses(
     made, naming the field, the value and what is allowed (a ValueError, and the project's
     OptionError, which a command shows as one line with exit code 2)."""
     with pytest.raises(OptionError, match=re.escape(f"RegressOptions.{named}: must be")) as raised:
-        regression.RegressOptions(**fields)
+        paired_verdict.RegressOptions(**fields)
     assert isinstance(raised.value, ValueError)
 
 
 def test_e130_regress_defaults_and_every_cli_edge_still_construct() -> None:
     """E-130: the defaults, and each value at an edge `regress` takes, make the object."""
-    assert regression.RegressOptions().resamples == MIN_RESAMPLES
+    assert paired_verdict.RegressOptions().resamples == MIN_RESAMPLES
     for method in METHODS:
-        regression.RegressOptions(method=method)
+        paired_verdict.RegressOptions(method=method)
     for score in SCORES:
         for correction in CORRECTIONS:
-            regression.RegressOptions(score=score, correction=correction, plan=True)
+            paired_verdict.RegressOptions(score=score, correction=correction, plan=True)
     tiny, near_one = math.nextafter(0, 1), math.nextafter(1, 0)
-    regression.RegressOptions(alpha=tiny, margin=0, seed=0, resamples=MIN_RESAMPLES)
-    regression.RegressOptions(alpha=near_one, margin=near_one, seed=2**63, resamples=MAX_RESAMPLES)
-    regression.RegressOptions(effect=tiny, power=tiny)
-    regression.RegressOptions(effect=1, power=near_one, alpha=np.float64(0.1), seed=np.int64(7))
+    paired_verdict.RegressOptions(alpha=tiny, margin=0, seed=0, resamples=MIN_RESAMPLES)
+    paired_verdict.RegressOptions(
+        alpha=near_one, margin=near_one, seed=2**63, resamples=MAX_RESAMPLES
+    )
+    paired_verdict.RegressOptions(effect=tiny, power=tiny)
+    paired_verdict.RegressOptions(effect=1, power=near_one, alpha=np.float64(0.1), seed=np.int64(7))
 
 
 #: each number `regress` takes: its option, the RegressOptions field, the command's keyword
@@ -463,7 +465,7 @@ def test_e130_regress_and_its_options_allow_the_same_numbers(
     for value in bound_probes(bounds):
         text = str(value) if isinstance(value, int) else repr(value)
         try:
-            regression.RegressOptions(**{field: value})
+            paired_verdict.RegressOptions(**{field: value})
             made = True
         except OptionError as exc:
             assert f"RegressOptions.{field} = " in str(exc)

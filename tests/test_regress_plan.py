@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from scipy import optimize, stats
 
 from evalbatch.cli import cli
-from evalbatch.reduce import regression
-from evalbatch.regress import plan as planning
+from evalbatch.reduce import paired_verdict
+from evalbatch.reduce import verdict_plan as planning
 from tests.test_regress import BASE, CAND, SUITES, task_rows, write_task_table
 
 #: a slow family (regress plans over generated suites):
@@ -167,19 +167,19 @@ def test_constant_differences_need_no_plan() -> None:
 
 def test_holm_adjustment_by_hand() -> None:
     """E-98: sorted 0.01, 0.03, 0.04, 0.2 → 4·0.01, 3·0.03, max(2·0.04, 0.09), 0.2."""
-    adjusted = regression.adjust_p_values([0.01, 0.04, 0.03, 0.2], "holm")
+    adjusted = paired_verdict.adjust_p_values([0.01, 0.04, 0.03, 0.2], "holm")
     assert adjusted == pytest.approx([0.04, 0.09, 0.09, 0.2])
 
 
 def test_benjamini_hochberg_adjustment_by_hand() -> None:
     """E-98: p·m/rank, then the running minimum from the largest: 0.01·4 = 0.04,
     min(0.03·2, 0.04·4/3) = 0.0533, 0.04·4/3 = 0.0533, 0.2."""
-    adjusted = regression.adjust_p_values([0.01, 0.04, 0.03, 0.2], "bh")
+    adjusted = paired_verdict.adjust_p_values([0.01, 0.04, 0.03, 0.2], "bh")
     assert adjusted == pytest.approx([0.04, 0.16 / 3, 0.16 / 3, 0.2])
 
 
 def test_no_correction_keeps_the_p_values() -> None:
-    assert regression.adjust_p_values([0.01, 0.2], "none") == [0.01, 0.2]
+    assert paired_verdict.adjust_p_values([0.01, 0.2], "none") == [0.01, 0.2]
 
 
 # --- item 5 end to end: several suites gated at once --------------------------------------------

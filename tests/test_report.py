@@ -38,7 +38,7 @@ from evalbatch.publish import (
     verdict_section,
     worst_runs,
 )
-from evalbatch.publish import report as reporting
+from evalbatch.publish import html_report as reporting
 from tests.helpers import (
     LEAK_MARKERS,
     SAMPLE_EVENTS,

@@ -23,7 +23,7 @@ from PIL import Image
 
 from evalbatch import api
 from evalbatch.outputs import outdir
-from evalbatch.publish import report as reporting
+from evalbatch.publish import html_report as reporting
 from evalbatch.publish import runs_table, svg_figures, worst_runs
 from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES, SAMPLES, generated_log
 from tests.test_report import NIGHT_RUNS, SAMPLE_CHARTS, write_night

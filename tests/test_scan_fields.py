@@ -30,7 +30,7 @@ NATIVE = extractor.library() is not None or os.environ.get("EVALBATCH_REQUIRE_NA
 
 def test_e134_event_scan_sql_extracts_the_declared_fields_in_order() -> None:
     """event_scan.sql's json_extract paths, per type and in order, are the declared list."""
-    query = sql_files.load("event_scan").text
+    query = sql_files.load_query("event_scan").text
     found = re.findall(r"WHEN '([^']+)' THEN TRY\(json_extract\(payload, \[([^\]]*)\]", query)
     paths = {
         type_: tuple(p.removeprefix("$.") for p in re.findall(r"'([^']+)'", listed))
@@ -71,7 +71,7 @@ def test_e134_queries_read_f_by_declared_name_only() -> None:
 def test_e134_field_macros_fold_to_positions_and_refuse_unknown_names() -> None:
     """A macro call is the list element of its field's position; a name the type does not
     read is an error, not a NULL."""
-    con = events_pass.connect()
+    con = events_pass.new_connection()
     try:
         for t in scan_fields.SCAN_FIELDS:
             texts = [f"v{i}" for i in range(len(t.fields))]
@@ -130,14 +130,14 @@ def test_e134_both_extractors_fill_f_by_the_declared_names(extractor_name: str) 
             "row_hash": pa.array(range(len(types)), pa.uint64()),
         }
     )
-    con = events_pass.connect(Resources(extractor="duckdb"))
+    con = events_pass.new_connection(Resources(extractor="duckdb"))
     try:
         if extractor_name == "native":
             scanned = native_scan.scan_batch(con, batch, 1)
             rows = scanned.select(["type", "f"]).to_pylist()
         else:
             con.register("scan_rows", pa.Table.from_batches([batch]))
-            query = sql_files.load("event_scan").text
+            query = sql_files.load_query("event_scan").text
             rows = con.sql(f"SELECT type, f::VARCHAR[] AS f FROM ({query}) ORDER BY sequence")
             rows = [{"type": t, "f": f} for t, f in rows.fetchall()]
     finally:

@@ -33,7 +33,7 @@ def test_every_sql_file_loads_with_a_header() -> None:
 
 def test_missing_query_is_reported() -> None:
     with pytest.raises(sql_files.SqlFileError):
-        sql_files.load("no_such_query")
+        sql_files.load_query("no_such_query")
 
 
 def test_queries_sit_in_the_folders_of_the_data_flow() -> None:
@@ -50,14 +50,16 @@ def test_the_stage_order_names_each_stage_relation_once_after_what_it_reads() ->
     reads (its `-- reads:` line, E-134) only the stage's inputs and relations built before it."""
     order = [*events_pass.EVENTS_PASS, *trial_tables.PIPELINE]
     assert len(order) == len(set(order))
-    assert {sql_files.load(name).folder for name in order} <= set(sql_files.STAGE_FOLDERS)
+    assert {sql_files.load_query(name).folder for name in order} <= set(sql_files.STAGE_FOLDERS)
     sql_files.check_order(order, trial_tables.STAGE_INPUTS)
 
 
 def _stage_reads() -> list[tuple[str, str]]:
     """Each (relation, reader) pair of the stage's order where the reader reads the relation."""
     order = [*events_pass.EVENTS_PASS, *trial_tables.PIPELINE]
-    return [(read, name) for name in order for read in sql_files.load(name).reads if read in order]
+    return [
+        (read, name) for name in order for read in sql_files.load_query(name).reads if read in order
+    ]
 
 
 @pytest.mark.parametrize(("read", "reader"), _stage_reads())
@@ -129,7 +131,7 @@ def test_the_span_rule_is_written_once() -> None:
     in their spans and segments (§2.1, E-2) by the one function `segments.place`, over their
     per-type relations, and no query of sql/ repeats the rule."""
     assert {"span_scored", "span_calls", "span_usage", "span_brackets"} <= set(segments.FRAMES)
-    assert "span_events" not in sql_files.load("macros").text
+    assert "span_events" not in sql_files.load_query("macros").text
     stage = [f for f in sql_files.all_files() if f.folder in sql_files.STAGE_FOLDERS]
     assert not [f.name for f in stage if re.search(r"\bASOF\b", f.text, re.IGNORECASE)]
 
@@ -158,10 +160,10 @@ def test_every_frame_says_what_a_row_is_and_cites_the_contract() -> None:
 def sql_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """An empty `sql/` the loader reads instead of the repository's."""
     monkeypatch.setattr(sql_files, "sql_dir", lambda: tmp_path)
-    sql_files.load.cache_clear()
+    sql_files.load_query.cache_clear()
     sql_files._paths.cache_clear()
     yield tmp_path
-    sql_files.load.cache_clear()
+    sql_files.load_query.cache_clear()
     sql_files._paths.cache_clear()
 
 
@@ -170,7 +172,7 @@ def test_a_query_is_found_by_name_in_any_folder(sql_root: Path) -> None:
     (sql_root / "typed" / "q.sql").write_text(
         "-- name: q\n-- reads: a, b\n-- One row (§2.2).\nSELECT 1\n"
     )
-    assert sql_files.load("q") == sql_files.SqlFile(
+    assert sql_files.load_query("q") == sql_files.SqlFile(
         "q", "One row (§2.2).", "SELECT 1", "typed", ("a", "b")
     )
 
@@ -179,10 +181,10 @@ def test_a_query_must_say_what_it_reads(sql_root: Path) -> None:
     """E-134: the line after the name lists what the query reads (empty: nothing)."""
     (sql_root / "q.sql").write_text("-- name: q\n-- One row (§2.2).\nSELECT 1\n")
     with pytest.raises(sql_files.SqlFileError, match="reads"):
-        sql_files.load("q")
-    sql_files.load.cache_clear()
+        sql_files.load_query("q")
+    sql_files.load_query.cache_clear()
     (sql_root / "q.sql").write_text("-- name: q\n-- reads:\n-- One row (§2.2).\nSELECT 1\n")
-    assert sql_files.load("q").reads == ()
+    assert sql_files.load_query("q").reads == ()
 
 
 def test_two_files_of_one_name_are_an_error(sql_root: Path) -> None:
@@ -192,4 +194,4 @@ def test_two_files_of_one_name_are_an_error(sql_root: Path) -> None:
         text = "-- name: q\n-- reads:\n-- One row (§2.2).\nSELECT 1\n"
         (sql_root / folder / "q.sql").write_text(text)
     with pytest.raises(sql_files.SqlFileError, match="two SQL files named q"):
-        sql_files.load("q")
+        sql_files.load_query("q")

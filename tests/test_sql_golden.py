@@ -840,7 +840,7 @@ def description(relation: str) -> str:
     """What the relation holds and which rules decide it: its SQL header, or the frame's text."""
     if relation in trial_tables.FRAMES:
         return trial_tables.FRAMES[relation]
-    return sql_files.load(relation).description
+    return sql_files.load_query(relation).description
 
 
 def relation_rows(
@@ -850,7 +850,7 @@ def relation_rows(
     relation's rows."""
     rows, _ = case.build()
     path = write_raw_events(tmp_path / "events.parquet", rows)
-    con = trial_tables.connect(Resources(extractor=extractor))
+    con = trial_tables.new_connection(Resources(extractor=extractor))
     try:
         # every case's eval runs claim the suite s@1; its trials read the child runs they name
         trial_tables.extract(con, [str(path)], delegate_suites=frozenset({("s", "1")}))
@@ -860,7 +860,7 @@ def relation_rows(
             or case.relation in trial_tables.PIPELINE  # stored, or fetched and registered
             or case.relation in set(events_pass.EVENTS_PASS) - events_pass.VIEWS - {"event_scan"}
         )
-        source = f'"{case.relation}"' if stored else f"({sql_files.load(case.relation).text})"
+        source = f'"{case.relation}"' if stored else f"({sql_files.load_query(case.relation).text})"
         return con.sql(f"SELECT {case.columns} FROM {source} ORDER BY ALL").fetchall()
     finally:
         con.close()

@@ -13,7 +13,7 @@ import sys
 import click
 
 from evalbatch.commands import faults, printing, resources
-from evalbatch.commands.options import (
+from evalbatch.commands.click_options import (
     default_pass_score_option,
     on_miss_default_option,
     suites_option,

@@ -15,7 +15,7 @@ import click
 
 from evalbatch import files
 from evalbatch.commands import faults, resources
-from evalbatch.commands.options import out_option, quiet_option
+from evalbatch.commands.click_options import out_option, quiet_option
 from evalbatch.commands.types import EpochSeconds, printable
 from evalbatch.errors import InputError
 from evalbatch.options import Resources

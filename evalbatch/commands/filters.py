@@ -67,7 +67,7 @@ def run_filter_options(command: F) -> F:
     return command
 
 
-def build(
+def build_run_filter(
     run_ids: tuple[str, ...],
     filter_suites: tuple[str, ...],
     since: datetime | None,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from evalbatch.commands import faults, filters
-from evalbatch.commands.options import quiet_option
+from evalbatch.commands.click_options import quiet_option
 from evalbatch.commands.printing import echo_json, plural, stdout_console
 from evalbatch.commands.types import FiniteFloatRange, printable
 from evalbatch.errors import EXIT_OK, EXIT_SKIPPED, InputError

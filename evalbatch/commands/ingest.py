@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from evalbatch.commands import faults, resources
-from evalbatch.commands.options import out_option, quiet_option
+from evalbatch.commands.click_options import out_option, quiet_option
 from evalbatch.commands.printing import echo_json, plural
 from evalbatch.commands.types import ByteSize, FiniteFloatRange, printable
 from evalbatch.inputs.limits import DEFAULT_LIMITS, InputLimits, size_text

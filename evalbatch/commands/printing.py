@@ -20,11 +20,11 @@ if TYPE_CHECKING:  # polars and rich load when a command prints, not for --help
     import polars as pl
     from rich.console import Console
 
-    from evalbatch.reduce import regression
-    from evalbatch.regress import plan, sides
+    from evalbatch.pairing import sides
+    from evalbatch.reduce import paired_verdict, verdict_plan
+    from evalbatch.verify.audit_report import RunVerdict, VerifyReport
     from evalbatch.verify.conformance import ConformanceReport
     from evalbatch.verify.conformance import Row as ConformanceRow
-    from evalbatch.verify.report import RunVerdict, VerifyReport
 
 
 def echo_json(document: Any) -> None:
@@ -275,7 +275,7 @@ def family_line(report: sides.RegressionReport, alpha: float) -> str | None:
     intervals at 98.33%)`, when several suites were tested (E-98); else None."""
     if report.correction is None:
         return None
-    from evalbatch.reduce.regression import CORRECTION_NAMES
+    from evalbatch.reduce.paired_verdict import CORRECTION_NAMES
 
     head = f"gated {report.family_size} suites at once: {CORRECTION_NAMES[report.correction]}"
     if report.correction == "none":
@@ -285,7 +285,7 @@ def family_line(report: sides.RegressionReport, alpha: float) -> str | None:
 
 
 def print_comparison(
-    c: regression.Comparison, alpha: float, suite_plan: plan.Plan | None = None
+    c: paired_verdict.Comparison, alpha: float, suite_plan: verdict_plan.Plan | None = None
 ) -> None:
     """One suite: its verdict, each side's run, grading and mean score, then the difference, and
     its plan when it has one (E-99). Ids come from the data and are escaped (E-83)."""

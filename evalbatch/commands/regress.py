@@ -13,7 +13,7 @@ from datetime import datetime
 import click
 
 from evalbatch.commands import faults, filters, printing, resources
-from evalbatch.commands.options import quiet_option, suites_option
+from evalbatch.commands.click_options import quiet_option, suites_option
 from evalbatch.commands.types import bounded, printable
 from evalbatch.errors import EXIT_FAILED
 from evalbatch.options import (
@@ -201,9 +201,9 @@ def regress_command(
     """
     # the engine loads when the command runs, not for --help
     from evalbatch import api
-    from evalbatch.reduce import regression
+    from evalbatch.reduce import paired_verdict
 
-    options = regression.RegressOptions(
+    options = paired_verdict.RegressOptions(
         method=method,
         alpha=alpha,
         margin=margin,
@@ -222,7 +222,7 @@ def regress_command(
         options=options,
         base_run=base_run,
         cand_run=cand_run,
-        run_filter=filters.build(run_ids, filter_suites, since, until),
+        run_filter=filters.build_run_filter(run_ids, filter_suites, since, until),
         allow_mixed=allow_mixed,
         allow_same_run=allow_same_run,
         resources=resources,

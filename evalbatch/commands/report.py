@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 
 from evalbatch.commands import faults
-from evalbatch.commands.options import out_option, quiet_option
+from evalbatch.commands.click_options import out_option, quiet_option
 from evalbatch.commands.types import printable
 from evalbatch.publish.worst_runs import DETAIL_RUNS
 
@@ -80,7 +80,9 @@ def report(
 
     Exit codes: 0 written; 2 OUT_DIR is unusable; 4 the page could not be written.
     """
-    from evalbatch.publish import report as reporting  # matplotlib loads only when a report is made
+    from evalbatch.publish import (
+        html_report as reporting,  # matplotlib loads only when a report is made
+    )
 
     path, page = reporting.write_report(
         out_dir, output, title, history_dirs, detail_runs=detail_runs, run_ids=run_ids

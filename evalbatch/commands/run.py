@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 
 from evalbatch.commands import faults, filters, printing, resources
-from evalbatch.commands.options import (
+from evalbatch.commands.click_options import (
     default_pass_score_option,
     on_miss_default_option,
     out_option,
@@ -122,7 +122,7 @@ def run(
             engine=engine,
             ray_address=ray_address,
             incremental_run=incremental,
-            run_filter=filters.build(run_ids, filter_suites, since, until),
+            run_filter=filters.build_run_filter(run_ids, filter_suites, since, until),
             allow_empty=allow_empty,
         )
     finally:

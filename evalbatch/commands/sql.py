@@ -25,7 +25,7 @@ from click.core import ParameterSource
 
 from evalbatch import files
 from evalbatch.commands import faults, filters, resources
-from evalbatch.commands.options import (
+from evalbatch.commands.click_options import (
     default_pass_score_option,
     on_miss_default_option,
     out_option,
@@ -388,7 +388,7 @@ def sql_command(
             list(suite_paths),
             options=options,
             resources=resources,
-            run_filter=filters.build(run_ids, filter_suites, since, until),
+            run_filter=filters.build_run_filter(run_ids, filter_suites, since, until),
             safe=safe,
         )
     try:

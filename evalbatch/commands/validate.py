@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from evalbatch.commands import faults, printing
-from evalbatch.commands.options import capabilities_option, one_capabilities, quiet_option
+from evalbatch.commands.click_options import capabilities_option, one_capabilities, quiet_option
 from evalbatch.commands.types import printable
 from evalbatch.errors import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE
 from evalbatch.inputs import capabilities, suites

@@ -12,7 +12,7 @@ from datetime import datetime
 import click
 
 from evalbatch.commands import faults, filters, printing, resources
-from evalbatch.commands.options import (
+from evalbatch.commands.click_options import (
     capabilities_option,
     default_pass_score_option,
     on_miss_default_option,
@@ -102,7 +102,7 @@ def verify_command(
         list(summary_paths),
         options=options,
         resources=resources,
-        run_filter=filters.build(run_ids, filter_suites, since, until),
+        run_filter=filters.build_run_filter(run_ids, filter_suites, since, until),
         capabilities=facets,
         conformance=conformance,
     )

@@ -39,9 +39,9 @@ from evalbatch.extract.delegates import DelegateFrames
 from evalbatch.grade import trial_grading
 from evalbatch.grade.suite_tables import SuiteTables
 from evalbatch.inputs import event_files
+from evalbatch.inputs.path_forms import Paths, as_paths
 from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
-from evalbatch.pipeline.grading import Paths, as_paths
 from evalbatch.pipeline.merge import trial_table
 from evalbatch.pipeline.shard import grade_shard
 from evalbatch.problems import problem_message
@@ -112,7 +112,7 @@ def explain_paths(
     suite_files = as_paths(suites)
     options = options or GradeOptions()
     choices = load_suites(suite_files)
-    con = trial_tables.connect(resources)
+    con = trial_tables.new_connection(resources)
     try:
         sources = event_files.scan(con, as_paths(events))
         sources.only_runs = frozenset({run_id})

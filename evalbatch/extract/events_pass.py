@@ -64,7 +64,7 @@ _LIMIT_MACROS = "\n".join(
 _FIELD_MACROS = scan_fields.macros()
 
 
-def connect(resources: Resources | None = None) -> duckdb.DuckDBPyConnection:
+def new_connection(resources: Resources | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with UTC timestamps (naive ones are read as UTC), using
     `resources` (a memory limit caps DuckDB's memory; past it, work spills)."""
     con = duckdb.connect(":memory:")
@@ -80,7 +80,7 @@ def prepare(
     macros, `f`'s fields by name among them (E-134; a cursor of a connection needs them again:
     they are its own), and for a cursor its `parent`'s extractor."""
     con.execute("SET TimeZone = 'UTC'")
-    con.execute(sql_files.load("macros").text)
+    con.execute(sql_files.load_query("macros").text)
     con.execute(_LIMIT_MACROS)
     con.execute(_FIELD_MACROS)
     if parent is not None:
@@ -108,7 +108,7 @@ def _scan_again(con: duckdb.DuckDBPyConnection, keys: str, rows: pl.DataFrame) -
             "DELETE FROM event_scan WHERE (run_id, sequence) IN "
             f"(SELECT run_id, sequence FROM {keys})"
         )
-        query = sql_files.load("event_scan").text
+        query = sql_files.load_query("event_scan").text
         con.execute(
             f"INSERT INTO event_scan WITH scan_rows AS (FROM {scratch}) SELECT * FROM ({query})"
         )

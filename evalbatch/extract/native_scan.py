@@ -218,7 +218,7 @@ def _reference_scan(con: duckdb.DuckDBPyConnection, rows: pa.RecordBatch) -> pa.
     scratch = "__evalbatch_native_left"
     con.register(scratch, pa.Table.from_batches([rows]))
     try:
-        query = sql_files.load("event_scan").text
+        query = sql_files.load_query("event_scan").text
         scan = con.sql(f"WITH scan_rows AS (FROM {scratch}) SELECT * FROM ({query})")
         return scan.to_arrow_table()
     finally:

@@ -324,11 +324,3 @@ def placed_frames(runs: pl.DataFrame, typed: dict[str, pl.DataFrame]) -> dict[st
         "trial_usage": trial_usage(segments, calls, placed["span_usage"]),
     }
     return {name: frame.drop("run_no", strict=False) for name, frame in frames.items()}
-
-
-def build(
-    con: duckdb.DuckDBPyConnection, typed: dict[str, pl.DataFrame]
-) -> dict[str, pl.DataFrame]:
-    """Every frame of `FRAMES`, from the rows of the per-type relations (`typed`, by name) and
-    the eval.completed events of `con`."""
-    return placed_frames(eval_runs(typed["started_events"], completed_events(con)), typed)

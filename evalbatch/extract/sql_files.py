@@ -74,7 +74,7 @@ def _paths() -> dict[str, Path]:
 
 
 @cache
-def load(name: str) -> SqlFile:
+def load_query(name: str) -> SqlFile:
     """Read the query `name` (`sql/**/<name>.sql`), checking its header names it and what it
     reads (an empty `-- reads:` line: nothing)."""
     path = _paths().get(name)
@@ -102,7 +102,7 @@ def load(name: str) -> SqlFile:
 
 def all_files() -> list[SqlFile]:
     """Every query under `sql/`, by name."""
-    return [load(name) for name in sorted(_paths())]
+    return [load_query(name) for name in sorted(_paths())]
 
 
 def check_order(order: Sequence[str], inputs: Iterable[str]) -> None:
@@ -111,7 +111,7 @@ def check_order(order: Sequence[str], inputs: Iterable[str]) -> None:
     would read a relation not yet there, or the previous batch's."""
     defined = set(inputs)
     for name in order:
-        missing = [read for read in load(name).reads if read not in defined]
+        missing = [read for read in load_query(name).reads if read not in defined]
         if missing:
             raise SqlFileError(
                 f"{name} reads {', '.join(missing)}, which no earlier query of {list(order)} "
@@ -152,15 +152,15 @@ def _tables(node: object, ctes: frozenset[str]) -> Iterator[str]:
 
 def materialize(con: duckdb.DuckDBPyConnection, name: str) -> None:
     """Run a query and keep its result as the temporary table `name`."""
-    query = load(name).text
+    query = load_query(name).text
     con.execute(f'CREATE OR REPLACE TEMP TABLE "{name}" AS {query}')
 
 
 def define_view(con: duckdb.DuckDBPyConnection, name: str) -> None:
     """Keep a query as the temporary view `name`, read where it is used (not stored)."""
-    con.execute(f'CREATE OR REPLACE TEMP VIEW "{name}" AS {load(name).text}')
+    con.execute(f'CREATE OR REPLACE TEMP VIEW "{name}" AS {load_query(name).text}')
 
 
 def relation(con: duckdb.DuckDBPyConnection, name: str) -> duckdb.DuckDBPyRelation:
     """A query as a relation, for fetching its rows."""
-    return con.sql(load(name).text)
+    return con.sql(load_query(name).text)

@@ -19,7 +19,7 @@ from evalbatch.extract.events_pass import register_frame
 from evalbatch.inputs import event_files
 
 #: the connection every pass of the stage runs on (UTC, the shared macros, `Resources` applied)
-connect = events_pass.connect
+new_connection = events_pass.new_connection
 
 #: the stage's relations built in Python, registered in the connection under these names (the
 #: queries of sql/ read them as tables), with what a row is and which rules decide the rows: the
@@ -74,7 +74,7 @@ class Extraction:
 class EventTables:
     """One batch after the part of the SQL stage that reads its events: the eval runs, the rows
     of the per-type relations (by name) and what is read off the events themselves. The trials
-    are placed from these alone (`place_trials`), so the local engine does that on the grading
+    are placed from these alone (`segment_trials`), so the local engine does that on the grading
     thread while the worker reads the next batch's events."""
 
     eval_runs: pl.DataFrame
@@ -160,7 +160,7 @@ def read_events(
     runs: event_files.RunRange | None = None,
 ) -> EventTables:
     """The part of `extract` that reads the events, for a batch whose suites include no
-    delegates (those read child runs from the placed trials): `place_trials` finishes it. A
+    delegates (those read child runs from the placed trials): `segment_trials` finishes it. A
     damaged file is reported and left out as in `extract`."""
     if not isinstance(sources, event_files.Sources):
         sources = event_files.scan(con, sources)
@@ -170,7 +170,7 @@ def read_events(
     return EventTables(eval_runs, typed, _cost_source_runs(con), _event_problems(con, conflicts))
 
 
-def place_trials(con: duckdb.DuckDBPyConnection, tables: EventTables) -> Extraction:
+def segment_trials(con: duckdb.DuckDBPyConnection, tables: EventTables) -> Extraction:
     """Finish `read_events`: the trials placed in their segments, their calls and usage
     (`segments`, Polars alone) and the usage problems, read on `con` (any connection: the
     events are not read again)."""

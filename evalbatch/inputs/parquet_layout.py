@@ -265,7 +265,7 @@ def _lock_dir(path: Path, blocking: bool) -> int | None:
     return fd
 
 
-def clear_stale_work(out_dir: Path) -> int:
+def clear_dead_ingests(out_dir: Path) -> int:
     """Remove the working directories of ingests that died; returns how many there were.
 
     A live ingest holds a `flock` on its working directory until it ends (the kernel drops it
@@ -327,7 +327,7 @@ class LayoutWriter:
             held = None
             if guard is not None:
                 undo_incomplete(out_dir)
-                clear_stale_work(out_dir)
+                clear_dead_ingests(out_dir)
             tmp = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=out_dir))
             with contextlib.suppress(OSError):
                 held = _lock_dir(tmp, blocking=False)

@@ -45,7 +45,7 @@ from evalbatch.outputs.output_format import (
 from evalbatch.outputs.run_inputs import RunInputs, file_sha256
 
 
-def clear_stale_work(out_dir: Path) -> int:
+def clear_dead_runs(out_dir: Path) -> int:
     """Remove working directories left by runs that died (call it holding the directory's lock:
     no live run owns one then); returns how many there were."""
     if not out_dir.is_dir():

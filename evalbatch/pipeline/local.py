@@ -189,7 +189,7 @@ def local_pass(
 ) -> Pass:
     """The local engine: batches one after another on one DuckDB connection. `on_progress` is
     told where the pass is as it moves (see `Progress`)."""
-    con = trial_tables.connect(resources)
+    con = trial_tables.new_connection(resources)
     watch = None
     try:
         watch = _Watch(con, on_progress) if on_progress is not None else None

@@ -25,7 +25,7 @@ from evalbatch.pipeline import incremental
 from evalbatch.pipeline.local import Pass, Progress
 from evalbatch.pipeline.shard import Batch
 from evalbatch.problems import ProblemRow, problem_message
-from evalbatch.reduce import regression
+from evalbatch.reduce import paired_verdict
 from evalbatch.reduce.run_summaries import Outcomes, summary_faults
 
 
@@ -210,7 +210,7 @@ class Merged:
     def finish(
         self,
         grading: Pass,
-        regress_options: regression.RegressOptions,
+        regress_options: paired_verdict.RegressOptions,
         carried: incremental.Carried | None = None,
         task_rows: TaskRows | None = None,
     ) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -280,7 +280,7 @@ def _link_regressions(
     eval_run_ids: set[str],
     runs: pl.DataFrame,
     task_rows: TaskRows,
-    options: regression.RegressOptions,
+    options: paired_verdict.RegressOptions,
 ) -> list[ProblemRow]:
     """Put a `regression` block (§5) into each summary whose baseline run is in the input."""
     wanted = {run for run, (base, _) in baselines.items() if base in eval_run_ids}
@@ -308,7 +308,7 @@ def _link_regressions(
             )
             continue
         empty = pl.DataFrame(schema=TASK_SCHEMA)
-        comparison = regression.compare(
+        comparison = paired_verdict.compare(
             by_run.get((baseline,), empty),
             by_run.get((run_id,), empty),
             options,

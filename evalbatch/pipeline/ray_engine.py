@@ -62,7 +62,7 @@ def grade_shards(
             logging_level=logging.ERROR,
         )
     paths = [os.path.abspath(p) for p in paths]
-    con = trial_tables.connect()
+    con = trial_tables.new_connection()
     try:
         sources = event_files.scan(con, paths)
         count = shards or max(2, int(ray.cluster_resources().get("CPU", 1)))
@@ -71,7 +71,7 @@ def grade_shards(
         con.close()
 
     def grade(row: dict[str, Any]) -> dict[str, Any]:
-        con = trial_tables.connect(Resources(threads=1, extractor=extractor))
+        con = trial_tables.new_connection(Resources(threads=1, extractor=extractor))
         try:
             sources = event_files.scan(con, paths)
             runs = plan.ranges[int(row["shard"])]

@@ -92,7 +92,7 @@ def grade_extracted(
     extraction is not using)."""
     ext = extracted.ext
     if isinstance(ext, trial_tables.EventTables):
-        ext = trial_tables.place_trials(con, ext)
+        ext = trial_tables.segment_trials(con, ext)
     part = _grade_batch(ext, choices, options)
     part.file_problems = extracted.file_problems
     reading = suites.delegate_suites(choices)

@@ -19,6 +19,7 @@ from evalbatch.errors import (
     write_failed,
 )
 from evalbatch.inputs import event_files, suites
+from evalbatch.inputs.path_forms import Paths, as_paths
 from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs import outdir
@@ -35,10 +36,9 @@ from evalbatch.outputs.output_format import (
 )
 from evalbatch.outputs.run_inputs import RunInputs
 from evalbatch.pipeline import incremental
-from evalbatch.pipeline.grading import Paths, as_paths
 from evalbatch.pipeline.local import Pass, Progress, chooser, grading_pass
 from evalbatch.pipeline.merge import Merged, batch_outputs
-from evalbatch.reduce import regression
+from evalbatch.reduce import paired_verdict
 
 #: every file `run` writes, replaces or removes in `--out`: none may be one it reads (E-120)
 _RUN_WRITES = (
@@ -144,7 +144,7 @@ def write_outputs(
     suite_docs: Sequence[Mapping[str, Any]] = (),
     options: GradeOptions | None = None,
     resources: Resources | None = None,
-    regress_options: regression.RegressOptions | None = None,
+    regress_options: paired_verdict.RegressOptions | None = None,
     on_batch: Callable[[Progress], None] | None = None,
     engine: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
@@ -187,7 +187,7 @@ def write_outputs(
     event_paths = _without_outputs(as_paths(events), out)
     refuse_overwrite("--out", out, Inputs(events=event_paths, suites=suite_list), _RUN_WRITES)
     with OutputLock(out) as lock:
-        writer.clear_stale_work(out)
+        writer.clear_dead_runs(out)
         # a directory a run died in (E-119) is no first run: its full regrade is told, even with -q
         first_incremental = (
             incremental_run and not (out / MANIFEST_FILE).exists() and not outdir.incomplete(out)
@@ -247,7 +247,7 @@ def write_outputs(
                 )
             runs, problem_frame = merged.finish(
                 grading,
-                regress_options or regression.RegressOptions(),
+                regress_options or paired_verdict.RegressOptions(),
                 carried,
                 task_rows=files.task_rows,
             )

@@ -78,7 +78,7 @@ def scored_fields(
     from evalbatch.extract import sql_files, trial_tables
     from evalbatch.inputs import event_files
 
-    con = trial_tables.connect(resources)
+    con = trial_tables.new_connection(resources)
     try:
         sources = event_files.scan(con, [str(p) for p in paths])
 

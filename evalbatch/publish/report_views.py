@@ -19,7 +19,7 @@ import polars as pl
 
 from evalbatch.outputs.outdir import RunOutputs
 from evalbatch.publish.worst_runs import by_score, regressions_first
-from evalbatch.reduce import regression, stats
+from evalbatch.reduce import paired_verdict, stats
 
 
 @dataclass(frozen=True)
@@ -352,7 +352,7 @@ class RegressionView:
     candidate: RunView
     block: dict[str, Any]
     differences: list[tuple[str, float]]
-    comparison: regression.Comparison | None
+    comparison: paired_verdict.Comparison | None
     note: str
 
 
@@ -383,8 +383,8 @@ def _compare(item: RegressionView, tasks: pl.DataFrame) -> None:
     if not (base.height and cand.height):
         item.note = " The baseline's task rows are not in this directory."
         return
-    options = regression.RegressOptions(method=block["method"], alpha=block["alpha"])
-    comparison = regression.compare(
+    options = paired_verdict.RegressOptions(method=block["method"], alpha=block["alpha"])
+    comparison = paired_verdict.compare(
         base,
         cand,
         options,

@@ -112,7 +112,7 @@ def runs_section(views: Sequence[RunView], out: RunOutputs) -> str:
         + runs_table(views[:PAGE_ROWS])
         + note
         + f'<script type="application/json" id="runs-data">{data}</script>'
-        + problems_line(out)
+        + problems_paragraph(out)
         + "</section>"
     )
 
@@ -146,7 +146,7 @@ def runs_table(views: Sequence[RunView]) -> str:
     )
 
 
-def problems_line(out: RunOutputs) -> str:
+def problems_paragraph(out: RunOutputs) -> str:
     """How many problems grading recorded, by code; nothing when the table was not read."""
     problems = out.tables.get("problems")
     if problems is None:

@@ -4,9 +4,9 @@
 importable from here.
 """
 
+from evalbatch.verify.audit_report import TOLERANCE, Finding, RunVerdict, VerifyReport
 from evalbatch.verify.host_audit import verify_events, verify_paths
-from evalbatch.verify.host_summaries import HostSummary, load_summaries, summary_faults
-from evalbatch.verify.report import TOLERANCE, Finding, RunVerdict, VerifyReport
+from evalbatch.verify.host_summaries import HostSummary, host_summary_faults, load_summaries
 
 __all__ = [
     "TOLERANCE",
@@ -14,8 +14,8 @@ __all__ = [
     "HostSummary",
     "RunVerdict",
     "VerifyReport",
+    "host_summary_faults",
     "load_summaries",
-    "summary_faults",
     "verify_events",
     "verify_paths",
 ]

@@ -20,7 +20,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from evalbatch.verify.report import TOLERANCE, Finding
+from evalbatch.verify.audit_report import TOLERANCE, Finding
 
 #: id-like text a finding may show (suite ids, versions, task ids, enum values)
 SHOWABLE = re.compile(r"[A-Za-z0-9._~:/@-]{1,128}", re.ASCII)

@@ -31,8 +31,8 @@ from typing import Any, Literal
 
 from evalbatch.errors import EXIT_FAILED, EXIT_OK, EXIT_SKIPPED, EXIT_UNUSABLE
 from evalbatch.inputs.capabilities import EvalSuiteFacets
-from evalbatch.verify.regression_checks import identical
-from evalbatch.verify.report import Finding, VerifyReport
+from evalbatch.verify.audit_report import Finding, VerifyReport
+from evalbatch.verify.regression_block_checks import identical
 from evalbatch.verify.run_context import RunContext
 from evalbatch.version import package_version
 

@@ -25,10 +25,11 @@ import polars as pl
 from evalbatch.grade import trial_grading
 from evalbatch.inputs import event_files, in_memory
 from evalbatch.inputs.capabilities import EvalSuiteFacets, read_capabilities
+from evalbatch.inputs.path_forms import Paths, as_paths
 from evalbatch.inputs.suites import SuiteChoice, load_suites
 from evalbatch.options import GradeOptions, Resources
-from evalbatch.pipeline.grading import Paths, as_paths
 from evalbatch.pipeline.local import MergedBatches, grade_shards_locally
+from evalbatch.verify.audit_report import Finding, RunVerdict, VerifyReport
 from evalbatch.verify.capability_checks import check_capabilities
 from evalbatch.verify.compare import Checker, shown
 from evalbatch.verify.conformance import conformance as conformance_report
@@ -43,7 +44,6 @@ from evalbatch.verify.event_checks import (
 )
 from evalbatch.verify.host_events import read_host
 from evalbatch.verify.host_summaries import HostSummary, assign_summaries, load_summaries
-from evalbatch.verify.report import Finding, RunVerdict, VerifyReport
 from evalbatch.verify.run_context import RunContext, run_contexts
 from evalbatch.verify.summary_checks import check_summary
 

@@ -47,7 +47,7 @@ def _parse_payload(text: str | None) -> Any:
 
 def read_host(paths: list[str], trials: pl.DataFrame, engine: Mapping[str, Any]) -> HostRecord:
     """Read the host's eval events and the judge calls of every counted trial (one pass each)."""
-    con = trial_tables.connect(engine.get("resources"))
+    con = trial_tables.new_connection(engine.get("resources"))
     try:
         sources = event_files.scan(con, paths)
         if engine.get("run_filter") is not None:

@@ -141,7 +141,7 @@ def assign_summaries(
     return assigned
 
 
-def summary_faults(doc: Any) -> list[suites.Fault]:
+def host_summary_faults(doc: Any) -> list[suites.Fault]:
     """Schema faults of a host summary: the packaged closed EvalSummary schema (§4, RFC 0244 §H),
     with the RFC 0081 fields the log cannot supply accepted (`pinnedNodeIds`, a task's
     `schemaValid` and `safetyFindings`, `regression` with or without the RFC 0244 members)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from evalbatch.verify.audit_report import Finding
 from evalbatch.verify.causes import (
     FAILED_CLOSED,
     pass_rate_cause,
@@ -29,17 +30,16 @@ from evalbatch.verify.compare import (
     field_of,
     same,
 )
-from evalbatch.verify.host_summaries import summary_faults
+from evalbatch.verify.host_summaries import host_summary_faults
 from evalbatch.verify.near_ties import task_near_tie_answers
-from evalbatch.verify.regression_checks import check_regression
-from evalbatch.verify.report import Finding
+from evalbatch.verify.regression_block_checks import check_regression
 from evalbatch.verify.run_context import RunContext
 from evalbatch.verify.suite_figure_checks import check_suite_fields
 
 
 def check_summary(check: Checker, ctx: RunContext, doc: Any) -> None:
     """A host EvalSummary: content-free and schema-valid (§4, RFC 0244 §H), then every field."""
-    faults = [f for f in summary_faults(doc) if f.severity == "error"]
+    faults = [f for f in host_summary_faults(doc) if f.severity == "error"]
     check.compared["summary.schema"] += 1
     for fault in faults:
         rule = "RFC 0244 §H" if "unknown member" in fault.message else "§4"

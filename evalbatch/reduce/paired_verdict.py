@@ -5,14 +5,16 @@ score, D-19), then tasks present on both sides are paired by taskId and the per-
 (candidate − baseline) are tested. Resampling trials as if independent would inflate false alarms.
 
 When one command gates several suites (E-98), each suite's p-value is adjusted for the
-family (`adjust_p_values`: Holm by default, or Benjamini-Hochberg) and the suite is compared again
-under its `Family`: `improved`/`regressed` read the adjusted p-value, and the interval the
-`unchanged` rule reads is the simultaneous (Bonferroni) one at 1 − alpha/m.
+family (`family_of`, by `adjust_p_values`: Holm by default, or Benjamini-Hochberg) and the suite
+is compared again under its `Family`: `improved`/`regressed` read the adjusted p-value, and the
+interval the `unchanged` rule reads is the simultaneous (Bonferroni) one at 1 − alpha/m; a plan
+holds such a suite to alpha/m (`plan_alpha`, E-99). A pair whose run was not graded compares
+nothing (`Comparison.not_graded`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -320,6 +322,67 @@ class Comparison:
     def interval_alpha(self) -> float:
         """The level the interval was drawn at: alpha, or the family's when gated with others."""
         return self.alpha if self.family is None else self.family.interval_alpha
+
+    @classmethod
+    def not_graded(
+        cls,
+        options: RegressOptions,
+        *,
+        suite_id: str,
+        suite_version: str,
+        base_run: str,
+        cand_run: str,
+        why: str | None,
+    ) -> Comparison:
+        """The verdict of a pair whose run was not graded (`why`): inconclusive, nothing
+        compared, so the input is unusable for this suite, never a pass (E-65)."""
+        return cls(
+            suite_id=suite_id,
+            suite_version=suite_version,
+            baseline_run_id=base_run,
+            candidate_run_id=cand_run,
+            paired_task_count=0,
+            score_delta=0.0,
+            verdict="inconclusive",
+            method=options.method,
+            alpha=options.alpha,
+            reason=f"a run was not graded ({why})",
+            nothing_compared=True,
+        )
+
+
+def family_of(
+    comparisons: Sequence[Comparison], options: RegressOptions
+) -> tuple[int, dict[int, Family]]:
+    """Several suites tested at once (E-98): how many were tested (0 with fewer than two: nothing
+    to correct) and, by index in `comparisons`, the `Family` each tested suite is compared again
+    under, its p-value adjusted with the others' (none under the correction `none`). The family is
+    the suites that were tested: a suite without a p-value has no test to correct."""
+    tested = [i for i, c in enumerate(comparisons) if c.p_value is not None]
+    if len(tested) < 2:
+        return 0, {}
+    if options.correction == "none":
+        return len(tested), {}
+    p_values = [float(comparisons[i].p_value or 0.0) for i in tested]
+    adjusted = adjust_p_values(p_values, options.correction)
+    return len(tested), {
+        i: Family(
+            correction=options.correction,
+            size=len(tested),
+            adjusted_p_value=adjusted_p,
+            interval_alpha=options.alpha / len(tested),
+        )
+        for i, adjusted_p in zip(tested, adjusted, strict=True)
+    }
+
+
+def plan_alpha(options: RegressOptions, family_size: int) -> float:
+    """The level a plan holds a suite to (E-99): alpha, or alpha / m under a correction for the m
+    suites of its family (the strictest level of the family, what a suite must beat when no
+    other one moved). `family_size` is `family_of`'s count: 0 when no family was formed."""
+    if family_size < 2 or options.correction == "none":
+        return options.alpha
+    return options.alpha / family_size
 
 
 def _bootstrap(

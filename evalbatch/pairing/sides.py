@@ -1,7 +1,8 @@
 """`regress`: the two sides of a comparison (event logs graded here, or a tasks table written by
 `run`), the runs of each suite paired across them, and one verdict per suite (§5); several suites
 gated at once held to the family's level, and the plan of a suite that needs one (E-98,
-E-99).
+E-99). The verdict, the family and the plan's level are `reduce.paired_verdict`'s; this module
+reads the sides and pairs their runs.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ from evalbatch.errors import (
     InputError,
 )
 from evalbatch.inputs import event_files
+from evalbatch.inputs.path_forms import Paths, as_paths
 from evalbatch.inputs.suites import SuiteChoice, load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.output_format import RUN_SCHEMA
-from evalbatch.pipeline.grading import Paths, as_paths, grade_loaded
-from evalbatch.reduce import regression
-from evalbatch.regress import plan as planning
+from evalbatch.pipeline.collect import grade_loaded
+from evalbatch.reduce import paired_verdict
+from evalbatch.reduce import verdict_plan as planning
 from evalbatch.text import printable
 
 
@@ -36,11 +38,11 @@ from evalbatch.text import printable
 class RegressionReport:
     """`regress` results: one comparison per suite on both sides, and what could not be paired."""
 
-    comparisons: list[regression.Comparison]
+    comparisons: list[paired_verdict.Comparison]
     unpaired: list[tuple[str, str]]  # suites found on one side only: (side, suiteId)
     #: the correction applied when several suites were tested at once, and how many
     #: (E-98); None with one tested suite (nothing to correct)
-    correction: regression.Correction | None = None
+    correction: paired_verdict.Correction | None = None
     family_size: int = 0
     plans: dict[str, planning.Plan] = field(default_factory=dict)  # by suiteId (E-99)
 
@@ -97,7 +99,7 @@ class _Side:
     name: str  # "base" or "cand", as in --base-run-id / --cand-run-id
     label: str  # the path as given, for messages
     tasks: pl.DataFrame
-    gradings: dict[str, regression.Grading]
+    gradings: dict[str, paired_verdict.Grading]
     not_graded: dict[str, str]
     #: counted trials (run_id, task_id, score, gating_score), for a plan; None when not at hand
     trials: pl.DataFrame | None = None
@@ -197,18 +199,18 @@ def _task_table_side(name: str, path: Path, run_filter: event_files.RunFilter | 
         raise InputError(
             f"{printable(path)}: not a readable tasks table ({type(exc).__name__})"
         ) from None
-    faults = regression.task_table_faults(tasks)
+    faults = paired_verdict.task_table_faults(tasks)
     if faults:
         listed = "".join(f"\n  {printable(path)}: {fault}" for fault in faults)
         raise InputError(f"{printable(path)} is not a usable tasks table:{listed}")
     tasks = _filter_tasks(tasks, run_filter, str(path))
     runs, why_unknown = _runs_beside(path)
-    gradings: dict[str, regression.Grading] = {}
+    gradings: dict[str, paired_verdict.Grading] = {}
     not_graded: dict[str, str] = {}
     if runs is not None:
         tasks, gradings, skipped = _with_runs(tasks, _filter_tasks(runs, run_filter, str(path)))
         not_graded = dict.fromkeys(skipped, "see problems.parquet")
-    unknown = regression.Grading(
+    unknown = paired_verdict.Grading(
         unknown_because=why_unknown or "no row in the runs.parquet beside it"
     )
     for run in tasks["run_id"].unique().to_list():
@@ -249,7 +251,7 @@ def _counted_trials(trials: pl.DataFrame) -> pl.DataFrame | None:
     if any(trials.schema.get(name) != dtype for name, dtype in _TRIAL_COLUMNS.items()):
         return None
     in_range = pl.all_horizontal(
-        pl.col(c).is_finite() & pl.col(c).is_between(0, 1) for c in regression.SCORE_COLUMNS
+        pl.col(c).is_finite() & pl.col(c).is_between(0, 1) for c in paired_verdict.SCORE_COLUMNS
     )
     return trials.filter(pl.col("counted").fill_null(False) & in_range).select(list(_TRIAL_COLUMNS))
 
@@ -332,7 +334,7 @@ def _why_not_graded(errors: pl.DataFrame) -> str:
 
 def _with_runs(
     tasks: pl.DataFrame, runs: pl.DataFrame
-) -> tuple[pl.DataFrame, dict[str, regression.Grading], list[str]]:
+) -> tuple[pl.DataFrame, dict[str, paired_verdict.Grading], list[str]]:
     """A side's task rows plus one row with null scores per run that was not graded (it has no
     task rows, yet its suite must pair), each run's grading from its runs-table row, and the
     runs not graded."""
@@ -341,7 +343,7 @@ def _with_runs(
     )
     if skipped.height:
         tasks = pl.concat([tasks, skipped], how="diagonal_relaxed")
-    gradings = {row["run_id"]: regression.Grading.of_run(row) for row in runs.to_dicts()}
+    gradings = {row["run_id"]: paired_verdict.Grading.of_run(row) for row in runs.to_dicts()}
     return tasks, gradings, skipped["run_id"].to_list()
 
 
@@ -426,7 +428,7 @@ def regress_paths(
     cand: Paths,
     suites: Paths = (),
     *,
-    options: regression.RegressOptions | None = None,
+    options: paired_verdict.RegressOptions | None = None,
     grade_options: GradeOptions | None = None,
     base_run: str | None = None,
     cand_run: str | None = None,
@@ -452,7 +454,7 @@ def regress_paths(
             table is not usable.
         SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
     """
-    options = options or regression.RegressOptions()
+    options = options or paired_verdict.RegressOptions()
     shared = _Suites(as_paths(suites))
     base_side = _side("base", as_paths(base), shared, grade_options, run_filter, resources)
     cand_side = _side("cand", as_paths(cand), shared, grade_options, run_filter, resources)
@@ -495,7 +497,9 @@ def regress_paths(
             comparison.verdict == "inconclusive" and comparison.p_value is not None
         ):
             report.plans[comparison.suite_id] = _plan(
-                chosen[comparison.suite_id], options, _plan_alpha(report, options)
+                chosen[comparison.suite_id],
+                options,
+                paired_verdict.plan_alpha(options, report.family_size),
             )
     return report
 
@@ -503,48 +507,28 @@ def regress_paths(
 def _gate_as_family(
     report: RegressionReport,
     chosen: Mapping[str, Sequence[tuple[_Side, str]]],
-    options: regression.RegressOptions,
+    options: paired_verdict.RegressOptions,
 ) -> None:
-    """Several suites tested at once (E-98): their p-values adjusted together and
-    each suite compared again under its `Family`. The family is the suites that were tested (a
-    suite without a p-value has no test to correct); with one, nothing changes."""
-    tested = [i for i, c in enumerate(report.comparisons) if c.p_value is not None]
-    if len(tested) < 2:
-        return
-    report.correction, report.family_size = options.correction, len(tested)
-    if options.correction == "none":
-        return
-    p_values = [float(report.comparisons[i].p_value or 0.0) for i in tested]
-    adjusted = regression.adjust_p_values(p_values, options.correction)
-    for i, adjusted_p in zip(tested, adjusted, strict=True):
-        family = regression.Family(
-            correction=options.correction,
-            size=len(tested),
-            adjusted_p_value=adjusted_p,
-            interval_alpha=options.alpha / len(tested),
-        )
+    """Several suites tested at once (E-98): each compared again under the `Family`
+    `paired_verdict.family_of` gives it; with one tested suite, nothing changes."""
+    size, families = paired_verdict.family_of(report.comparisons, options)
+    if size:
+        report.correction, report.family_size = options.correction, size
+    for i, family in families.items():
         suite_id = report.comparisons[i].suite_id
         report.comparisons[i] = _compare_suite(suite_id, chosen[suite_id], options, family)
 
 
-def _plan_alpha(report: RegressionReport, options: regression.RegressOptions) -> float:
-    """The level a plan holds a suite to: alpha, or alpha / m under a correction for m suites
-    (the strictest level of the family, what a suite must beat when no other one moved)."""
-    if report.correction in (None, "none"):
-        return options.alpha
-    return options.alpha / report.family_size
-
-
 def _plan(
-    pairs: Sequence[tuple[_Side, str]], options: regression.RegressOptions, alpha: float
+    pairs: Sequence[tuple[_Side, str]], options: paired_verdict.RegressOptions, alpha: float
 ) -> planning.Plan:
     """One suite's plan (E-99) from its paired differences and its trials."""
     (base, base_id), (cand, cand_id) = pairs
-    column = regression.score_column(options)
+    column = paired_verdict.score_column(options)
     base_rows = base.tasks.filter(pl.col("run_id") == base_id)
     cand_rows = cand.tasks.filter(pl.col("run_id") == cand_id)
-    paired = regression.paired_tasks(base_rows, cand_rows)
-    diffs = regression.paired_differences(paired, column)
+    paired = paired_verdict.paired_tasks(base_rows, cand_rows)
+    diffs = paired_verdict.paired_differences(paired, column)
     spread = _trial_spread(paired["task_id"], (base, base_id), (cand, cand_id), column)
     return planning.plan(diffs, spread, alpha=alpha, power=options.power, effect=options.effect)
 
@@ -607,31 +591,25 @@ def _check_all_compared(
 def _compare_suite(
     suite_id: str,
     pairs: Sequence[tuple[_Side, str]],
-    options: regression.RegressOptions,
-    family: regression.Family | None = None,
-) -> regression.Comparison:
+    options: paired_verdict.RegressOptions,
+    family: paired_verdict.Family | None = None,
+) -> paired_verdict.Comparison:
     """One suite's verdict (under its `family` when gated with others), with each side's run,
     grading and mean scores beside it."""
     (base, base_id), (cand, cand_id) = pairs
     base_rows = base.tasks.filter(pl.col("run_id") == base_id)
     cand_rows = cand.tasks.filter(pl.col("run_id") == cand_id)
     if base_id in base.not_graded or cand_id in cand.not_graded:
-        why = base.not_graded.get(base_id) or cand.not_graded.get(cand_id)
-        comparison = regression.Comparison(
+        comparison = paired_verdict.Comparison.not_graded(
+            options,
             suite_id=suite_id,
             suite_version=str(cand_rows["suite_version"][0]),
-            baseline_run_id=base_id,
-            candidate_run_id=cand_id,
-            paired_task_count=0,
-            score_delta=0.0,
-            verdict="inconclusive",
-            method=options.method,
-            alpha=options.alpha,
-            reason=f"a run was not graded ({why})",
-            nothing_compared=True,
+            base_run=base_id,
+            cand_run=cand_id,
+            why=base.not_graded.get(base_id) or cand.not_graded.get(cand_id),
         )
     else:
-        comparison = regression.compare(
+        comparison = paired_verdict.compare(
             base_rows,
             cand_rows,
             options,
@@ -640,6 +618,6 @@ def _compare_suite(
             cand_run=cand_id,
             family=family,
         )
-    comparison.baseline = regression.SideSummary.of(base_rows, base_id, base.gradings[base_id])
-    comparison.candidate = regression.SideSummary.of(cand_rows, cand_id, cand.gradings[cand_id])
+    comparison.baseline = paired_verdict.SideSummary.of(base_rows, base_id, base.gradings[base_id])
+    comparison.candidate = paired_verdict.SideSummary.of(cand_rows, cand_id, cand.gradings[cand_id])
     return comparison

@@ -1,7 +1,7 @@
 """A host summary's `regression` block against the recomputation of both runs (RFC 0244 §F, §5).
 
 When the baseline a candidate names is in the input, both are recomputed and paired by taskId as
-`evalbatch regress` pairs them (`reduce.regression.paired_tasks`): the host's `pairedTaskCount`
+`evalbatch regress` pairs them (`reduce.paired_verdict.paired_tasks`): the host's `pairedTaskCount`
 must be the number of tasks present in both runs, and its `scoreDelta` the candidate's
 aggregateScore less the baseline's. Which test a host ran, at which alpha, stays its own, so its
 verdict is not recomputed; only the degenerate case is witnessable (RFC 0244 UQ 5): when every
@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from evalbatch.outputs.output_format import TASK_SCHEMA
-from evalbatch.reduce import regression
+from evalbatch.reduce import paired_verdict
 from evalbatch.verify.compare import MISSING, Checker, field_of
 from evalbatch.verify.run_context import RunContext
 
@@ -30,8 +30,8 @@ def identical(ctx: RunContext) -> bool:
     task has the same gating score on both sides (D-19): runs no method may tell apart."""
     if ctx.baseline is None:
         return False
-    paired = regression.paired_tasks(_tasks(ctx.baseline), _tasks(ctx))
-    return paired.height > 0 and not regression.paired_differences(paired, "gating_score").any()
+    paired = paired_verdict.paired_tasks(_tasks(ctx.baseline), _tasks(ctx))
+    return paired.height > 0 and not paired_verdict.paired_differences(paired, "gating_score").any()
 
 
 def check_regression(check: Checker, ctx: RunContext, doc: dict[str, Any]) -> None:
@@ -47,7 +47,7 @@ def check_regression(check: Checker, ctx: RunContext, doc: dict[str, Any]) -> No
         ("§5", None),
         text=True,
     )
-    paired = regression.paired_tasks(_tasks(base), _tasks(ctx))
+    paired = paired_verdict.paired_tasks(_tasks(base), _tasks(ctx))
     check.check(
         "summary.regression.pairedTaskCount",
         field_of(block, "pairedTaskCount"),

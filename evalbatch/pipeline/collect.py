@@ -15,14 +15,14 @@ from evalbatch.errors import (
     EXIT_SKIPPED,
 )
 from evalbatch.inputs import event_files, in_memory
-from evalbatch.inputs.path_forms import Paths, as_paths  # callers import both from here too
+from evalbatch.inputs.path_forms import Paths, as_paths
 from evalbatch.inputs.suites import SuiteChoice, load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.output_format import TRIAL_SCHEMA
 from evalbatch.outputs.writer import OutputWriter, summary_line
 from evalbatch.pipeline.local import Pass, Progress, chooser, grading_pass
 from evalbatch.pipeline.merge import Merged, batch_outputs
-from evalbatch.reduce import regression
+from evalbatch.reduce import paired_verdict
 
 
 @dataclass
@@ -50,7 +50,7 @@ def grade_paths(
     suite_docs: Sequence[Mapping[str, Any]] = (),
     options: GradeOptions | None = None,
     resources: Resources | None = None,
-    regress_options: regression.RegressOptions | None = None,
+    regress_options: paired_verdict.RegressOptions | None = None,
     on_batch: Callable[[Progress], None] | None = None,
     engine: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
@@ -88,7 +88,7 @@ def grade_loaded(
     *,
     options: GradeOptions | None = None,
     resources: Resources | None = None,
-    regress_options: regression.RegressOptions | None = None,
+    regress_options: paired_verdict.RegressOptions | None = None,
     on_batch: Callable[[Progress], None] | None = None,
     engine: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
@@ -105,12 +105,12 @@ def grade_loaded(
         resources or Resources(),
         chooser(run_filter),
     )
-    return collect(grading, regress_options or regression.RegressOptions(), on_batch)
+    return collect(grading, regress_options or paired_verdict.RegressOptions(), on_batch)
 
 
 def collect(
     grading: Pass,
-    regress_options: regression.RegressOptions,
+    regress_options: paired_verdict.RegressOptions,
     on_batch: Callable[[Progress], None] | None = None,
 ) -> GradeResult:
     """Merge every batch of a grading pass into one result, in memory (the pass is closed)."""

@@ -1,1 +1,0 @@
-"""The paired regression verdict between two runs of one suite (§5)."""
