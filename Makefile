@@ -15,7 +15,7 @@ help:
 	@echo "make inspect  add Inspect's log reader (the inspect extra) to .venv: ingest reads Inspect logs"
 	@echo "make test     add the dev and Ray extras to .venv and run the whole test suite (--run-slow)"
 	@echo "make test-duckdb  the payload-reading tests again on the DuckDB extractor (CI runs both)"
-	@echo "make check    the fast loop: lint, then the fast set (bare pytest: no slow tests), on two workers"
+	@echo "make check    the fast loop: lint, then the fast set (bare pytest: no slow tests), a worker per core"
 	@echo "make lint     ruff check + mypy (config in pyproject.toml)"
 	@echo "make fmt      ruff format + fix"
 	@echo "make native   build the native extractor (simdjson); without it payloads are parsed by DuckDB"
@@ -82,9 +82,10 @@ browser:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
-# bare pytest skips the tests marked slow (tests/conftest.py): --run-slow runs them too
+# bare pytest skips the tests marked slow (tests/conftest.py): --run-slow runs them too, in one
+# process (-n 0): the slow families start clusters, browsers and workers of their own
 test: $(DEV_STAMP) native browser
-	$(BIN)/python -m pytest --run-slow
+	$(BIN)/python -m pytest --run-slow -n 0
 
 # the families that read payloads, again on the DuckDB reference extractor (E-108): `make test`
 # runs them on the native one where it is built, and both must give one answer. The library never
@@ -96,7 +97,7 @@ test-duckdb: $(DEV_STAMP)
 	EVALBATCH_EXTRACTOR=duckdb $(BIN)/python -m pytest --run-slow -n 2 $(REFERENCE_PATH_TESTS)
 
 # the fast loop: lint beside the fast set, what bare pytest runs (the slow families, marked `slow`,
-# are left to `make test`), spread over two worker processes
+# are left to `make test`), spread over a worker process per core
 check: $(DEV_STAMP) native
 	@$(MAKE) --no-print-directory -j2 check-lint check-tests
 
@@ -105,7 +106,7 @@ check-lint:
 	$(BIN)/mypy
 
 check-tests:
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+	$(BIN)/python -m pytest
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check evalbatch tests data/samples bench

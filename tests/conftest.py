@@ -8,6 +8,12 @@ fast set, `make test` passes `--run-slow` and runs everything (docs/development.
 from __future__ import annotations
 
 import os
+
+# pytest-xdist runs a worker per core: one Polars thread each, set before Polars is imported,
+# keeps the workers from each starting a pool as wide as the machine (a test that is about
+# threads sets its own)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("POLARS_MAX_THREADS", "1")
 from pathlib import Path
 from typing import Literal
 

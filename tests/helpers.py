@@ -476,3 +476,24 @@ def bound_probes(bounds: Bounds) -> list[float]:
         else:
             values += [float(end), math.nextafter(end, -math.inf), math.nextafter(end, math.inf)]
     return values
+
+
+def slow_param(*values: Any, id: str | None = None) -> Any:
+    """A row of a parametrized table that runs only under --run-slow (`make test`): the table's
+    other rows keep its rule exercised in the fast set."""
+    return pytest.param(*values, id=id, marks=pytest.mark.slow)
+
+
+def slow_except(cases: Iterable[Any], fast: Iterable[Any]) -> list[Any]:
+    """A parametrized table whose rows all run under --run-slow, the rows in `fast` in the fast
+    set too: a few rows keep the rule exercised by default, the whole table runs in `make test`.
+    A row that is a tuple is one row of several arguments."""
+    keep = list(fast)
+    rows = list(cases)
+    assert all(row in rows for row in keep), keep  # a fast row must be a row of the table
+
+    def param(row: Any, *marks: pytest.MarkDecorator) -> Any:
+        values = row if isinstance(row, tuple) else (row,)
+        return pytest.param(*values, marks=marks)
+
+    return [param(row) if row in keep else param(row, pytest.mark.slow) for row in rows]

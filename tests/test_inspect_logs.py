@@ -8,18 +8,21 @@ project's reading of them.
 from __future__ import annotations
 
 import gzip
+import hashlib
+import importlib.metadata
 import json
 import math
 import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-import inspect_ai.log as inspect_log  # the extra evalbatch[inspect], installed by make test
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -35,16 +38,45 @@ from tests.helpers import ROOT
 from tests.logbuilder import LogBuilder
 
 
+def inspect_log() -> ModuleType:
+    """Inspect's log module (the extra evalbatch[inspect], installed by make test), imported by
+    the tests that use it: imported at the top, it cost every test worker seconds to collect."""
+    import inspect_ai.log
+
+    return inspect_ai.log
+
+
+MAKE_LOGS = ROOT / "examples" / "inspect" / "make_logs.py"
+
+
+def written_by_inspect(cache_dir: Path) -> Path:
+    """The logs make_logs.py has Inspect write, kept in pytest's cache under a key of the
+    script's bytes and Inspect's version: a warm tree does not run the eval again (seconds per
+    test run), a changed script or Inspect writes them anew. A directory is cached only whole."""
+    key = hashlib.sha256(
+        MAKE_LOGS.read_bytes() + importlib.metadata.version("inspect_ai").encode()
+    ).hexdigest()[:16]
+    kept = cache_dir / key
+    if not kept.is_dir():
+        writing = Path(tempfile.mkdtemp(dir=kept.parent))
+        subprocess.run(
+            [sys.executable, str(MAKE_LOGS), str(writing)], check=True, capture_output=True
+        )
+        try:
+            writing.rename(kept)
+        except OSError:  # another run cached them first
+            shutil.rmtree(writing)
+    return kept
+
+
 @pytest.fixture(scope="module")
-def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def logs(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> dict[str, Path]:
     """The example logs by name (`arithmetic.eval`, `arithmetic.json`, ...), as Inspect wrote
-    them."""
-    out = tmp_path_factory.mktemp("inspect-logs")
-    subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "inspect" / "make_logs.py"), str(out)],
-        check=True,
-        capture_output=True,
-    )
+    them; a copy of the cached ones, which no test can change."""
+    cache = getattr(pytestconfig, "cache", None)  # none under -p no:cacheprovider: this run only
+    cache_dir = cache.mkdir("inspect-logs") if cache else tmp_path_factory.mktemp("inspect")
+    out = tmp_path_factory.mktemp("inspect-logs") / "logs"
+    shutil.copytree(written_by_inspect(cache_dir), out)
     found: dict[str, Path] = {}
     for path in sorted(out.iterdir()):
         task = path.stem.split("_")[1]
@@ -93,7 +125,7 @@ def _graded(tmp: Path, *paths: Path, suite: dict[str, Any] | None = None, ingest
 
 
 def _read(path: Path) -> Any:
-    return inspect_log.read_eval_log(str(path))
+    return inspect_log().read_eval_log(str(path))
 
 
 def _tool_events(sample: Any) -> list[Any]:
@@ -731,7 +763,7 @@ def test_e116_a_sample_member_past_a_cap_is_not_read_and_the_other_samples_are(
         with zipfile.ZipFile(path) as archive:
             assert archive.getinfo(MEMBER).file_size == 11_000
         # Inspect's reader reads it, all of it, and the sample is as it was
-        sample = inspect_log.read_eval_log_sample(str(path), id="sum-2", epoch=2)
+        sample = inspect_log().read_eval_log_sample(str(path), id="sum-2", epoch=2)
         assert sample.scores is not None
     sink = _read_log(path, limits)
     problems = [(p.where, p.code, p.reason) for p in sink.problems]
@@ -846,7 +878,7 @@ def test_e115_a_json_log_nested_past_the_depth_cap_is_not_read(
     document["eval"]["metadata"] = {"deep": _nested(100)}
     deep = tmp_path / "deep.json"
     deep.write_text(json.dumps(document))
-    assert inspect_log.read_eval_log(str(deep), header_only=True).eval.metadata is not None
+    assert inspect_log().read_eval_log(str(deep), header_only=True).eval.metadata is not None
     sink = _read_log(deep, InputLimits())
     assert [(p.code, p.reason) for p in sink.problems] == [
         (
@@ -864,13 +896,13 @@ def test_e116_samples_are_read_in_groups_of_bounded_size(
     """Inspect holds a group's samples until the group is read: a group holds at most
     GROUP_BYTES of them (a sample is about 11 KB here), in the log's order."""
     groups: list[int] = []
-    by_id = inspect_log.read_eval_log_samples_by_id
+    by_id = inspect_log().read_eval_log_samples_by_id
 
     def counted(source: str, group: list[Any], **options: Any) -> Any:
         groups.append(len(group))
         return by_id(source, group, **options)
 
-    monkeypatch.setattr(inspect_log, "read_eval_log_samples_by_id", counted)
+    monkeypatch.setattr(inspect_log(), "read_eval_log_samples_by_id", counted)
     monkeypatch.setattr(inspect_logs, "GROUP_BYTES", 30_000)
     sink = _read_log(logs["arithmetic.eval"], InputLimits())
     assert groups == [2] * 6

@@ -32,7 +32,7 @@ from evalbatch import api
 from evalbatch.cli import cli
 from evalbatch.extract import events_pass, extractor, native_scan, sql_files
 from evalbatch.options import DEFAULT_BATCH_EVENTS, Resources
-from tests.helpers import OUTPUT_FILES, SAMPLE_EVENTS, SAMPLE_SUITES
+from tests.helpers import OUTPUT_FILES, SAMPLE_EVENTS, SAMPLE_SUITES, slow_except
 from tests.strategies import NUMBER_TEXTS, PAYLOAD_TYPES, payload_texts
 
 BUILT = extractor.library() is not None
@@ -104,13 +104,25 @@ def test_e108_fields_are_event_scans_paths() -> None:
 
 
 @pytest.mark.parametrize("type_", PAYLOAD_TYPES)
-@pytest.mark.parametrize("number", NUMBER_TEXTS)
-def test_e108_numbers_written_as_the_query_writes_them(type_: str, number: str) -> None:
-    """Integers as written, doubles in yyjson's shortest form, the rest to the query (D-7)."""
+def test_e108_numbers_written_as_the_query_writes_them(type_: str) -> None:
+    """Integers as written, doubles in yyjson's shortest form, the rest to the query (D-7).
+
+    Every number text in one scan per path (a scan per number costs a connection each): the
+    rows that differ are named by their payload."""
     fields = ("agentId", "inputs", "taskId", "trialIndex", "score", "costEstimateUsd", "modes")
-    payload = "{" + ",".join(f'"{name}":{number}' for name in fields) + "}"
-    nested = f'{{"agent":{{"agentId":{number}}},"inputs":[{number},{{"n":{number}}}]}}'
-    assert_same_scan([(type_, payload), (type_, nested)])
+    pairs: list[tuple[str, str | None]] = []
+    for number in NUMBER_TEXTS:
+        payload = "{" + ",".join(f'"{name}":{number}' for name in fields) + "}"
+        nested = f'{{"agent":{{"agentId":{number}}},"inputs":[{number},{{"n":{number}}}]}}'
+        pairs += [(type_, payload), (type_, nested)]
+    reference, walked = both_scans(pairs)
+    assert len(walked) == len(reference)
+    differ = [
+        payload
+        for (_, payload), want, got in zip(pairs, reference, walked, strict=True)
+        if got != want
+    ]
+    assert differ == []
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -223,15 +235,28 @@ def _grade(
     api.write_outputs([str(e) for e in events], out, [str(s) for s in suites], resources=resources)
 
 
+#: (logs, events per batch, rows read in place) as ids name them; the two rows of the fast set
+#: take each choice once between them, the other six run under --run-slow
+LOGS = {"samples": [SAMPLE_EVENTS], "delegates": [SAMPLE_EVENTS.parent / "delegates"]}
+BATCHING = {"one-batch": DEFAULT_BATCH_EVENTS, "batches-of-50-events": 50}
+PLACEMENT = {"read-in-place": None, "copied-into-duckdb": 0}
+BOTH_PATHS = {
+    f"{placement}-{batching}-{logs}": (LOGS[logs], BATCHING[batching], PLACEMENT[placement])
+    for logs in LOGS
+    for batching in BATCHING
+    for placement in PLACEMENT
+}
+FAST_BOTH_PATHS = [
+    "read-in-place-one-batch-samples",
+    "copied-into-duckdb-batches-of-50-events-delegates",
+]
+
+
 @pytest.mark.parametrize(
-    "events",
-    [[SAMPLE_EVENTS], [SAMPLE_EVENTS.parent / "delegates"]],
-    ids=["samples", "delegates"],
+    ("events", "batch_events", "in_place_rows"),
+    slow_except(BOTH_PATHS.values(), fast=[BOTH_PATHS[name] for name in FAST_BOTH_PATHS]),
+    ids=list(BOTH_PATHS),
 )
-@pytest.mark.parametrize(
-    "batch_events", [DEFAULT_BATCH_EVENTS, 50], ids=["one-batch", "batches-of-50-events"]
-)
-@pytest.mark.parametrize("in_place_rows", [None, 0], ids=["read-in-place", "copied-into-duckdb"])
 def test_e108_outputs_byte_identical_on_both_paths(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

@@ -38,6 +38,7 @@ from tests.helpers import (
     make_suite,
     read_outputs,
     run_main,
+    slow_except,
     standard_run,
     write_events,
     write_json,
@@ -495,7 +496,8 @@ def _assert_every_reader_refuses(
 
 
 @pytest.mark.parametrize("incremental", [False, True], ids=["run", "incremental"])
-@pytest.mark.parametrize("nth", range(1, 8))
+# the first rename and the last of each mode in the fast set; the ones between under --run-slow
+@pytest.mark.parametrize("nth", slow_except(range(1, 8), fast=[1, 6, 7]))
 def test_e119_run_killed_between_renames_is_refused_by_every_reader_and_the_next_run_recovers(
     nights: dict[str, Any],
     tmp_path: Path,

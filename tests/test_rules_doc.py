@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -99,6 +100,7 @@ def _help_texts(command: click.Command) -> Iterator[str]:
             yield from _help_texts(sub)
 
 
+@functools.cache  # one scan of the repository for the tests that read it; none changes it
 def repository_citations() -> Citations:
     cited = Citations()
     for path in _citing_files():

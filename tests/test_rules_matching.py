@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from evalbatch.grade.trial_grading import TRAJECTORY_CHECKS, trajectory_rule
+from tests.helpers import slow_except
 from tests.logbuilder import (
     AGENT,
     Call,
@@ -214,9 +215,13 @@ MODE_CASES = [
 ]
 
 
+#: the fast set: a match and a miss of each mode, and the empty expectations
+FAST_MODE_CASES = [MODE_CASES[i] for i in (0, 3, 4, 6, 8, 12, 13, 14, 17, 19, 21, 22)]
+
+
 @pytest.mark.parametrize(
     ("mode", "expected_tools", "observed_tools", "matched", "matched_count"),
-    MODE_CASES,
+    slow_except(MODE_CASES, fast=FAST_MODE_CASES),
     ids=[f"{m}-{'.'.join(e) or '0'}-vs-{'.'.join(o) or '0'}" for m, e, o, _, _ in MODE_CASES],
 )
 def test_s3_2_match_modes(
@@ -326,8 +331,14 @@ def test_s3_2_forbidden_count_counts_every_forbidden_call(mode: str) -> None:
     assert task["trajectory"]["matched"] is False
 
 
-@pytest.mark.parametrize("args_match", ["exact", "subset", "ignore"])
-@pytest.mark.parametrize("inputs", [{"x": 1}, None, [1, 2], "text"])
+@pytest.mark.parametrize(
+    ("args_match", "inputs"),
+    # each argsMatch and each kind of input once in the fast set, every pair under --run-slow
+    slow_except(
+        [(a, i) for a in ("exact", "subset", "ignore") for i in ({"x": 1}, None, [1, 2], "text")],
+        fast=[("exact", {"x": 1}), ("subset", None), ("ignore", [1, 2]), ("exact", "text")],
+    ),
+)
 def test_s3_2_expected_call_without_args_matches_on_name_alone(
     args_match: str, inputs: Any
 ) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import slow_param
 from tests.logbuilder import (
     ABSENT,
     LogBuilder,
@@ -74,7 +75,7 @@ def test_s3_6_tasks_are_in_suite_order_not_log_order() -> None:
         pytest.param({}, {}, False, id="absent-defaults-to-1.0"),
         pytest.param({"thresholds": {"maxCostUsd": 10}}, {}, False, id="thresholds-without"),
         pytest.param({}, {"default_pass_score": 0.95}, True, id="option-0.95"),
-        pytest.param({}, {"default_pass_score": 0.96}, False, id="option-0.96"),
+        slow_param({}, {"default_pass_score": 0.96}, False, id="option-0.96"),
         pytest.param(
             {"thresholds": {"passScore": 0.9}},
             {"default_pass_score": 1.0},
@@ -303,9 +304,9 @@ def test_s3_6_score_stderr_is_omitted_for_a_single_task() -> None:
     [
         pytest.param(["coding", "coding"], "coding", id="same"),
         pytest.param(["coding", "writing"], None, id="differ"),
-        pytest.param(["coding", ABSENT], None, id="one-without"),
+        slow_param(["coding", ABSENT], None, id="one-without"),
         pytest.param(["turbo", "turbo"], None, id="not-in-enum"),
-        pytest.param(["Coding", "Coding"], None, id="enum-is-case-sensitive"),
+        slow_param(["Coding", "Coding"], None, id="enum-is-case-sensitive"),
         pytest.param(["general", "no-bracket"], "general", id="trial-without-bracket-ignored"),
     ],
 )

@@ -22,6 +22,7 @@ import pytest
 from evalbatch import problems
 from evalbatch.extract import events_pass, extractor, sql_files, trial_tables
 from evalbatch.options import Extractor, Resources
+from tests.helpers import slow_except
 from tests.logbuilder import LogBuilder, write_raw_events
 
 Rows = list[dict[str, Any]]
@@ -872,8 +873,33 @@ EXTRACTORS: list[Extractor] = ["duckdb"] + (
 )
 
 
-@pytest.mark.parametrize("extractor_name", EXTRACTORS)
-@pytest.mark.parametrize("case", list(CASES.values()), ids=lambda case: case.id)
+#: the relations that read payload fields themselves: their cases run on the native extractor
+#: in the fast set too; every case runs on both under --run-slow (E-108)
+PAYLOAD_READERS = {
+    "event_scan",
+    "duplicate_events",
+    "fixed_event_rows",
+    "tool_called_events",
+    "usage_events",
+    "scored_events",
+    "started_events",
+    "dispatch_events",
+}
+
+
+@pytest.mark.parametrize(
+    ("case", "extractor_name"),
+    slow_except(
+        [(case, name) for name in EXTRACTORS for case in CASES.values()],
+        fast=[
+            (case, name)
+            for name in EXTRACTORS
+            for case in CASES.values()
+            if name == "duckdb" or case.relation in PAYLOAD_READERS
+        ],
+    ),
+    ids=lambda value: value.id if isinstance(value, Golden) else str(value),
+)
 def test_relation_golden(tmp_path: Path, case: Golden, extractor_name: Extractor) -> None:
     """The relation's rows for the case's events are exactly the expected ones, whichever
     extractor parsed the payloads (E-108)."""
