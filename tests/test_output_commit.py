@@ -665,7 +665,10 @@ KILLER = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("incremental", [False, True], ids=["run", "incremental"])
+# the fast set kills one real run at the marker; every step of both modes under --run-slow
+@pytest.mark.parametrize(
+    "incremental", slow_except([False, True], fast=[False]), ids=["run", "incremental"]
+)
 @pytest.mark.parametrize(
     "point",
     [
