@@ -24,7 +24,7 @@ from tests.test_regress import BASE, CAND, SUITES, task_rows, write_task_table
 #: `make check` leaves it out, `make test` runs it
 pytestmark = pytest.mark.slow
 
-# --- hand computations the tests check against --------------------------------------------------
+# --- hand computations the tests check against ----------------------------------------------------
 
 
 def t_power(effect_size: float, tasks: int, alpha: float) -> float:
@@ -54,7 +54,7 @@ def spread(tasks: int, trials: int, variance: float) -> planning.TrialSpread:
     return planning.TrialSpread(counts, variances, counts, variances)
 
 
-# --- item 4: the plan's formula ------------------------------------------------------------------
+# --- the plan's formula (E-99) --------------------------------------------------------------------
 
 
 def upper_limit(sd: float, tasks: int) -> float:
@@ -162,7 +162,7 @@ def test_constant_differences_need_no_plan() -> None:
     assert "do not vary" in result.line()
 
 
-# --- item 5: corrections against hand computations ----------------------------------------------
+# --- corrections against hand computations (E-98) -------------------------------------------------
 
 
 def test_holm_adjustment_by_hand() -> None:
@@ -182,7 +182,7 @@ def test_no_correction_keeps_the_p_values() -> None:
     assert paired_verdict.adjust_p_values([0.01, 0.2], "none") == [0.01, 0.2]
 
 
-# --- item 5 end to end: several suites gated at once --------------------------------------------
+# --- several suites gated at once, end to end (E-98) ----------------------------------------------
 
 #: a suite whose paired t p-value (0.038) is under 0.05 but over 0.05 / 3
 SHIFTED = [-0.3, -0.2, -0.2, -0.1, -0.1, -0.1, 0.0, 0.0, 0.05, 0.05]
@@ -300,10 +300,17 @@ def test_one_suite_prints_exactly_what_it_printed_before(tmp_path: Path) -> None
         "  moved most: address-change -1.000, loyalty-points -1.000, order-status -0.667, "
         "shipping-delay -0.667, escalate-complaint -0.333\n"
     )
+    # after the verdict, which score moved and what the candidate did differently (E-136)
+    why = (
+        "  compares gating scores (D-19): they moved -0.4000; output scores moved -0.4000 "
+        "(paired means)\n"
+        "  changes in the 6 task(s) that dropped:\n"
+        "    more latency: 6 of 6\n"
+    )
     documents = set()
     for correction in ("holm", "bh", "none"):
         code, out = _regress(BASE, CAND, "--suites", SUITES, "--correction", correction)
-        assert (code, out) == (1, before)
+        assert (code, out) == (1, before + why)
         code, out = _regress(BASE, CAND, "--suites", SUITES, "--correction", correction, "--json")
         documents.add(out)
         document = json.loads(out)
@@ -313,7 +320,7 @@ def test_one_suite_prints_exactly_what_it_printed_before(tmp_path: Path) -> None
     assert len(documents) == 1
 
 
-# --- item 4 end to end ---------------------------------------------------------------------------
+# --- plans end to end (E-99) ----------------------------------------------------------------------
 
 
 def test_an_inconclusive_verdict_shows_its_plan(tmp_path: Path) -> None:

@@ -97,7 +97,7 @@ def wilson(passed: int, trials: int) -> tuple[float, float]:
     return centre - half, centre + half
 
 
-# --- the split statistic and its p-value (item 3) ---------------------------------------------
+# --- the split statistic and its p-value (E-97) ---------------------------------------------------
 
 STEP = [(3, 3), (3, 3), (0, 3)]  # 6 of 9 passed; the 3 failures all on the last night
 
@@ -225,7 +225,7 @@ def test_changes_are_listed_surest_first() -> None:
     assert got.schema == pl.Schema(trends.CHANGE_SCHEMA)
 
 
-# --- flakiness (item 2) -------------------------------------------------------------------------
+# --- flakiness (E-97) -----------------------------------------------------------------------------
 
 
 def test_flakiness_hand_computed() -> None:
@@ -316,7 +316,7 @@ def test_an_empty_series_gives_empty_tables() -> None:
     assert flaky_tasks(empty).height == 0
 
 
-# --- a faulty frame is refused (fail closed) -------------------------------------------------
+# --- a faulty frame is refused (fail closed) ------------------------------------------------------
 
 
 @pytest.mark.parametrize(

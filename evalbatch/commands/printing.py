@@ -320,8 +320,37 @@ def print_comparison(
     if c.moved:
         moved = ", ".join(f"{printable(task)} {diff:+.3f}" for task, diff in c.moved)
         click.echo(f"  moved most: {moved}")
+    compares = c.compares_line()
+    if compares is not None:
+        click.echo(f"  {compares}")
+    _print_changes(c)
     if suite_plan is not None:
         click.echo(f"  {suite_plan.line()}")
+
+
+#: change lines printed per direction; the rest are counted (`--json` lists them all)
+SHOWN_CHANGES = 3
+
+
+def _print_changes(c: paired_verdict.Comparison) -> None:
+    """What the candidate did differently on the tasks that moved (E-136): per direction, the
+    changes most of its tasks share, then how many more there are. Bounded however many tasks."""
+    if c.changes_unknown is not None:
+        click.echo(f"  changes: not known: {printable(c.changes_unknown)}")
+    changes = c.changes
+    if changes is None or not (changes.dropped_count or changes.rose_count):
+        return
+    for label, counts, moved in (
+        ("dropped", changes.dropped, changes.dropped_count),
+        ("rose", changes.rose, changes.rose_count),
+    ):
+        if not moved:
+            continue
+        click.echo(f"  changes in the {moved} task(s) that {label}:")
+        for count in counts[:SHOWN_CHANGES]:
+            click.echo(f"    {count.description}: {count.tasks} of {moved}")
+        if len(counts) > SHOWN_CHANGES:
+            click.echo(f"    and {len(counts) - SHOWN_CHANGES} other change(s) (--json lists them)")
 
 
 def _cell(value: Any) -> str:

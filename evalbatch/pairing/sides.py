@@ -29,7 +29,7 @@ from evalbatch.inputs.suites import SuiteChoice, load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.output_format import RUN_SCHEMA
 from evalbatch.pipeline.collect import grade_loaded
-from evalbatch.reduce import paired_verdict
+from evalbatch.reduce import behaviour_changes, paired_verdict
 from evalbatch.reduce import verdict_plan as planning
 from evalbatch.text import printable
 
@@ -247,13 +247,24 @@ _TRIAL_COLUMNS = {
 
 def _counted_trials(trials: pl.DataFrame) -> pl.DataFrame | None:
     """The counted trials with finite scores in 0..1, or None when the table lacks a column a
-    plan reads (the plan then says the trials are not at hand; the verdict never reads them)."""
+    plan reads (the plan then says the trials are not at hand; the verdict never reads them).
+    The columns behaviour changes read are kept when the table has them all (E-136)."""
     if any(trials.schema.get(name) != dtype for name, dtype in _TRIAL_COLUMNS.items()):
         return None
     in_range = pl.all_horizontal(
         pl.col(c).is_finite() & pl.col(c).is_between(0, 1) for c in paired_verdict.SCORE_COLUMNS
     )
-    return trials.filter(pl.col("counted").fill_null(False) & in_range).select(list(_TRIAL_COLUMNS))
+    columns = list(_TRIAL_COLUMNS)
+    if _has_behaviour(trials):
+        columns += [c for c in behaviour_changes.TRIAL_COLUMNS if c not in _TRIAL_COLUMNS]
+    return trials.filter(pl.col("counted").fill_null(False) & in_range).select(columns)
+
+
+def _has_behaviour(trials: pl.DataFrame | None) -> bool:
+    """The trials hold every column behaviour changes read, with its type."""
+    return trials is not None and all(
+        trials.schema.get(name) == dtype for name, dtype in behaviour_changes.TRIAL_COLUMNS.items()
+    )
 
 
 def _trials_beside(path: Path) -> pl.DataFrame | None:
@@ -261,8 +272,10 @@ def _trials_beside(path: Path) -> pl.DataFrame | None:
     trials_path = path.with_name("trials.parquet")
     if not trials_path.is_file():
         return None
+    wanted = {**_TRIAL_COLUMNS, **behaviour_changes.TRIAL_COLUMNS}
     try:
-        trials = pl.read_parquet(trials_path, columns=list(_TRIAL_COLUMNS))
+        present = pq.read_schema(trials_path).names
+        trials = pl.read_parquet(trials_path, columns=[c for c in wanted if c in present])
     except (OSError, pl.exceptions.PolarsError, pa.ArrowException):
         return None
     return _counted_trials(trials)
@@ -620,4 +633,21 @@ def _compare_suite(
         )
     comparison.baseline = paired_verdict.SideSummary.of(base_rows, base_id, base.gradings[base_id])
     comparison.candidate = paired_verdict.SideSummary.of(cand_rows, cand_id, cand.gradings[cand_id])
+    if comparison.paired_task_count and not comparison.nothing_compared:
+        if _has_behaviour(base.trials) and _has_behaviour(cand.trials):
+            assert base.trials is not None and cand.trials is not None
+            comparison.changes = behaviour_changes.behaviour_changes(
+                paired_verdict.paired_tasks(base_rows, cand_rows),
+                paired_verdict.score_column(options),
+                base.trials,
+                base_id,
+                cand.trials,
+                cand_id,
+            )
+        else:
+            missing = [s.describe() for s in (base, cand) if not _has_behaviour(s.trials)]
+            comparison.changes_unknown = (
+                f"no trials table with every column behaviour changes read on "
+                f"{' nor on '.join(missing)}"
+            )
     return comparison

@@ -38,6 +38,7 @@ from evalbatch.options import (
     check_choice,
     check_flag,
 )
+from evalbatch.reduce import behaviour_changes
 from evalbatch.text import printable
 
 Verdict = Literal["improved", "regressed", "unchanged", "inconclusive"]
@@ -287,6 +288,13 @@ class Comparison:
     baseline: SideSummary | None = None  # how each side was graded, and its mean scores
     candidate: SideSummary | None = None
     family: Family | None = None  # set when the suite was gated with others (E-98)
+    #: the score the test compares ("gating": gating scores, D-19; "mean": output scores) and
+    #: the mean paired difference of the other one, so the output can say which moved (E-136)
+    score: Score = "gating"
+    other_difference: float | None = None
+    #: what the candidate did differently on the tasks that moved (E-136), or why not known
+    changes: behaviour_changes.Changes | None = None
+    changes_unknown: str | None = None
 
     def block(self) -> dict[str, object]:
         """The RFC 0244 `regression` block, in the contract's field order."""
@@ -316,7 +324,30 @@ class Comparison:
         }
         if self.family is not None:
             report["family"] = self.family.report()
+        report["compares"] = {
+            "score": "gatingScore" if self.score == "gating" else "score",
+            "meanDifference": self.mean_difference,
+            "otherScore": "score" if self.score == "gating" else "gatingScore",
+            "otherMeanDifference": self.other_difference,
+        }
+        report["changes"] = self.changes.report() if self.changes is not None else None
+        report["changesUnknown"] = self.changes_unknown
         return report
+
+    def compares_line(self) -> str | None:
+        """Which score the verdict compares and how each moved, in words (E-136)."""
+        if self.mean_difference is None:
+            return None
+        other = "" if self.other_difference is None else f"{self.other_difference:+.4f}"
+        if self.score == "gating":
+            return (
+                f"compares gating scores (D-19): they moved {self.mean_difference:+.4f}; "
+                f"output scores moved {other} (paired means)"
+            )
+        return (
+            f"compares output scores: they moved {self.mean_difference:+.4f}; "
+            f"gating scores (D-19) moved {other} (paired means)"
+        )
 
     @property
     def interval_alpha(self) -> float:
@@ -502,6 +533,9 @@ def compare(
 
     diffs = paired_differences(paired, column)
     result.mean_difference = float(diffs.mean())
+    result.score = options.score
+    other = "score" if column == "gating_score" else "gating_score"
+    result.other_difference = float(paired_differences(paired, other).mean())
     order = np.argsort(-np.abs(diffs), kind="stable")
     result.moved = [
         (paired["task_id"][int(i)], float(diffs[i])) for i in order[:5] if diffs[i] != 0
