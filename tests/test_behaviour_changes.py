@@ -1,7 +1,8 @@
 """E-136: what the candidate did differently, behind a paired verdict.
 
 A baseline and a candidate of one suite are built with planted behaviour changes (an expected
-tool dropped, a forbidden tool called, calls reordered, more cost on a task that did not move);
+tool dropped, a forbidden tool called, calls reordered, an argument changed, more cost on a task
+that did not move);
 the changes `regress` reports must name each planted change with exact counts, and none on runs
 that behave alike.
 """
@@ -20,7 +21,7 @@ from evalbatch import api
 from evalbatch.cli import cli
 from evalbatch.reduce.behaviour_changes import Changes
 from tests.helpers import write_events, write_json
-from tests.logbuilder import EPOCH, LogBuilder, golden, suite, traj
+from tests.logbuilder import EPOCH, LogBuilder, expect, golden, suite, traj
 
 LOOKUP, REFUND, REFUND_ALL = "crm:lookup", "billing:refund", "billing:refund-all"
 TASKS = [f"task-{i:02d}" for i in range(12)]
@@ -30,10 +31,16 @@ PLANTED = {
     **dict.fromkeys(TASKS[4:6], "forbidden"),
     TASKS[6]: "reordered",
     TASKS[7]: "costlier",
+    TASKS[8]: "other-order-id",
 }
+#: the argument value each side sends for the order (never printed: only its path is, §H)
+ORDER_IDS = {"base": "ORD-SECRET-1", "cand": "ORD-SECRET-2"}
 
 
-def _calls(behaviour: str | None) -> list[str]:
+def _calls(behaviour: str | None, task: str) -> list[str | tuple[str, Any]]:
+    if task == TASKS[8]:
+        side = "cand" if behaviour == "other-order-id" else "base"
+        return [(LOOKUP, {"orderId": ORDER_IDS[side], "locale": "en"}), REFUND]
     return {
         None: [LOOKUP, REFUND],
         "dropped-refund": [LOOKUP],
@@ -49,14 +56,16 @@ def _run(run_id: str, planted: dict[str, str], day: int = 0) -> list[dict[str, A
     for task in TASKS:
         behaviour = planted.get(task)
         cost = 0.05 if behaviour == "costlier" else 0.01
-        log.trial(task, _calls(behaviour), [{"costEstimateUsd": cost}], duration_ms=1000)
+        log.trial(task, _calls(behaviour, task), [{"costEstimateUsd": cost}], duration_ms=1000)
     log.eval_completed()
     return log.rows
 
 
 def _suite_doc() -> dict[str, Any]:
     path = traj("in-order", [LOOKUP, REFUND], forbidden=[REFUND_ALL])
-    return suite(*(golden(task, path) for task in TASKS))
+    order = expect(LOOKUP, {"orderId": ORDER_IDS["base"]}, "subset")
+    with_order = traj("in-order", [order, REFUND], forbidden=[REFUND_ALL])
+    return suite(*(golden(task, with_order if task == TASKS[8] else path) for task in TASKS))
 
 
 @pytest.fixture
@@ -85,18 +94,22 @@ def _counted(counts: list[Any]) -> list[tuple[str, int, list[str]]]:
 
 def test_e136_each_planted_change_is_named_with_exact_counts(sides: dict[str, Path]) -> None:
     changes = _changes(sides["base"], sides["cand"], sides["suites"])
-    assert (changes.dropped_count, changes.rose_count) == (7, 0)
+    assert (changes.dropped_count, changes.rose_count) == (8, 0)
+    # the order id the expected call asks for is missing: the path breaks as `missing`
     assert _counted(changes.dropped) == [
-        ("path-broke:missing", 4, TASKS[0:4]),
+        ("path-broke:missing", 5, [*TASKS[0:4], TASKS[8]]),
+        ("no-longer-calls:billing:refund", 4, TASKS[0:4]),
         ("tool-calls:fewer", 4, TASKS[0:4]),
+        ("newly-calls:billing:refund-all", 2, TASKS[4:6]),
         ("path-broke:forbidden", 2, TASKS[4:6]),
         ("forbidden-calls:more", 2, TASKS[4:6]),
         ("tool-calls:more", 2, TASKS[4:6]),
+        ("other-args:crm:lookup:orderId", 1, [TASKS[8]]),
         ("path-broke:order", 1, [TASKS[6]]),
     ]
-    assert all(c.of == 7 for c in changes.dropped)
+    assert changes.call_level and all(c.of == 8 for c in changes.dropped)
     # the costlier task did not move: it is in no count and no task entry
-    assert [t["taskId"] for t in changes.tasks] == TASKS[0:7]
+    assert [t["taskId"] for t in changes.tasks] == [*TASKS[0:7], TASKS[8]]
     first = changes.tasks[0]
     assert first["baseline"]["pathMatched"] == 1 and first["candidate"]["pathMatched"] == 0
     assert first["candidate"]["pathReason"] == "missing"
@@ -112,8 +125,9 @@ def test_e136_runs_that_behave_alike_show_no_change(sides: dict[str, Path]) -> N
 def test_e136_a_rise_is_counted_among_the_tasks_that_rose(sides: dict[str, Path]) -> None:
     """The same pair the other way round: what broke now mends."""
     changes = _changes(sides["cand"], sides["base"], sides["suites"])
-    assert (changes.dropped_count, changes.rose_count) == (0, 7)
-    assert changes.rose[0].key == "path-fixed" and changes.rose[0].tasks == 7
+    assert (changes.dropped_count, changes.rose_count) == (0, 8)
+    assert ("path-fixed", 8, sorted(PLANTED.keys() - {TASKS[7]})) in _counted(changes.rose)
+    assert ("newly-calls:billing:refund", 4, TASKS[0:4]) in _counted(changes.rose)
 
 
 def test_e136_a_moved_task_with_no_behaviour_change_says_so(tmp_path: Path) -> None:
@@ -139,7 +153,8 @@ def test_e136_task_tables_give_the_changes_the_logs_give(
     sides: dict[str, Path], tmp_path: Path
 ) -> None:
     """A side read from the tables `run` wrote (tasks.parquet, trials.parquet beside it) gives
-    the same changes as its event log; without the trials table, the output says why none."""
+    the changes its event log gives but for the calls, which only the logs hold (the output
+    says so); without the trials table, the output says why there are none."""
     tables = {}
     for name in ("base", "cand"):
         out = tmp_path / f"out-{name}"
@@ -147,7 +162,16 @@ def test_e136_task_tables_give_the_changes_the_logs_give(
         tables[name] = out / "tasks.parquet"
     from_logs = _changes(sides["base"], sides["cand"], sides["suites"])
     from_tables = _changes(tables["base"], tables["cand"], sides["suites"])
-    assert from_tables.report() == from_logs.report()
+    assert not from_tables.call_level and from_logs.call_level
+    calls = ("no-longer-calls:", "newly-calls:", "other-args:")
+    kept = [c for c in _counted(from_logs.dropped) if not c[0].startswith(calls)]
+    assert _counted(from_tables.dropped) == kept
+    assert [t["baseline"] for t in from_tables.tasks] == [t["baseline"] for t in from_logs.tasks]
+    argv = ["regress", str(tables["base"]), str(tables["cand"])]
+    shown = CliRunner().invoke(cli, argv).output
+    assert (
+        "    (calls not compared: a side is a tasks table; the calls need its event logs)" in shown
+    )
     (tmp_path / "out-cand" / "trials.parquet").unlink()
     report = api.regress_paths(tables["base"], tables["cand"], [sides["suites"].parent])
     (comparison,) = report.comparisons
@@ -160,14 +184,18 @@ def test_e136_terminal_and_json_name_the_first_change(sides: dict[str, Path]) ->
     shown = CliRunner().invoke(cli, argv)
     assert shown.exit_code == 1, shown.output
     lines = shown.output.splitlines()
-    at = lines.index("  changes in the 7 task(s) that dropped:")
-    assert lines[at + 1] == "    tool path no longer matches (missing): 4 of 7"
-    assert lines[at + 4] == "    and 3 other change(s) (--json lists them)"
+    at = lines.index("  changes in the 8 task(s) that dropped:")
+    assert lines[at + 1] == "    tool path no longer matches (missing): 5 of 8"
+    assert lines[at + 2] == "    no longer calls billing:refund: 4 of 8"
+    assert lines[at + 4] == "    and 6 other change(s) (--json lists them)"
     assert "  compares gating scores (D-19): they moved" in shown.output
     document = json.loads(CliRunner().invoke(cli, [*argv, "--json"]).output)
     (comparison,) = document["comparisons"]
     block = comparison["changes"]
-    assert block["tasksDropped"] == 7 and block["dropped"][0]["change"] == "path-broke:missing"
+    assert block["tasksDropped"] == 8 and block["callLevel"] is True
+    assert block["dropped"][1]["change"] == "no-longer-calls:billing:refund"
     assert comparison["compares"]["score"] == "gatingScore"
-    # content-free (§H): no tool name anywhere in the changes
-    assert not {LOOKUP, REFUND, REFUND_ALL} & set(json.dumps(block).split('"'))
+    # tools and argument paths are named, argument values never
+    assert "orderId" in json.dumps(document)
+    for text in (shown.output, json.dumps(document)):
+        assert "ORD-SECRET" not in text

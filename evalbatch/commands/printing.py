@@ -348,9 +348,13 @@ def _print_changes(c: paired_verdict.Comparison) -> None:
             continue
         click.echo(f"  changes in the {moved} task(s) that {label}:")
         for count in counts[:SHOWN_CHANGES]:
-            click.echo(f"    {count.description}: {count.tasks} of {moved}")
+            click.echo(f"    {printable(count.description)}: {count.tasks} of {moved}")
         if len(counts) > SHOWN_CHANGES:
             click.echo(f"    and {len(counts) - SHOWN_CHANGES} other change(s) (--json lists them)")
+    if not changes.call_level:
+        click.echo(
+            "    (calls not compared: a side is a tasks table; the calls need its event logs)"
+        )
 
 
 def _cell(value: Any) -> str:

@@ -108,6 +108,8 @@ class _Side:
     fingerprints: dict[str, str] = field(default_factory=dict)
     #: the files the side was read from, resolved (a tasks table: that file)
     files: frozenset[Path] = frozenset()
+    #: the counted trials' calls (E-136), from event logs graded here; None from a tasks table
+    calls: pl.DataFrame | None = None
 
     def runs_of(self, suite_id: str) -> list[str]:
         return self.tasks.filter(pl.col("suite_id") == suite_id)["run_id"].unique().sort().to_list()
@@ -310,7 +312,12 @@ def _side(
     if one_parquet and Path(paths[0]).is_file() and _is_task_table(paths[0]):
         return _task_table_side(name, Path(paths[0]), run_filter)
     result = grade_loaded(
-        paths, suites.choices(), options=options, resources=resources, run_filter=run_filter
+        paths,
+        suites.choices(),
+        options=options,
+        resources=resources,
+        run_filter=run_filter,
+        keep_calls=True,
     )
     errors = result.problems.filter(pl.col("severity") == "error")
     unread = errors.filter(pl.col("run_id").is_null())
@@ -334,6 +341,7 @@ def _side(
         _counted_trials(result.trials),
         _fingerprints(result.runs),
         files,
+        result.calls,
     )
 
 
@@ -643,6 +651,7 @@ def _compare_suite(
                 base_id,
                 cand.trials,
                 cand_id,
+                None if base.calls is None or cand.calls is None else (base.calls, cand.calls),
             )
         else:
             missing = [s.describe() for s in (base, cand) if not _has_behaviour(s.trials)]

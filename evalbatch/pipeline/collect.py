@@ -35,6 +35,8 @@ class GradeResult:
     trials: pl.DataFrame
     problems: pl.DataFrame
     skipped: list[str] = field(default_factory=list)
+    #: the counted trials' calls (`shard.counted_calls`), when the grading kept them (E-136)
+    calls: pl.DataFrame | None = None
 
     @property
     def exit_code(self) -> int:
@@ -93,9 +95,11 @@ def grade_loaded(
     engine: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
     run_filter: event_files.RunFilter | None = None,
+    keep_calls: bool = False,
 ) -> GradeResult:
     """`grade_paths` with the suites already loaded (`load_suites`): a caller grading several
-    inputs against the same suites (`regress`'s two sides) reads and checks them once."""
+    inputs against the same suites (`regress`'s two sides) reads and checks them once, and may
+    keep the counted trials' calls (`keep_calls`)."""
     grading = grading_pass(
         list(events),
         choices,
@@ -104,6 +108,7 @@ def grade_loaded(
         ray_address,
         resources or Resources(),
         chooser(run_filter),
+        keep_calls=keep_calls,
     )
     return collect(grading, regress_options or paired_verdict.RegressOptions(), on_batch)
 
@@ -117,6 +122,7 @@ def collect(
     merged = Merged()
     summaries: dict[str, dict[str, Any]] = {}
     trials = [pl.DataFrame(schema=TRIAL_SCHEMA)]
+    calls: list[pl.DataFrame] = []
     try:
         for batch in batch_outputs(grading, on_batch):
             merged.add(batch)
@@ -125,6 +131,8 @@ def collect(
                 for run_id, line in batch.summaries
             )
             trials.append(batch.trials)
+            if batch.calls is not None:
+                calls.append(batch.calls)
     finally:
         grading.close()
     runs, problem_frame = merged.finish(
@@ -137,6 +145,7 @@ def collect(
         trials=pl.concat(trials),
         problems=problem_frame,
         skipped=runs.filter(~pl.col("graded"))["run_id"].to_list(),
+        calls=pl.concat(calls) if calls else None,
     )
 
 

@@ -186,9 +186,11 @@ def local_pass(
     resources: Resources,
     choose_runs: ChooseRuns | None = None,
     on_progress: Callable[[Progress], None] | None = None,
+    keep_calls: bool = False,
 ) -> Pass:
     """The local engine: batches one after another on one DuckDB connection. `on_progress` is
-    told where the pass is as it moves (see `Progress`)."""
+    told where the pass is as it moves (see `Progress`); `keep_calls` keeps each batch's calls
+    (`Batch.calls`)."""
     con = trial_tables.new_connection(resources)
     watch = None
     try:
@@ -245,7 +247,7 @@ def local_pass(
                 extracted = pending.result()
                 following = next(numbers, None)
                 pending = None if following is None else extract(following)
-                part = grade_extracted(extracted, choices, options, placing)
+                part = grade_extracted(extracted, choices, options, placing, keep_calls)
                 found.update({(p.path, p.code): p for p in part.file_problems})
                 if watch is not None:
                     watch.graded(part.eval_runs.height)
@@ -298,9 +300,11 @@ def grading_pass(
     resources: Resources,
     choose_runs: ChooseRuns | None = None,
     on_progress: Callable[[Progress], None] | None = None,
+    keep_calls: bool = False,
 ) -> Pass:
     """A grading pass on the chosen engine (the local one batches with `resources` and tells
-    `on_progress` how far it is as it moves; Ray's reports come from `batch_outputs`)."""
+    `on_progress` how far it is as it moves; Ray's reports come from `batch_outputs`). The
+    calls are kept (`keep_calls`) by the local engine only."""
     paths = [str(p) for p in events]
     if engine == "ray":
         if choose_runs is not None:
@@ -314,7 +318,7 @@ def grading_pass(
         )
         found = {(p.path, p.code): p for part in parts for p in part.file_problems}
         return Pass(plan, found, iter(parts))
-    return local_pass(paths, choices, options, resources, choose_runs, on_progress)
+    return local_pass(paths, choices, options, resources, choose_runs, on_progress, keep_calls)
 
 
 def grade_shards_locally(

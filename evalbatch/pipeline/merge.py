@@ -44,6 +44,7 @@ class BatchOutput:
     declared_baselines: dict[str, str] = field(default_factory=dict)  # every eval run's
     run_range: event_files.RunRange = (None, None)  # the batch's range of run ids
     delegates: dict[str, dict[str, str | None]] = field(default_factory=dict)  # Batch.delegates
+    calls: pl.DataFrame | None = None  # Batch.calls, when kept
 
 
 def batch_output(part: Batch) -> BatchOutput:
@@ -98,6 +99,7 @@ def batch_output(part: Batch) -> BatchOutput:
         runs=runs.sort("run_id"),
         tasks=tasks.sort("run_id", "task_pos"),
         trials=trial_table(part.trials),
+        calls=part.calls,
         problem_rows=problem_rows,
         baselines={
             run_id: (row["baseline_run_id"], row["start_seq"])

@@ -38,6 +38,9 @@ class Batch:
     #: eval run -> each child run its trials read and that child's fingerprint, None for a log
     #: that was missing (E-102; an incremental run regrades the parent when one changes, E-50)
     delegates: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    #: the target agent's calls of every counted trial (run_id, task_id, trial, call_pos,
+    #: tool_name, inputs as JSON text), kept only when asked for (`regress`'s changes, E-136)
+    calls: pl.DataFrame | None = None
 
 
 @dataclass
@@ -86,14 +89,17 @@ def grade_extracted(
     choices: dict[tuple[str, str], suites.SuiteChoice],
     options: GradeOptions,
     con: Any = None,
+    keep_calls: bool = False,
 ) -> Batch:
     """Grade one extracted batch and attach each run's runs-table columns besides its summary.
     A batch whose trials are still to be placed has them placed on `con` (a connection the
-    extraction is not using)."""
+    extraction is not using). With `keep_calls`, the counted trials' calls are kept too."""
     ext = extracted.ext
     if isinstance(ext, trial_tables.EventTables):
         ext = trial_tables.segment_trials(con, ext)
     part = _grade_batch(ext, choices, options)
+    if keep_calls:
+        part.calls = counted_calls(part.trials, ext.trial_calls)
     part.file_problems = extracted.file_problems
     reading = suites.delegate_suites(choices)
     for run in ext.eval_runs.iter_rows(named=True):
@@ -120,6 +126,20 @@ def grade_extracted(
             "events_fingerprint": extracted.fingerprints.get(run_id),
         }
     return part
+
+
+def counted_calls(trials: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    """The target agent's calls in each counted trial's bracket, keyed by the trial (its
+    eval.scored sequence), in call order: what a trial did, for the changes behind a verdict."""
+    counted = trials.filter("counted").select(
+        "run_id", "segment_no", "task_id", pl.col("scored_seq").alias("trial")
+    )
+    return (
+        calls.filter("by_target")
+        .join(counted, on=["run_id", "segment_no"], how="inner")
+        .select("run_id", "task_id", "trial", "call_pos", "tool_name", "inputs")
+        .sort("run_id", "trial", "call_pos")
+    )
 
 
 def grade_shard(

@@ -15,6 +15,7 @@ trials table's enum, the rest counts and numbers; no tool name, argument or outp
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,6 +135,13 @@ def describe_change(key: str) -> str:
         return "tool path matches where it did not"
     if key == "none":
         return "no change in tool path or efficiency (the host's score moved)"
+    if key.startswith("no-longer-calls:"):
+        return f"no longer calls {key.split(':', 1)[1]}"
+    if key.startswith("newly-calls:"):
+        return f"newly calls {key.split(':', 1)[1]}"
+    if key.startswith("other-args:"):
+        tool, _, path = key.removeprefix("other-args:").rpartition(":")
+        return f"calls {tool} with other {path or 'arguments'}"
     name, direction = key.split(":")
     words = {
         "forbidden-calls": "forbidden tool calls",
@@ -176,12 +184,16 @@ class Changes:
     tasks: list[dict[str, Any]] = field(default_factory=list)  # per moved task, taskId order
     dropped_count: int = 0
     rose_count: int = 0
+    #: the calls were compared: both sides were event logs graded here (a tasks table holds no
+    #: calls; the call-level view needs the logs)
+    call_level: bool = False
 
     def report(self) -> dict[str, object]:
-        """The `changes` block of `regress --json` (docs/commands/regress.md)."""
+        """The `changes` block of `regress --json` (docs/regress.md)."""
         return {
             "tasksDropped": self.dropped_count,
             "tasksRose": self.rose_count,
+            "callLevel": self.call_level,
             "dropped": [c.report() for c in self.dropped],
             "rose": [c.report() for c in self.rose],
             "tasks": self.tasks,
@@ -205,6 +217,101 @@ _SHOWN = (
 )
 
 
+def _argument_values(inputs: str | None) -> list[dict[str, str]]:
+    """A call's arguments as {path, value as JSON text}: object keys joined with `.` down to the
+    first value that is not an object (an array is one value). Not JSON: one value."""
+    try:
+        value = json.loads(inputs) if inputs is not None else None
+    except ValueError:
+        return [{"path": "", "value": inputs or ""}]
+    pairs: list[dict[str, str]] = []
+
+    def walk(path: str, item: Any) -> None:
+        if isinstance(item, dict) and item:
+            for key, inner in item.items():
+                walk(f"{path}.{key}" if path else key, inner)
+        else:
+            pairs.append({"path": path, "value": json.dumps(item, sort_keys=True)})
+
+    walk("", value)
+    return pairs
+
+
+def call_changes(
+    task_ids: list[str],
+    base_calls: pl.DataFrame,
+    base_run: str,
+    cand_calls: pl.DataFrame,
+    cand_run: str,
+) -> pl.DataFrame:
+    """(task_id, change) for each call-level change of the tasks named: a tool the baseline
+    called and the candidate never does (`no-longer-calls:TOOL`), the reverse
+    (`newly-calls:TOOL`), and a tool both call whose argument values at a path differ between
+    the two sides (`other-args:TOOL:PATH`; values compared as sets over the task's trials)."""
+    sides = []
+    for name, calls, run_id in (("base", base_calls, base_run), ("cand", cand_calls, cand_run)):
+        sides.append(
+            calls.filter((pl.col("run_id") == run_id) & pl.col("task_id").is_in(task_ids))
+            .select("task_id", "tool_name", "inputs")
+            .with_columns(side=pl.lit(name))
+        )
+    calls = pl.concat(sides)
+    tools = calls.group_by("task_id", "tool_name").agg(
+        base=(pl.col("side") == "base").any(), cand=(pl.col("side") == "cand").any()
+    )
+    dropped = tools.filter(pl.col("base") & ~pl.col("cand")).select(
+        "task_id", change=pl.lit("no-longer-calls:") + pl.col("tool_name")
+    )
+    added = tools.filter(~pl.col("base") & pl.col("cand")).select(
+        "task_id", change=pl.lit("newly-calls:") + pl.col("tool_name")
+    )
+    shared = calls.join(
+        tools.filter(pl.col("base") & pl.col("cand")).select("task_id", "tool_name"),
+        on=["task_id", "tool_name"],
+    )
+    # the argument values are parsed per call of a tool both sides call in a moved task only
+    values = (
+        shared.with_columns(
+            pairs=pl.col("inputs").map_elements(
+                _argument_values,
+                return_dtype=pl.List(pl.Struct({"path": pl.String, "value": pl.String})),
+            )
+        )
+        .explode("pairs")
+        .unnest("pairs")
+        .group_by("task_id", "tool_name", "path", "side")
+        .agg(pl.col("value").unique().sort())
+    )
+    base_values = values.filter(pl.col("side") == "base").drop("side")
+    cand_values = values.filter(pl.col("side") == "cand").drop("side")
+    other = (
+        base_values.join(
+            cand_values, on=["task_id", "tool_name", "path"], how="full", coalesce=True
+        )
+        .filter(pl.col("value").ne_missing(pl.col("value_right")))
+        .select(
+            "task_id",
+            change=pl.lit("other-args:") + pl.col("tool_name") + pl.lit(":") + pl.col("path"),
+        )
+    )
+    return pl.concat([dropped, added, other]).unique()
+
+
+def _order(change: pl.Expr) -> pl.Expr:
+    """Where a change stands among ties: the calls first (the most specific), then the path,
+    then the rest in CHANGE_KEYS order; calls by their text."""
+    fixed = {key: i + 1 for i, key in enumerate(CHANGE_KEYS)}
+    return (
+        pl.when(change.str.starts_with("no-longer-calls:"))
+        .then(0)
+        .when(change.str.starts_with("newly-calls:"))
+        .then(0)
+        .when(change.str.starts_with("other-args:"))
+        .then(0)
+        .otherwise(change.replace_strict(fixed, default=len(fixed) + 1, return_dtype=pl.Int64))
+    )
+
+
 def behaviour_changes(
     paired: pl.DataFrame,
     column: str,
@@ -212,10 +319,12 @@ def behaviour_changes(
     base_run: str,
     cand_trials: pl.DataFrame,
     cand_run: str,
+    calls: tuple[pl.DataFrame, pl.DataFrame] | None = None,
 ) -> Changes:
     """The changes behind one suite's comparison. `paired` is `paired_verdict.paired_tasks` of
     the two runs (candidate columns end in `_cand`) and `column` the score the verdict compares;
-    a task moved when that score or its pass changed (candidate below or above the baseline)."""
+    a task moved when that score or its pass changed (candidate below or above the baseline).
+    With `calls` (each side's `shard.counted_calls`), the call-level changes are found too."""
     moved = paired.select(
         "task_id",
         difference=pl.col(f"{column}_cand") - pl.col(column),
@@ -238,38 +347,46 @@ def behaviour_changes(
     )
     flags = _change_flags()
     flagged = both.with_columns(**{f"change:{key}": expr for key, expr in flags.items()})
-    flag_columns = [f"change:{key}" for key in flags]
-    flagged = flagged.with_columns(**{"change:none": ~pl.any_horizontal(flag_columns)})
+    long = flagged.select(
+        "task_id", *[pl.col(f"change:{key}").alias(key) for key in flags]
+    ).unpivot(index="task_id", variable_name="change", value_name="shown")
+    found = long.filter("shown").select("task_id", "change")
+    if calls is not None:
+        task_ids = both["task_id"].to_list()
+        found = pl.concat([found, call_changes(task_ids, calls[0], base_run, calls[1], cand_run)])
+    # a moved task with none of the changes: only the host's score moved
+    quiet = both.select("task_id").join(found, on="task_id", how="anti")
+    found = pl.concat([found, quiet.with_columns(change=pl.lit("none"))]).with_columns(
+        order=_order(pl.col("change"))
+    )
+    directions = both.select("task_id", "dropped", "rose")
+    found = found.join(directions, on="task_id").sort("task_id", "order", "change")
     changes = Changes(
-        dropped_count=int(flagged["dropped"].sum()), rose_count=int(flagged["rose"].sum())
+        dropped_count=int(both["dropped"].sum()),
+        rose_count=int(both["rose"].sum()),
+        call_level=calls is not None,
     )
     for direction, counts in (("dropped", changes.dropped), ("rose", changes.rose)):
-        side = flagged.filter(pl.col(direction))
-        long = side.select(
-            "task_id", *[pl.col(f"change:{key}").alias(key) for key in CHANGE_KEYS]
-        ).unpivot(index="task_id", variable_name="change", value_name="shown")
         ranked = (
-            long.filter("shown")
-            .group_by("change")
+            found.filter(pl.col(direction))
+            .group_by("change", "order")
             .agg(pl.len().alias("tasks"), pl.col("task_id").sort().alias("task_ids"))
-            .with_columns(
-                order=pl.col("change").replace_strict(
-                    {key: i for i, key in enumerate(CHANGE_KEYS)}, return_dtype=pl.Int64
-                )
-            )
-            .sort(["tasks", "order"], descending=[True, False])
+            .sort(["tasks", "order", "change"], descending=[True, False, False])
         )
+        of = changes.dropped_count if direction == "dropped" else changes.rose_count
         counts.extend(
-            ChangeCount(row["change"], row["tasks"], side.height, row["task_ids"])
+            ChangeCount(row["change"], row["tasks"], of, row["task_ids"])
             for row in ranked.iter_rows(named=True)
         )
-    for row in flagged.iter_rows(named=True):
+    per_task = found.group_by("task_id", maintain_order=True).agg(pl.col("change"))
+    listed = dict(per_task.iter_rows())
+    for row in both.iter_rows(named=True):
         changes.tasks.append(
             {
                 "taskId": row["task_id"],
                 "difference": row["difference"],
                 "direction": "dropped" if row["dropped"] else "rose",
-                "changes": [key for key in CHANGE_KEYS if row[f"change:{key}"]],
+                "changes": listed[row["task_id"]],
                 "baseline": {key: row[name] for key, name in _SHOWN},
                 "candidate": {key: row[f"{name}_cand"] for key, name in _SHOWN},
             }
