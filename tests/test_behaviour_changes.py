@@ -199,3 +199,29 @@ def test_e136_terminal_and_json_name_the_first_change(sides: dict[str, Path]) ->
     assert "orderId" in json.dumps(document)
     for text in (shown.output, json.dumps(document)):
         assert "ORD-SECRET" not in text
+
+
+def test_e136_a_change_every_task_shows_ranks_below_one_only_moved_tasks_show(
+    tmp_path: Path,
+) -> None:
+    """Argument values that differ in every task (a new request id each run) are background:
+    counted with how many steady tasks show them too, and ranked below the change that only the
+    tasks that dropped show, however many tasks both cover."""
+    base, cand = LogBuilder("acme/run-base"), LogBuilder("acme/run-cand", EPOCH + dt.timedelta(1))
+    for log, side in ((base, "base"), (cand, "cand")):
+        log.eval_started(task_count=6)
+        for i, task in enumerate(TASKS[:6]):
+            lookup = (LOOKUP, {"requestId": f"{side}-{i}"})
+            calls = [lookup] if side == "cand" and i < 3 else [lookup, REFUND]
+            log.trial(task, calls, duration_ms=1000)
+        log.eval_completed()
+    doc = suite(*(golden(task, traj("in-order", [LOOKUP, REFUND])) for task in TASKS[:6]))
+    suites = write_json(tmp_path / "suites" / "s.json", doc)
+    changes = _changes(
+        write_events(tmp_path / "b.parquet", base.rows),
+        write_events(tmp_path / "c.parquet", cand.rows),
+        suites,
+    )
+    ranked = [(c.key, c.tasks, c.steady, c.steady_of) for c in changes.dropped]
+    assert ranked[0] == ("no-longer-calls:billing:refund", 3, 0, 3)
+    assert ranked[-1] == ("other-args:crm:lookup:requestId", 3, 3, 3)

@@ -348,7 +348,9 @@ def _print_changes(c: paired_verdict.Comparison) -> None:
             continue
         click.echo(f"  changes in the {moved} task(s) that {label}:")
         for count in counts[:SHOWN_CHANGES]:
-            click.echo(f"    {printable(count.description)}: {count.tasks} of {moved}")
+            also = f" (and {count.steady} of {count.steady_of} that did not move)"
+            shown = f"    {printable(count.description)}: {count.tasks} of {moved}"
+            click.echo(shown + (also if count.steady else ""))
         if len(counts) > SHOWN_CHANGES:
             click.echo(f"    and {len(counts) - SHOWN_CHANGES} other change(s) (--json lists them)")
     if not changes.call_level:

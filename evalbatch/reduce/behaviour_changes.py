@@ -160,6 +160,9 @@ class ChangeCount:
     tasks: int
     of: int  # the tasks that moved this way
     task_ids: list[str]
+    #: the tasks that did not move and show it too (its background), of how many
+    steady: int = 0
+    steady_of: int = 0
 
     @property
     def description(self) -> str:
@@ -172,6 +175,8 @@ class ChangeCount:
             "tasks": self.tasks,
             "of": self.of,
             "taskIds": self.task_ids,
+            "steadyTasks": self.steady,
+            "steadyOf": self.steady_of,
         }
 
 
@@ -184,6 +189,7 @@ class Changes:
     tasks: list[dict[str, Any]] = field(default_factory=list)  # per moved task, taskId order
     dropped_count: int = 0
     rose_count: int = 0
+    steady_count: int = 0  # paired tasks that did not move
     #: the calls were compared: both sides were event logs graded here (a tasks table holds no
     #: calls; the call-level view needs the logs)
     call_level: bool = False
@@ -193,6 +199,7 @@ class Changes:
         return {
             "tasksDropped": self.dropped_count,
             "tasksRose": self.rose_count,
+            "tasksSteady": self.steady_count,
             "callLevel": self.call_level,
             "dropped": [c.report() for c in self.dropped],
             "rose": [c.report() for c in self.rose],
@@ -325,23 +332,26 @@ def behaviour_changes(
     the two runs (candidate columns end in `_cand`) and `column` the score the verdict compares;
     a task moved when that score or its pass changed (candidate below or above the baseline).
     With `calls` (each side's `shard.counted_calls`), the call-level changes are found too."""
-    moved = paired.select(
+    tasks = paired.select(
         "task_id",
         difference=pl.col(f"{column}_cand") - pl.col(column),
         dropped=(pl.col(f"{column}_cand") < pl.col(column))
         | (pl.col("passed") & ~pl.col("passed_cand")),
         rose=(pl.col(f"{column}_cand") > pl.col(column))
         | (~pl.col("passed") & pl.col("passed_cand")),
-    ).filter(pl.col("dropped") | pl.col("rose"))
+    )
     # a task that lost its pass while its score rose (or the reverse) is counted where its
-    # score went; with no score change, where its pass went
-    moved = moved.with_columns(
-        rose=pl.when(pl.col("difference") != 0)
+    # score went; with no score change, where its pass went; a task that did neither is steady
+    moved = pl.col("dropped") | pl.col("rose")
+    tasks = tasks.with_columns(
+        rose=moved
+        & pl.when(pl.col("difference") != 0)
         .then(pl.col("difference") > 0)
-        .otherwise(pl.col("rose") & ~pl.col("dropped"))
-    ).with_columns(dropped=~pl.col("rose"))
+        .otherwise(pl.col("rose") & ~pl.col("dropped")),
+        steady=~moved,
+    ).with_columns(dropped=~pl.col("rose") & ~pl.col("steady"))
     both = (
-        moved.join(profiles(base_trials, base_run), on="task_id", how="left")
+        tasks.join(profiles(base_trials, base_run), on="task_id", how="left")
         .join(profiles(cand_trials, cand_run), on="task_id", how="left", suffix="_cand")
         .sort("task_id")
     )
@@ -355,29 +365,46 @@ def behaviour_changes(
         task_ids = both["task_id"].to_list()
         found = pl.concat([found, call_changes(task_ids, calls[0], base_run, calls[1], cand_run)])
     # a moved task with none of the changes: only the host's score moved
-    quiet = both.select("task_id").join(found, on="task_id", how="anti")
+    quiet = both.filter(~pl.col("steady")).select("task_id").join(found, on="task_id", how="anti")
     found = pl.concat([found, quiet.with_columns(change=pl.lit("none"))]).with_columns(
         order=_order(pl.col("change"))
     )
-    directions = both.select("task_id", "dropped", "rose")
+    directions = both.select("task_id", "dropped", "rose", "steady")
     found = found.join(directions, on="task_id").sort("task_id", "order", "change")
     changes = Changes(
         dropped_count=int(both["dropped"].sum()),
         rose_count=int(both["rose"].sum()),
+        steady_count=int(both["steady"].sum()),
         call_level=calls is not None,
     )
+    # how often each change shows in the tasks that did not move: its background
+    background = (
+        found.filter("steady").group_by("change").agg(pl.len().cast(pl.Int64).alias("steady"))
+    )
+    steady_share = pl.col("steady") / max(changes.steady_count, 1)
     for direction, counts in (("dropped", changes.dropped), ("rose", changes.rose)):
+        of = changes.dropped_count if direction == "dropped" else changes.rose_count
         ranked = (
             found.filter(pl.col(direction))
             .group_by("change", "order")
             .agg(pl.len().alias("tasks"), pl.col("task_id").sort().alias("task_ids"))
-            .sort(["tasks", "order", "change"], descending=[True, False, False])
+            .join(background, on="change", how="left")
+            .with_columns(pl.col("steady").fill_null(0))
+            .with_columns(lift=pl.col("tasks") / max(of, 1) - steady_share)
+            .sort(["lift", "tasks", "order", "change"], descending=[True, True, False, False])
         )
-        of = changes.dropped_count if direction == "dropped" else changes.rose_count
         counts.extend(
-            ChangeCount(row["change"], row["tasks"], of, row["task_ids"])
+            ChangeCount(
+                row["change"],
+                row["tasks"],
+                of,
+                row["task_ids"],
+                row["steady"],
+                changes.steady_count,
+            )
             for row in ranked.iter_rows(named=True)
         )
+    both = both.filter(~pl.col("steady"))
     per_task = found.group_by("task_id", maintain_order=True).agg(pl.col("change"))
     listed = dict(per_task.iter_rows())
     for row in both.iter_rows(named=True):
