@@ -97,6 +97,8 @@ RESAMPLES = Bounds(MIN_RESAMPLES, MAX_RESAMPLES, integer=True)
 ALPHA = POWER = Bounds(0, 1, low_open=True, high_open=True)
 #: the equivalence margin in score points: below 1, which would call every change unchanged (E-114)
 MARGIN = Bounds(0, 1, high_open=True)
+#: the smallest drop in score points a regressed suite must show to fail the gate (E-137)
+MIN_DROP = Bounds(0, 1, high_open=True)
 #: the change in score points a plan sizes a comparison to detect
 EFFECT = Bounds(0, 1, low_open=True)
 #: the bootstrap's random seed (numpy's generators take no negative one)

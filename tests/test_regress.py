@@ -25,6 +25,7 @@ from evalbatch.options import (
     MARGIN,
     MAX_RESAMPLES,
     METHODS,
+    MIN_DROP,
     MIN_RESAMPLES,
     POWER,
     RESAMPLES,
@@ -415,6 +416,8 @@ def test_cli_unusable_input_exits_2() -> None:
         ({"effect": math.inf}, "effect = inf"),
         ({"power": 1.0}, "power = 1.0"),
         ({"power": 0}, "power = 0"),
+        ({"min_drop": -0.01}, "min_drop = -0.01"),
+        ({"min_drop": 1.0}, "min_drop = 1.0"),
     ],
 )
 def test_e130_regress_options_refuse_what_regress_refuses(
@@ -453,6 +456,7 @@ REGRESS_NUMBERS = [
     ("--resamples", "resamples", "resamples", RESAMPLES),
     ("--effect", "effect", "effect", EFFECT),
     ("--power", "power", "power", POWER),
+    ("--min-drop", "min_drop", "min_drop", MIN_DROP),
 ]
 
 

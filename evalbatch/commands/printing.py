@@ -323,6 +323,16 @@ def print_comparison(
     compares = c.compares_line()
     if compares is not None:
         click.echo(f"  {compares}")
+    if c.within_margin:
+        click.echo(
+            f"  within the margin: significant, but the interval lies inside ±{c.margin:g} "
+            "(--min-drop sets the smallest drop that fails the gate, E-137)"
+        )
+    if c.verdict == "regressed" and not c.fails_gate and c.mean_difference is not None:
+        click.echo(
+            f"  a drop of {-c.mean_difference:.4f} is below --min-drop {c.min_drop:g}: "
+            "this suite does not fail the gate"
+        )
     _print_changes(c)
     if suite_plan is not None:
         click.echo(f"  {suite_plan.line()}")

@@ -22,6 +22,7 @@ from evalbatch.options import (
     EFFECT,
     MARGIN,
     METHODS,
+    MIN_DROP,
     MIN_RESAMPLES,
     POWER,
     RESAMPLES,
@@ -62,6 +63,14 @@ from evalbatch.options import (
     show_default=True,
     help="Equivalence margin, in score points (0 <= x < 1): the mean paired difference's "
     "interval inside ±margin means unchanged (bootstrap, t).",
+)
+@click.option(
+    "--min-drop",
+    type=bounded(MIN_DROP),
+    default=0.0,
+    show_default=True,
+    help="The smallest drop in score points (mean paired difference, 0 <= x < 1) a regressed "
+    "suite must show to fail the gate (E-137); 0 fails it on every regressed suite (D-16).",
 )
 @click.option(
     "--seed",
@@ -162,6 +171,7 @@ def regress_command(
     method: Method,
     alpha: float,
     margin: float,
+    min_drop: float,
     seed: int,
     resamples: int,
     score_kind: Score,
@@ -207,6 +217,7 @@ def regress_command(
         method=method,
         alpha=alpha,
         margin=margin,
+        min_drop=min_drop,
         seed=seed,
         resamples=resamples,
         score=score_kind,

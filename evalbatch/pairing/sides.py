@@ -50,10 +50,11 @@ class RegressionReport:
     def exit_code(self) -> int:
         """2 when some suite compared nothing (a run of its pair not graded, other suite
         versions, no task in common: its input is unusable, §5), else 1 when some suite
-        regressed, else 0 (`fail_on` widens this in the CLI)."""
+        regressed (by at least `min_drop`, E-137), else 0 (`fail_on` widens this in the
+        CLI)."""
         if any(c.nothing_compared for c in self.comparisons):
             return EXIT_UNUSABLE
-        return EXIT_FAILED if any(c.verdict == "regressed" for c in self.comparisons) else EXIT_OK
+        return EXIT_FAILED if any(c.fails_gate for c in self.comparisons) else EXIT_OK
 
     @property
     def shown_safe(self) -> bool:

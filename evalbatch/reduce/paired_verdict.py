@@ -27,6 +27,7 @@ from evalbatch.options import (
     EFFECT,
     MARGIN,
     METHODS,
+    MIN_DROP,
     MIN_RESAMPLES,
     POWER,
     RESAMPLES,
@@ -66,6 +67,9 @@ class RegressOptions:
     plan: bool = False
     effect: float = 0.05
     power: float = 0.8
+    #: a regressed suite whose mean paired difference drops by less fails no gate (E-137);
+    #: 0, the default, keeps D-16's gate: every regressed suite fails it
+    min_drop: float = 0.0
 
     def __post_init__(self) -> None:
         """The ranges `regress` allows, declared once in `evalbatch.options` (E-130)."""
@@ -80,6 +84,7 @@ class RegressOptions:
         check_flag(owner, "plan", self.plan)
         EFFECT.check(owner, "effect", self.effect)
         POWER.check(owner, "power", self.power)
+        MIN_DROP.check(owner, "min_drop", self.min_drop)
 
 
 @dataclass(frozen=True)
@@ -295,6 +300,18 @@ class Comparison:
     #: what the candidate did differently on the tasks that moved (E-136), or why not known
     changes: behaviour_changes.Changes | None = None
     changes_unknown: str | None = None
+    #: E-137: the interval lies inside ±margin though the test rejected "no difference" (a
+    #: significant change too small to matter), and the drop a regressed suite needs to fail
+    within_margin: bool = False
+    margin: float = 0.0
+    min_drop: float = 0.0
+
+    @property
+    def fails_gate(self) -> bool:
+        """Regressed, by at least `min_drop` (D-16's gate when it is 0, the default)."""
+        if self.verdict != "regressed":
+            return False
+        return self.mean_difference is None or -self.mean_difference >= self.min_drop
 
     def block(self) -> dict[str, object]:
         """The RFC 0244 `regression` block, in the contract's field order."""
@@ -332,6 +349,8 @@ class Comparison:
         }
         report["changes"] = self.changes.report() if self.changes is not None else None
         report["changesUnknown"] = self.changes_unknown
+        report["withinMargin"] = self.within_margin
+        report["failsGate"] = self.fails_gate
         return report
 
     def compares_line(self) -> str | None:
@@ -562,6 +581,13 @@ def compare(
         all_zero = bool(np.all(base_passed == cand_passed))
     if family is not None:
         rejected = family.adjusted_p_value < options.alpha
+    result.min_drop, result.margin = options.min_drop, options.margin
+    result.within_margin = bool(
+        rejected
+        and result.interval is not None
+        and result.interval[0] >= -options.margin
+        and result.interval[1] <= options.margin
+    )
 
     if rejected and effect != 0 and not all_zero:
         result.verdict = "improved" if effect > 0 else "regressed"
