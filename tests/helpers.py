@@ -18,6 +18,7 @@ import json
 import math
 import os
 import random
+import signal
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -382,6 +383,19 @@ def run_python(
         timeout=timeout,
         env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
     )
+
+
+def run_killed(
+    script: str, *args: str | Path, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`run_python` of a script that sends itself SIGKILL while it writes, asserting it died so.
+
+    A kill no `finally`, handler or undo sees can only be taken in a child process; the tests of
+    crash safety (E-51, E-75, E-119, E-122) then compare what it left in its output directory,
+    so a child that finished or failed instead would make that comparison meaningless."""
+    killed = run_python(script, *args, timeout=timeout)
+    assert killed.returncode == -signal.SIGKILL, (killed.returncode, killed.stderr[-2000:])
+    return killed
 
 
 def run_evalbatch(

@@ -21,9 +21,6 @@ import gzip
 import io
 import json
 import os
-import signal
-import subprocess
-import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -41,6 +38,7 @@ from tests.helpers import (
     SAMPLE_SUITES,
     make_suite,
     read_outputs,
+    run_killed,
     run_main,
     standard_run,
     write_events,
@@ -50,8 +48,6 @@ from tests.helpers import (
 #: a slow family (full disks and damaged outputs at every write):
 #: `make check` leaves it out, `make test` runs it
 pytestmark = pytest.mark.slow
-
-PYTHON = sys.executable
 
 
 def _full_disk(*args: Any, **kwargs: Any) -> Any:
@@ -571,8 +567,7 @@ def test_e75_a_killed_ingests_directory_is_cleared_by_the_next(tmp_path: Path) -
     directory removes it (its flock died with its process), and keeps a live one's."""
     source = _ndjson(tmp_path / "a.ndjson", "acme/run-a")
     out = tmp_path / "out"
-    proc = subprocess.run([PYTHON, "-c", KILLED_INGEST, str(source), str(out)], timeout=300)
-    assert proc.returncode == -signal.SIGKILL
+    run_killed(KILLED_INGEST, source, out)
     left = [p.name for p in out.iterdir() if p.name.startswith(parquet_layout.WORK_PREFIX)]
     assert len(left) == 1
     live = out / f"{parquet_layout.WORK_PREFIX}live"
@@ -636,10 +631,7 @@ def test_e120_an_ingest_killed_between_two_links_is_refused_until_the_next_undoe
     clean = tmp_path / "clean"
     ingest.ingest_paths([source], clean, flush_rows=20)
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [PYTHON, "-c", KILLED_AT_LINK, str(source), str(out), str(at)], timeout=300
-    )
-    assert proc.returncode == -signal.SIGKILL
+    run_killed(KILLED_AT_LINK, source, out, str(at))
     assert (out / parquet_layout.INCOMPLETE).is_file()
     linked = sorted(str(p.relative_to(out)) for p in out.glob("*/part-*.parquet"))
     assert 0 < len(linked) < len(list(clean.glob("*/part-*.parquet")))

@@ -34,6 +34,7 @@ from tests.helpers import (
     WRITTEN_FILES,
     make_suite,
     read_outputs,
+    run_killed,
     standard_run,
     write_events,
     write_json,
@@ -406,10 +407,7 @@ def test_sigkill_at_any_point_leaves_whole_files_and_a_rerun_completes(
         "30",
         "--quiet",
     ]
-    proc = subprocess.run(
-        [PYTHON, "-c", KILLER, target, str(count), *args], capture_output=True, timeout=300
-    )
-    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    run_killed(KILLER, target, str(count), *args)
     for name in OUTPUT_FILES:
         data = (out / name).read_bytes()
         assert data in (two_nights["old"][name], two_nights["new"][name]), name

@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import struct
-import subprocess
-import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +34,7 @@ from tests.helpers import (
     WRITTEN_FILES,
     make_suite,
     read_outputs,
+    run_killed,
     run_main,
     slow_except,
     standard_run,
@@ -699,10 +697,7 @@ def test_e119_sigkill_at_each_step_of_the_commit_then_readers_refuse_or_read_who
     old, new = read_outputs(out), nights["new"][incremental]
     argv = ["run", str(nights["tonight"]), "--suites", str(nights["suites"]), "--out", str(out)]
     argv += ["-q", *(["--incremental"] if incremental else [])]
-    killed = subprocess.run(
-        [sys.executable, "-c", KILLER, point, *argv], capture_output=True, timeout=300
-    )
-    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    run_killed(KILLER, point, *argv)
     marked = (out / INCOMPLETE_FILE).is_file()
     assert marked == (point not in ("before-mark", "unmarked"))
     state = read_outputs(out)
