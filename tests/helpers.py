@@ -335,6 +335,20 @@ def read_outputs(out_dir: Path) -> dict[str, bytes]:
     return {name: (out_dir / name).read_bytes() for name in OUTPUT_FILES}
 
 
+def directory_state(root: Path) -> dict[str, bytes]:
+    """Every entry below `root`, by its path from `root`: a regular file by its bytes, anything
+    else (a directory, a link) by a placeholder, so a leftover working directory or link shows.
+
+    One definition for every test that compares a directory before and after a run, ingest or
+    report that must leave it as it was (refused, failed or killed: E-70, E-72, E-119, E-120)."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        if p.is_file() and not p.is_symlink()
+        else b"<not a file>"
+        for p in sorted(root.rglob("*"))
+    }
+
+
 def summaries_of(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 

@@ -36,6 +36,7 @@ from evalbatch.outputs import outdir, writer
 from tests.helpers import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
+    directory_state,
     make_suite,
     read_outputs,
     run_killed,
@@ -52,15 +53,6 @@ pytestmark = pytest.mark.slow
 
 def _full_disk(*args: Any, **kwargs: Any) -> Any:
     raise OSError(errno.ENOSPC, "No space left on device")
-
-
-def _directory(out: Path) -> dict[str, bytes]:
-    """Every entry of `out` (files by their bytes; anything else, such as a leftover working
-    directory, shows up by name)."""
-    return {
-        p.name: p.read_bytes() if p.is_file() and not p.is_symlink() else b"<not a file>"
-        for p in sorted(out.iterdir())
-    }
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +75,7 @@ def nights(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def _yesterday(nights: dict[str, Path], out: Path) -> dict[str, bytes]:
     """Yesterday's outputs (and manifest) in `out`, as the directory holds them."""
     api.write_outputs([nights["yesterday"]], out, [nights["suites"]], incremental_run=True)
-    return _directory(out)
+    return directory_state(out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -108,14 +100,14 @@ def test_e70_run_selecting_no_eval_run_exits_2_and_keeps_the_outputs(
     """E-70: yesterday's outputs of 3 runs are not replaced by 0 runs with exit code 0."""
     out = tmp_path / "out"
     api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES], incremental_run=True)
-    before = _directory(out)
+    before = directory_state(out)
     code, stdout, stderr = run_main(
         monkeypatch, capsys, "run", SAMPLE_EVENTS, "--out", out, "--quiet", *flags
     )
     assert code == 2, (stdout, stderr)
     assert "nothing to grade: no eval run" in stderr and "matches the run filters" in stderr
     assert "--allow-empty" in stderr and len(stderr.strip().splitlines()) == 1
-    assert _directory(out) == before
+    assert directory_state(out) == before
 
 
 def test_e70_nothing_selected_in_a_fresh_directory_writes_nothing(
@@ -374,7 +366,7 @@ def test_e72_full_disk_at_every_write_point_is_exit_4_and_changes_nothing(
     assert code == 4, stderr
     assert "could not be written: No space left on device [ENOSPC]" in stderr
     assert "internal error" not in stderr and len(stderr.strip().splitlines()) == 1
-    assert _directory(out) == before
+    assert directory_state(out) == before
 
 
 def test_e72_writer_abort_never_raises(tmp_path: Path) -> None:
@@ -415,12 +407,12 @@ def test_e72_report_on_a_full_disk_exits_4(
     """E-72: `evalbatch report` on a full disk: exit code 4, one line, no internal error."""
     out = tmp_path / "out"
     api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES])
-    before = _directory(out)
+    before = directory_state(out)
     monkeypatch.setattr(outdir.os, "replace", _full_disk)
     code, _, stderr = run_main(monkeypatch, capsys, "report", out)
     assert code == 4, stderr
     assert "internal error" not in stderr and "No space left on device" in stderr
-    assert _directory(out) == before
+    assert directory_state(out) == before
 
 
 # --------------------------------------------------------------------------------------------
@@ -483,10 +475,10 @@ def test_e74_only_files_inside_out_is_a_usage_error(
     events."""
     out = tmp_path / "out"
     api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES])
-    before = _directory(out)
+    before = directory_state(out)
     code, _, stderr = run_main(monkeypatch, capsys, "run", out, "--out", out)
     assert code == 2 and "every event file given is inside --out" in stderr
-    assert _directory(out) == before
+    assert directory_state(out) == before
 
 
 # --------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from click.testing import CliRunner
 from evalbatch.cli import cli, main
 from evalbatch.errors import OutputError
 from evalbatch.inputs import event_files, ingest, parquet_layout
-from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES
+from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES, directory_state
 
 RUN_A = "acme/run-ingest-0001"
 RUN_B = "anon:acme/run-ingest-0002"
@@ -352,10 +352,6 @@ def test_e34_written_atomically_and_appended_never_overwritten(
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
 
 
-def _files(out: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
-
-
 @pytest.mark.parametrize("flush_rows", [parquet_layout.DEFAULT_FLUSH_ROWS, 2])
 def test_e34_the_same_export_again_adds_nothing(tmp_path: Path, flush_rows: int) -> None:
     """E-34: ingesting an export whose events are already there (the same file again,
@@ -365,14 +361,14 @@ def test_e34_the_same_export_again_adds_nothing(tmp_path: Path, flush_rows: int)
     out = tmp_path / "out"
     first = ingest.ingest_paths([source], out, flush_rows=flush_rows)
     assert (first.events_already_there, first.runs_already_there) == (0, 0)
-    before = _files(out)
+    before = directory_state(out)
     copy = _write(tmp_path / "copy" / "renamed.jsonl", source.read_text(encoding="utf-8"))
     for again in ([source], [copy]):
         report = ingest.ingest_paths(again, out, flush_rows=flush_rows)
         assert (report.events, report.runs, report.written) == (5, 2, [])
         assert (report.events_already_there, report.runs_already_there) == (5, 2)
         assert report.exit_code == 0
-        assert _files(out) == before
+        assert directory_state(out) == before
     metadata = pq.read_metadata(first.written[0]).metadata
     assert len(metadata[parquet_layout.DIGEST_KEY.encode()]) == 64
 
@@ -745,7 +741,7 @@ def test_e120_without_locks_a_marker_is_never_undone(
     with pytest.raises(_Interrupted):
         ingest.ingest_paths([source], out, flush_rows=20)
     monkeypatch.undo()
-    before = _files(out)
+    before = directory_state(out)
 
     def no_locks(*_: Any, **__: Any) -> int:
         raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
@@ -753,4 +749,4 @@ def test_e120_without_locks_a_marker_is_never_undone(
     monkeypatch.setattr(parquet_layout, "_lock_dir", no_locks)
     with pytest.raises(OutputError, match="cannot be locked to tell which"):
         ingest.ingest_paths([source], out, flush_rows=20)
-    assert _files(out) == before
+    assert directory_state(out) == before

@@ -32,6 +32,7 @@ from tests.helpers import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
     WRITTEN_FILES,
+    directory_state,
     make_suite,
     read_outputs,
     run_killed,
@@ -48,15 +49,6 @@ REPLACES = "writing it would replace an input"
 
 # --------------------------------------------------------------------------------------------
 # Output directories and inputs every section uses
-
-
-def _files(root: Path) -> dict[str, bytes]:
-    """Every file below `root`, by relative path."""
-    return {
-        str(p.relative_to(root)): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and not p.is_symlink()
-    }
 
 
 @pytest.fixture(scope="module")
@@ -384,13 +376,13 @@ def test_e120_no_output_replaces_an_input(
     _events_copy(tmp_path)
     shutil.copytree(SAMPLE_SUITES, tmp_path / "suites")
     argv, kept, named = _case(case, tmp_path, out)
-    before = _files(tmp_path)
+    before = directory_state(tmp_path)
     code, stdout, stderr = run_main(monkeypatch, capsys, *argv)
     assert code == 2, (stdout, stderr)
     assert REPLACES in stderr and named in stderr, stderr
     assert len(stderr.strip().splitlines()) == 1 and "internal error" not in stderr, stderr
     assert kept.name in stderr
-    assert _files(tmp_path) == before
+    assert directory_state(tmp_path) == before
 
 
 def test_e120_writing_beside_an_input_stays_allowed(
@@ -548,12 +540,12 @@ def test_e119_a_marker_stays_until_a_run_completes_the_directory(
     out = tmp_path / "out"
     api.write_outputs(nights["yesterday"], out, nights["suites"])
     writer.mark_incomplete(out)
-    before = _files(out)
+    before = directory_state(out)
     code, _, stderr = run_main(
         monkeypatch, capsys, "run", nights["tonight"], "--suites", nights["suites"],
         "--out", out, "--run-id", "acme/none*", "-q",
     )  # fmt: skip
-    assert code == 2 and _files(out) == before, stderr
+    assert code == 2 and directory_state(out) == before, stderr
     with monkeypatch.context() as patch:
         real = os.replace
         calls = {"n": 0}
@@ -569,7 +561,7 @@ def test_e119_a_marker_stays_until_a_run_completes_the_directory(
             monkeypatch, capsys, "run", nights["tonight"], "--suites", nights["suites"],
             "--out", out, "-q",
         )  # fmt: skip
-    assert code == 4 and _files(out) == before, stderr
+    assert code == 4 and directory_state(out) == before, stderr
     _assert_every_reader_refuses(out, monkeypatch, capsys)
     api.write_outputs(nights["tonight"], out, nights["suites"])
     assert not (out / INCOMPLETE_FILE).exists()
@@ -583,7 +575,7 @@ def test_e119_a_failed_rename_without_a_marker_before_leaves_none(
     is byte for byte as it was, and reads as before."""
     out = tmp_path / "out"
     api.write_outputs(nights["yesterday"], out, nights["suites"])
-    before = _files(out)
+    before = directory_state(out)
     with monkeypatch.context() as patch:
         real = os.replace
         calls = {"n": 0}
@@ -597,7 +589,7 @@ def test_e119_a_failed_rename_without_a_marker_before_leaves_none(
         patch.setattr(writer.os, "replace", full_disk)
         with pytest.raises(OutputError):
             api.write_outputs(nights["tonight"], out, nights["suites"])
-    assert _files(out) == before
+    assert directory_state(out) == before
     assert outdir.load(out).summaries
 
 

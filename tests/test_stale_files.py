@@ -18,7 +18,7 @@ from evalbatch import api
 from evalbatch.cli import cli
 from evalbatch.errors import OutputError
 from evalbatch.outputs import output_format, writer
-from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES
+from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES, directory_state
 
 #: a slow family (runs that remove stale files):
 #: `make check` leaves it out, `make test` runs it
@@ -78,17 +78,13 @@ def graded(tmp_path: Path) -> Path:
     return out
 
 
-def _directory(out: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.is_file()}
-
-
 def test_e88_a_run_that_fails_leaves_the_report_with_its_tables(
     graded: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """E-72 with E-88: a disk that fills while the new tables are renamed into place
     leaves the directory as it was, the report and exports included (they still describe the
     tables there)."""
-    before = _directory(graded)
+    before = directory_state(graded)
     real = writer.os.replace
     calls = {"n": 0}
 
@@ -101,7 +97,7 @@ def test_e88_a_run_that_fails_leaves_the_report_with_its_tables(
     monkeypatch.setattr(writer.os, "replace", fails_second)
     with pytest.raises(OutputError):
         api.write_outputs([SAMPLE_EVENTS / "trials.parquet"], graded, [SAMPLE_SUITES])
-    assert _directory(graded) == before
+    assert directory_state(graded) == before
 
 
 def test_e88_a_directory_of_that_name_is_left_and_the_run_goes_on(
