@@ -21,7 +21,7 @@ import random
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -347,6 +347,18 @@ def directory_state(root: Path) -> dict[str, bytes]:
         else b"<not a file>"
         for p in sorted(root.rglob("*"))
     }
+
+
+def truncate_half(name: str) -> Callable[[Path], None]:
+    """A damage to an output directory: its file `name` cut to the first half of its bytes, as a
+    torn write leaves it. The damage tables of E-71 (a full regrade) and E-121 (every reader
+    refuses alike) share it."""
+
+    def damage(out: Path) -> None:
+        data = (out / name).read_bytes()
+        (out / name).write_bytes(data[: len(data) // 2])
+
+    return damage
 
 
 def summaries_of(path: Path) -> list[dict[str, Any]]:

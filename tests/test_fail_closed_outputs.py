@@ -42,6 +42,7 @@ from tests.helpers import (
     run_killed,
     run_main,
     standard_run,
+    truncate_half,
     write_events,
     write_json,
 )
@@ -173,14 +174,6 @@ def _flip_byte(name: str, where: float) -> Callable[[Path], None]:
     return damage
 
 
-def _truncate(name: str) -> Callable[[Path], None]:
-    def damage(out: Path) -> None:
-        data = (out / name).read_bytes()
-        (out / name).write_bytes(data[: len(data) // 2])
-
-    return damage
-
-
 def _hand_edit(out: Path) -> None:
     """A summary's score changed by hand, the file the same size."""
     text = (out / "summaries.jsonl").read_text()
@@ -200,8 +193,8 @@ DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
     "summaries-lines-missing": (_lines_missing, "summaries.jsonl: 1 lines, manifest.json records"),
     "summaries-hand-edited": (_hand_edit, "summaries.jsonl: its sha256 is not the one"),
     "trials-page-damaged": (_flip_byte("trials.parquet", 0.25), "trials.parquet: its sha256"),
-    "trials-truncated": (_truncate("trials.parquet"), "trials.parquet: not a readable Parquet"),
-    "runs-truncated": (_truncate("runs.parquet"), "runs.parquet: not a readable Parquet"),
+    "trials-truncated": (truncate_half("trials.parquet"), "trials.parquet: not a readable Parquet"),
+    "runs-truncated": (truncate_half("runs.parquet"), "runs.parquet: not a readable Parquet"),
     "tasks-page-damaged": (_flip_byte("tasks.parquet", 0.25), "tasks.parquet: its sha256"),
     "problems-removed": (lambda out: (out / "problems.parquet").unlink(), "problems.parquet: miss"),
     "old-manifest-format": (_old_format, "manifest.json: format 1, this evalbatch reads format 2"),

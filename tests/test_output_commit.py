@@ -39,6 +39,7 @@ from tests.helpers import (
     run_main,
     slow_except,
     standard_run,
+    truncate_half,
     write_events,
     write_json,
 )
@@ -106,14 +107,6 @@ def _readers(out: Path) -> dict[str, list[str | Path]]:
 # E-121: one checked reader
 
 
-def _truncate(name: str) -> Callable[[Path], None]:
-    def damage(out: Path) -> None:
-        data = (out / name).read_bytes()
-        (out / name).write_bytes(data[: len(data) // 2])
-
-    return damage
-
-
 def _remove(name: str) -> Callable[[Path], None]:
     return lambda out: (out / name).unlink()
 
@@ -134,10 +127,10 @@ def _events_as_trials(out: Path) -> None:
 
 
 DAMAGE: dict[str, Callable[[Path], None]] = {
-    "runs-truncated": _truncate("runs.parquet"),
+    "runs-truncated": truncate_half("runs.parquet"),
     "tasks-missing": _remove("tasks.parquet"),
     "problems-empty": _empty("problems.parquet"),
-    "trials-truncated": _truncate("trials.parquet"),
+    "trials-truncated": truncate_half("trials.parquet"),
     "events-as-trials": _events_as_trials,
     "summary-of-a-run-not-in-the-tables": _extra_summary,
 }
