@@ -246,6 +246,29 @@ def standard_run(run_id: str, suite_id: str = SUITE_ID, start: datetime = T0) ->
     return log
 
 
+def night_inputs(root: Path, tonight: Iterable[int]) -> dict[str, Path]:
+    """Two nights' inputs under `root`: the suite `make_suite()` ("suites"), yesterday's log of
+    standard runs 0 to 2 ("yesterday") and tonight's of the standard runs numbered in `tonight`
+    ("tonight"), each one Parquet file.
+
+    The tests of a nightly run that is killed, fails or is refused while it writes (E-51, E-70,
+    E-72, E-119) start from yesterday's outputs and compare with tonight's; one definition for
+    them all."""
+    suites = root / "suites"
+    write_json(suites / "basic.json", make_suite())
+
+    def night(name: str, numbers: Iterable[int]) -> Path:
+        rows = [r for n in numbers for r in standard_run(f"acme/run-{n:04d}").rows]
+        return write_events(root / name / "e.parquet", rows)
+
+    return {
+        "root": root,
+        "suites": suites,
+        "yesterday": night("yesterday", range(3)),
+        "tonight": night("tonight", tonight),
+    }
+
+
 def iso(ts: datetime | str) -> str:
     if isinstance(ts, str):
         return ts

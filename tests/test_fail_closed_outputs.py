@@ -37,14 +37,13 @@ from tests.helpers import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
     directory_state,
-    make_suite,
+    night_inputs,
     read_outputs,
     run_killed,
     run_main,
     standard_run,
     truncate_half,
     write_events,
-    write_json,
 )
 
 #: a slow family (full disks and damaged outputs at every write):
@@ -59,18 +58,7 @@ def _full_disk(*args: Any, **kwargs: Any) -> Any:
 @pytest.fixture(scope="module")
 def nights(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Yesterday's input (3 runs) and tonight's (5 runs), one suite."""
-    root = tmp_path_factory.mktemp("nights")
-    suites = root / "suites"
-    write_json(suites / "basic.json", make_suite())
-    yesterday = write_events(
-        root / "yesterday" / "e.parquet",
-        [r for n in range(3) for r in standard_run(f"acme/run-{n:04d}").rows],
-    )
-    tonight = write_events(
-        root / "tonight" / "e.parquet",
-        [r for n in range(5) for r in standard_run(f"acme/run-{n:04d}").rows],
-    )
-    return {"root": root, "suites": suites, "yesterday": yesterday, "tonight": tonight}
+    return night_inputs(tmp_path_factory.mktemp("nights"), range(5))
 
 
 def _yesterday(nights: dict[str, Path], out: Path) -> dict[str, bytes]:

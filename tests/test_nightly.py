@@ -33,6 +33,7 @@ from tests.helpers import (
     SAMPLES,
     WRITTEN_FILES,
     make_suite,
+    night_inputs,
     read_outputs,
     run_killed,
     standard_run,
@@ -362,18 +363,9 @@ KILLER = textwrap.dedent(
 def two_nights(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Yesterday's input and outputs, and tonight's input (more runs) with its uninterrupted
     outputs."""
-    root = tmp_path_factory.mktemp("nights")
-    suites = root / "suites"
-    write_json(suites / "basic.json", make_suite())
-    yesterday = write_events(
-        root / "yesterday.parquet",
-        [r for n in range(3) for r in standard_run(f"acme/run-{n:04d}").rows],
-    )
-    tonight = write_events(
-        root / "tonight.parquet",
-        [r for n in range(12) for r in standard_run(f"acme/run-{n:04d}").rows],
-    )
-    old = _full(yesterday, suites, root / "old")
+    inputs = night_inputs(tmp_path_factory.mktemp("nights"), range(12))
+    root, suites, tonight = inputs["root"], inputs["suites"], inputs["tonight"]
+    old = _full(inputs["yesterday"], suites, root / "old")
     new = _full(tonight, suites, root / "new", resources=api.Resources(batch_events=30))
     return {"root": root, "suites": suites, "tonight": tonight, "old": old, "new": new}
 

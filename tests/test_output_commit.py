@@ -33,15 +33,12 @@ from tests.helpers import (
     SAMPLE_SUITES,
     WRITTEN_FILES,
     directory_state,
-    make_suite,
+    night_inputs,
     read_outputs,
     run_killed,
     run_main,
     slow_except,
-    standard_run,
     truncate_half,
-    write_events,
-    write_json,
 )
 
 INTERRUPTED = "the outputs of a run that was interrupted while writing them"
@@ -429,23 +426,13 @@ def test_e120_the_guard_for_ingest(tmp_path: Path) -> None:
 def nights(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Yesterday's input (3 runs), tonight's (6 runs, one of them changed) and tonight's outputs
     as an uninterrupted run writes them, plain and incremental."""
-    root = tmp_path_factory.mktemp("nights")
-    suites = root / "suites"
-    write_json(suites / "basic.json", make_suite())
-    yesterday = write_events(
-        root / "yesterday" / "e.parquet",
-        [r for n in range(3) for r in standard_run(f"acme/run-{n:04d}").rows],
-    )
-    tonight = write_events(
-        root / "tonight" / "e.parquet",
-        [r for n in range(1, 7) for r in standard_run(f"acme/run-{n:04d}").rows],
-    )
+    inputs = night_inputs(tmp_path_factory.mktemp("nights"), range(1, 7))
     new = {}
     for incremental in (False, True):
-        out = root / f"new-{incremental}"
-        api.write_outputs(tonight, out, suites, incremental_run=incremental)
+        out = inputs["root"] / f"new-{incremental}"
+        api.write_outputs(inputs["tonight"], out, inputs["suites"], incremental_run=incremental)
         new[incremental] = read_outputs(out)
-    return {"root": root, "suites": suites, "yesterday": yesterday, "tonight": tonight, "new": new}
+    return {**inputs, "new": new}
 
 
 class _Killed(BaseException):
