@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from evalbatch.inputs import parquet_layout
 from evalbatch.options import Bounds
 from tests.logbuilder import LogBuilder
 
@@ -266,6 +267,33 @@ def night_inputs(root: Path, tonight: Iterable[int]) -> dict[str, Path]:
         "suites": suites,
         "yesterday": night("yesterday", range(3)),
         "tonight": night("tonight", tonight),
+    }
+
+
+def interleaved_sample_lines(directory: Path) -> Path:
+    """The sample events as NDJSON files of 20 lines in `directory`, sequence by sequence across
+    runs: ingested with `flush_rows=20`, each file is its own flush, so every run is written as
+    several parts. An ingest stopped between two of its links (E-122: interrupted in
+    test_ingest, killed in test_fail_closed_outputs) then leaves a run's first parts without
+    the rest."""
+    rows = [
+        r for p in sorted(SAMPLE_EVENTS.glob("*.parquet")) for r in pq.read_table(p).to_pylist()
+    ]
+    rows.sort(key=lambda r: (r["sequence"], r["runId"]))
+    directory.mkdir(parents=True, exist_ok=True)
+    for start in range(0, len(rows), 20):
+        lines = "".join(json.dumps(r) + "\n" for r in rows[start : start + 20])
+        (directory / f"events-{start:04d}.ndjson").write_text(lines, encoding="utf-8")
+    return directory
+
+
+def ingested_parts(out: Path) -> set[tuple[str, bytes]]:
+    """Each part an ingest put in place below `out`, by run directory and recorded digest (what a
+    reader would read): how the directory of a stopped ingest, undone and done again, is compared
+    with a clean ingest's (E-122)."""
+    return {
+        (part.parent.name, pq.read_metadata(part).metadata[parquet_layout.DIGEST_KEY.encode()])
+        for part in out.glob("*/part-*.parquet")
     }
 
 

@@ -37,6 +37,8 @@ from tests.helpers import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
     directory_state,
+    ingested_parts,
+    interleaved_sample_lines,
     night_inputs,
     read_outputs,
     run_killed,
@@ -574,20 +576,6 @@ KILLED_AT_LINK = textwrap.dedent(
 )
 
 
-def _interleaved_samples(directory: Path) -> Path:
-    """The sample events as NDJSON files of 20 lines, sequence by sequence across runs, so that
-    with `flush_rows=20` every run is written as several parts."""
-    rows = [
-        r for p in sorted(SAMPLE_EVENTS.glob("*.parquet")) for r in pq.read_table(p).to_pylist()
-    ]
-    rows.sort(key=lambda r: (r["sequence"], r["runId"]))
-    directory.mkdir(parents=True)
-    for start in range(0, len(rows), 20):
-        lines = "".join(json.dumps(r) + "\n" for r in rows[start : start + 20])
-        (directory / f"events-{start:04d}.ndjson").write_text(lines)
-    return directory
-
-
 @pytest.mark.parametrize("at", [2, 9, 30])
 def test_e120_an_ingest_killed_between_two_links_is_refused_until_the_next_undoes_it(
     tmp_path: Path,
@@ -600,7 +588,7 @@ def test_e120_an_ingest_killed_between_two_links_is_refused_until_the_next_undoe
     marker stays: every reader refuses the directory (`run` exit code 2 naming it, and 3 with
     another input, graded), and the next ingest into it undoes what was linked before adding its
     own, so the directory ends as a clean ingest's."""
-    source = _interleaved_samples(tmp_path / "in")
+    source = interleaved_sample_lines(tmp_path / "in")
     clean = tmp_path / "clean"
     ingest.ingest_paths([source], clean, flush_rows=20)
     out = tmp_path / "out"
@@ -622,13 +610,7 @@ def test_e120_an_ingest_killed_between_two_links_is_refused_until_the_next_undoe
     report = ingest.ingest_paths([source], out, flush_rows=20)
     assert report.exit_code == 0 and report.events_already_there == 0
 
-    def parts(root: Path) -> set[tuple[str, bytes]]:
-        return {
-            (p.parent.name, pq.read_metadata(p).metadata[parquet_layout.DIGEST_KEY.encode()])
-            for p in root.glob("*/part-*.parquet")
-        }
-
-    assert parts(out) == parts(clean)
+    assert ingested_parts(out) == ingested_parts(clean)
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in clean.iterdir())
 
 

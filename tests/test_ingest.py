@@ -27,7 +27,13 @@ from click.testing import CliRunner
 from evalbatch.cli import cli, main
 from evalbatch.errors import OutputError
 from evalbatch.inputs import event_files, ingest, parquet_layout
-from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES, directory_state
+from tests.helpers import (
+    SAMPLE_EVENTS,
+    SAMPLE_SUITES,
+    directory_state,
+    ingested_parts,
+    interleaved_sample_lines,
+)
 
 RUN_A = "acme/run-ingest-0001"
 RUN_B = "anon:acme/run-ingest-0002"
@@ -598,27 +604,6 @@ class _Interrupted(BaseException):
     """The process stopping at a link (as a kill would: nothing after it runs)."""
 
 
-def _sample_lines_interleaved(directory: Path) -> Path:
-    """The sample events as NDJSON files of 20 lines, sequence by sequence across runs: each
-    file is written out as its own flush (`flush_rows=20`), so every run gets several parts."""
-    rows = [
-        r for p in sorted(SAMPLE_EVENTS.glob("*.parquet")) for r in pq.read_table(p).to_pylist()
-    ]
-    rows.sort(key=lambda r: (r["sequence"], r["runId"]))
-    for start in range(0, len(rows), 20):
-        lines = "".join(json.dumps(r) + "\n" for r in rows[start : start + 20])
-        _write(directory / f"events-{start:04d}.ndjson", lines)
-    return directory
-
-
-def _parts(out: Path) -> set[tuple[str, bytes]]:
-    """Each part in place, by run directory and recorded digest (what a reader would read)."""
-    return {
-        (part.parent.name, pq.read_metadata(part).metadata[parquet_layout.DIGEST_KEY.encode()])
-        for part in out.glob("*/part-*.parquet")
-    }
-
-
 def _interrupt_at_link(monkeypatch: pytest.MonkeyPatch, number: int) -> None:
     real = os.link
     calls = {"n": 0}
@@ -642,10 +627,10 @@ def test_e120_an_ingest_stopped_between_two_links_of_a_run_is_refused_then_undon
     `scan` leaves the directory's files out and names it (file-unreadable); the next ingest
     into it undoes what was linked, then adds its own, so the directory ends as a clean
     ingest's, with no marker and no working directory."""
-    source = _sample_lines_interleaved(tmp_path / "samples")
+    source = interleaved_sample_lines(tmp_path / "samples")
     clean = tmp_path / "clean"
     ingest.ingest_paths([source], clean, flush_rows=20)
-    whole = _parts(clean)
+    whole = ingested_parts(clean)
     assert len(whole) > 2 * len({run for run, _ in whole})  # runs of several parts
 
     out = tmp_path / "out"
@@ -654,7 +639,7 @@ def test_e120_an_ingest_stopped_between_two_links_of_a_run_is_refused_then_undon
         ingest.ingest_paths([source], out, flush_rows=20)
     monkeypatch.undo()
     assert (out / parquet_layout.INCOMPLETE).is_file()
-    left = _parts(out)
+    left = ingested_parts(out)
     assert 0 < len(left) < len(whole) and left < whole
     first_run = min(run for run, _ in whole)
     assert (
@@ -675,7 +660,7 @@ def test_e120_an_ingest_stopped_between_two_links_of_a_run_is_refused_then_undon
 
     report = ingest.ingest_paths([source], out, flush_rows=20)
     assert report.exit_code == 0 and report.events_already_there == 0
-    assert _parts(out) == whole
+    assert ingested_parts(out) == whole
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in clean.iterdir())
 
 
@@ -685,7 +670,7 @@ def test_e120_run_names_the_interrupted_directory_and_grades_the_other_inputs(
     """E-122: `run` over an interrupted ingest's directory and another input grades the other
     one and says which directory was left out and why (exit code 3); over that directory alone
     it stops (exit code 2) with the same reason, never grading a partial log."""
-    source = _sample_lines_interleaved(tmp_path / "samples")
+    source = interleaved_sample_lines(tmp_path / "samples")
     out = tmp_path / "events"
     _interrupt_at_link(monkeypatch, 3)
     with pytest.raises(_Interrupted):
@@ -735,7 +720,7 @@ def test_e120_without_locks_a_marker_is_never_undone(
     """E-122: where the directory cannot be locked, a marker may be a live ingest's: the next
     ingest neither undoes it nor adds beside it (OutputError, exit code 4), and leaves the
     directory as it was."""
-    source = _sample_lines_interleaved(tmp_path / "samples")
+    source = interleaved_sample_lines(tmp_path / "samples")
     out = tmp_path / "out"
     _interrupt_at_link(monkeypatch, 2)
     with pytest.raises(_Interrupted):
