@@ -412,6 +412,31 @@ def truncate_half(name: str) -> Callable[[Path], None]:
     return damage
 
 
+def fail_at_call(
+    monkeypatch: pytest.MonkeyPatch,
+    owner: Any,
+    attr: str,
+    nth: int,
+    error: BaseException | type[BaseException],
+) -> None:
+    """Patch `owner.attr` so that its `nth` call raises `error` instead; the others go through.
+
+    The one way the tests put a fault at a write point: a full disk (an OSError, which the code
+    must undo and report: E-34, E-72, E-75) or the process stopping there (a BaseException that
+    nothing catches, as a kill would: E-119, E-122)."""
+    real = getattr(owner, attr)
+    calls = 0
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == nth:
+            raise error
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, attr, failing)
+
+
 def summaries_of(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 

@@ -37,6 +37,7 @@ from tests.helpers import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
     directory_state,
+    fail_at_call,
     ingested_parts,
     interleaved_sample_lines,
     night_inputs,
@@ -284,16 +285,8 @@ def _fail_table(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
 
 
 def _fail_nth(monkeypatch: pytest.MonkeyPatch, owner: Any, attr: str, nth: int) -> None:
-    real = getattr(owner, attr)
-    calls = {"n": 0}
-
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == nth:
-            _full_disk()
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(owner, attr, wrapped)
+    """The `nth` call of `owner.attr` hits a full disk."""
+    fail_at_call(monkeypatch, owner, attr, nth, OSError(errno.ENOSPC, "No space left on device"))
 
 
 def _fail_rename(nth: int) -> Callable[[pytest.MonkeyPatch], None]:

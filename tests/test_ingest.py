@@ -31,6 +31,7 @@ from tests.helpers import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
     directory_state,
+    fail_at_call,
     ingested_parts,
     interleaved_sample_lines,
 )
@@ -328,16 +329,8 @@ def test_e34_written_atomically_and_appended_never_overwritten(
     `part-1.parquet` beside `part-0.parquet`, never over it."""
     source = _write(tmp_path / "a.ndjson", "\n".join(EVENTS_A + EVENTS_B))
     out = tmp_path / "out"
-    calls = {"n": 0}
     real = pq.write_table
-
-    def failing(*args: Any, **kwargs: Any) -> None:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise OSError("disk full")
-        real(*args, **kwargs)
-
-    monkeypatch.setattr(parquet_layout.pq, "write_table", failing)
+    fail_at_call(monkeypatch, parquet_layout.pq, "write_table", 2, OSError("disk full"))
     with pytest.raises(OutputError, match="disk full"):
         ingest.ingest_paths([source], out)
     assert list(out.iterdir()) == []  # nothing visible, temporary directory removed
@@ -604,19 +597,6 @@ class _Interrupted(BaseException):
     """The process stopping at a link (as a kill would: nothing after it runs)."""
 
 
-def _interrupt_at_link(monkeypatch: pytest.MonkeyPatch, number: int) -> None:
-    real = os.link
-    calls = {"n": 0}
-
-    def link(*args: Any, **kwargs: Any) -> None:
-        calls["n"] += 1
-        if calls["n"] == number:
-            raise _Interrupted
-        real(*args, **kwargs)
-
-    monkeypatch.setattr(parquet_layout.os, "link", link)
-
-
 @pytest.mark.parametrize("at", [2, 5])
 def test_e120_an_ingest_stopped_between_two_links_of_a_run_is_refused_then_undone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at: int
@@ -634,7 +614,7 @@ def test_e120_an_ingest_stopped_between_two_links_of_a_run_is_refused_then_undon
     assert len(whole) > 2 * len({run for run, _ in whole})  # runs of several parts
 
     out = tmp_path / "out"
-    _interrupt_at_link(monkeypatch, at)
+    fail_at_call(monkeypatch, parquet_layout.os, "link", at, _Interrupted)
     with pytest.raises(_Interrupted):
         ingest.ingest_paths([source], out, flush_rows=20)
     monkeypatch.undo()
@@ -672,7 +652,7 @@ def test_e120_run_names_the_interrupted_directory_and_grades_the_other_inputs(
     it stops (exit code 2) with the same reason, never grading a partial log."""
     source = interleaved_sample_lines(tmp_path / "samples")
     out = tmp_path / "events"
-    _interrupt_at_link(monkeypatch, 3)
+    fail_at_call(monkeypatch, parquet_layout.os, "link", 3, _Interrupted)
     with pytest.raises(_Interrupted):
         ingest.ingest_paths([source], out, flush_rows=20)
     monkeypatch.undo()
@@ -722,7 +702,7 @@ def test_e120_without_locks_a_marker_is_never_undone(
     directory as it was."""
     source = interleaved_sample_lines(tmp_path / "samples")
     out = tmp_path / "out"
-    _interrupt_at_link(monkeypatch, 2)
+    fail_at_call(monkeypatch, parquet_layout.os, "link", 2, _Interrupted)
     with pytest.raises(_Interrupted):
         ingest.ingest_paths([source], out, flush_rows=20)
     monkeypatch.undo()

@@ -33,6 +33,7 @@ from tests.helpers import (
     SAMPLE_SUITES,
     WRITTEN_FILES,
     directory_state,
+    fail_at_call,
     night_inputs,
     read_outputs,
     run_killed,
@@ -439,19 +440,6 @@ class _Killed(BaseException):
     """The process dying at a rename: not an OSError, so nothing is put back (as with SIGKILL)."""
 
 
-def _die_at_rename(monkeypatch: pytest.MonkeyPatch, nth: int) -> None:
-    real = os.replace
-    calls = {"n": 0}
-
-    def replace(*args: Any, **kwargs: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == nth:
-            raise _Killed
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(writer.os, "replace", replace)
-
-
 def _assert_every_reader_refuses(
     out: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -484,7 +472,7 @@ def test_e119_run_killed_between_renames_is_refused_by_every_reader_and_the_next
     api.write_outputs(nights["yesterday"], out, nights["suites"], incremental_run=incremental)
     assert not (out / INCOMPLETE_FILE).exists()
     with monkeypatch.context() as patch:
-        _die_at_rename(patch, nth)
+        fail_at_call(patch, writer.os, "replace", nth, _Killed)
         try:
             api.write_outputs(nights["tonight"], out, nights["suites"], incremental_run=incremental)
         except _Killed:
@@ -527,16 +515,7 @@ def test_e119_a_marker_stays_until_a_run_completes_the_directory(
     )  # fmt: skip
     assert code == 2 and directory_state(out) == before, stderr
     with monkeypatch.context() as patch:
-        real = os.replace
-        calls = {"n": 0}
-
-        def full_disk(*args: Any, **kwargs: Any) -> Any:
-            calls["n"] += 1
-            if calls["n"] == 3:
-                raise OSError(28, "No space left on device")
-            return real(*args, **kwargs)
-
-        patch.setattr(writer.os, "replace", full_disk)
+        fail_at_call(patch, writer.os, "replace", 3, OSError(28, "No space left on device"))
         code, _, stderr = run_main(
             monkeypatch, capsys, "run", nights["tonight"], "--suites", nights["suites"],
             "--out", out, "-q",
@@ -557,16 +536,7 @@ def test_e119_a_failed_rename_without_a_marker_before_leaves_none(
     api.write_outputs(nights["yesterday"], out, nights["suites"])
     before = directory_state(out)
     with monkeypatch.context() as patch:
-        real = os.replace
-        calls = {"n": 0}
-
-        def full_disk(*args: Any, **kwargs: Any) -> Any:
-            calls["n"] += 1
-            if calls["n"] == 4:
-                raise OSError(28, "No space left on device")
-            return real(*args, **kwargs)
-
-        patch.setattr(writer.os, "replace", full_disk)
+        fail_at_call(patch, writer.os, "replace", 4, OSError(28, "No space left on device"))
         with pytest.raises(OutputError):
             api.write_outputs(nights["tonight"], out, nights["suites"])
     assert directory_state(out) == before

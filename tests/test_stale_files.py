@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -18,7 +17,7 @@ from evalbatch import api
 from evalbatch.cli import cli
 from evalbatch.errors import OutputError
 from evalbatch.outputs import output_format, writer
-from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES, directory_state
+from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES, directory_state, fail_at_call
 
 #: a slow family (runs that remove stale files):
 #: `make check` leaves it out, `make test` runs it
@@ -85,16 +84,8 @@ def test_e88_a_run_that_fails_leaves_the_report_with_its_tables(
     leaves the directory as it was, the report and exports included (they still describe the
     tables there)."""
     before = directory_state(graded)
-    real = writer.os.replace
-    calls = {"n": 0}
-
-    def fails_second(*args: Any, **kwargs: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(writer.os, "replace", fails_second)
+    no_space = OSError(errno.ENOSPC, "No space left on device")
+    fail_at_call(monkeypatch, writer.os, "replace", 2, no_space)
     with pytest.raises(OutputError):
         api.write_outputs([SAMPLE_EVENTS / "trials.parquet"], graded, [SAMPLE_SUITES])
     assert directory_state(graded) == before
