@@ -30,6 +30,7 @@ import click
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from click.testing import CliRunner
 
 from evalbatch.inputs import parquet_layout
 from evalbatch.options import Bounds
@@ -516,6 +517,17 @@ def run_evalbatch(
         timeout=timeout,
         env={**os.environ, **(env or {})},
     )
+
+
+def run_output_bytes(out: Path, *args: str) -> bytes:
+    """`evalbatch run ARGS --out OUT --quiet` in process (exit 0 or 3), then the five output
+    files' bytes joined: one definition for the tests that ask two ways of grading (the local
+    and Ray engines, one pass and batches: §7) for the same bytes."""
+    from evalbatch.cli import cli
+
+    result = CliRunner().invoke(cli, ["run", *args, "--out", str(out), "--quiet"])
+    assert result.exit_code in (0, 3), result.output
+    return b"".join((out / name).read_bytes() for name in OUTPUT_FILES)
 
 
 def run_main(
