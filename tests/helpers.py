@@ -1,7 +1,8 @@
 """Shared helpers of the tests, imported as a module (`from tests.helpers import ...`): the sample
 paths, small suites, the standard run (THE log builder, tests/logbuilder.py, in this module's
-vocabulary), event files in every layout, and ways to run evalbatch. Fixtures live in
-tests/conftest.py and are used as fixtures; no test imports conftest.
+vocabulary), event files in every layout, ways to run evalbatch, and writes that fail or are
+killed with what they leave. Fixtures live in tests/conftest.py and are used as fixtures; no test
+imports conftest.
 
 The logs follow CONTRACT §1.1 (one row per run event) and are written with pyarrow in several
 layouts (column aliases, JSON text / struct / map payloads, ISO or Parquet timestamps) so the tests
@@ -18,9 +19,10 @@ import json
 import math
 import os
 import random
+import signal
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,9 @@ import click
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from click.testing import CliRunner
 
+from evalbatch.inputs import parquet_layout
 from evalbatch.options import Bounds
 from tests.logbuilder import LogBuilder
 
@@ -402,6 +406,17 @@ def run_evalbatch(
     )
 
 
+def run_output_bytes(out: Path, *args: str) -> bytes:
+    """`evalbatch run ARGS --out OUT --quiet` in process (exit 0 or 3), then the five output
+    files' bytes joined: one definition for the tests that ask two ways of grading (the local
+    and Ray engines, one pass and batches: §7) for the same bytes."""
+    from evalbatch.cli import cli
+
+    result = CliRunner().invoke(cli, ["run", *args, "--out", str(out), "--quiet"])
+    assert result.exit_code in (0, 3), result.output
+    return b"".join((out / name).read_bytes() for name in OUTPUT_FILES)
+
+
 def run_main(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str | Path
 ) -> tuple[int, str, str]:
@@ -444,6 +459,124 @@ def generated_log(
     with duckdb.connect() as con:
         con.execute(f"COPY ({query}) TO '{events}' (FORMAT parquet)", params)
     return events, suites
+
+
+# --------------------------------------------------------------------------------------------
+# Writes that fail or are killed (E-72, E-119, E-122): what the crash-safety tests share
+
+
+def night_inputs(root: Path, tonight: Iterable[int]) -> dict[str, Path]:
+    """Two nights' inputs under `root`: the suite `make_suite()` ("suites"), yesterday's log of
+    standard runs 0 to 2 ("yesterday") and tonight's of the standard runs numbered in `tonight`
+    ("tonight"), each one Parquet file.
+
+    The tests of a nightly run that is killed, fails or is refused while it writes (E-51, E-70,
+    E-72, E-119) start from yesterday's outputs and compare with tonight's; one definition for
+    them all."""
+    suites = root / "suites"
+    write_json(suites / "basic.json", make_suite())
+
+    def night(name: str, numbers: Iterable[int]) -> Path:
+        rows = [r for n in numbers for r in standard_run(f"acme/run-{n:04d}").rows]
+        return write_events(root / name / "e.parquet", rows)
+
+    return {
+        "root": root,
+        "suites": suites,
+        "yesterday": night("yesterday", range(3)),
+        "tonight": night("tonight", tonight),
+    }
+
+
+def interleaved_sample_lines(directory: Path) -> Path:
+    """The sample events as NDJSON files of 20 lines in `directory`, sequence by sequence across
+    runs: ingested with `flush_rows=20`, each file is its own flush, so every run is written as
+    several parts. An ingest stopped between two of its links (E-122: interrupted in
+    test_ingest, killed in test_fail_closed_outputs) then leaves a run's first parts without
+    the rest."""
+    rows = [
+        r for p in sorted(SAMPLE_EVENTS.glob("*.parquet")) for r in pq.read_table(p).to_pylist()
+    ]
+    rows.sort(key=lambda r: (r["sequence"], r["runId"]))
+    directory.mkdir(parents=True, exist_ok=True)
+    for start in range(0, len(rows), 20):
+        lines = "".join(json.dumps(r) + "\n" for r in rows[start : start + 20])
+        (directory / f"events-{start:04d}.ndjson").write_text(lines, encoding="utf-8")
+    return directory
+
+
+def fail_at_call(
+    monkeypatch: pytest.MonkeyPatch,
+    owner: Any,
+    attr: str,
+    nth: int,
+    error: BaseException | type[BaseException],
+) -> None:
+    """Patch `owner.attr` so that its `nth` call raises `error` instead; the others go through.
+
+    The one way the tests put a fault at a write point: a full disk (an OSError, which the code
+    must undo and report: E-34, E-72, E-75) or the process stopping there (a BaseException that
+    nothing catches, as a kill would: E-119, E-122)."""
+    real = getattr(owner, attr)
+    calls = 0
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == nth:
+            raise error
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, attr, failing)
+
+
+def run_killed(
+    script: str, *args: str | Path, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`run_python` of a script that sends itself SIGKILL while it writes, asserting it died so.
+
+    A kill no `finally`, handler or undo sees can only be taken in a child process; the tests of
+    crash safety (E-51, E-75, E-119, E-122) then compare what it left in its output directory,
+    so a child that finished or failed instead would make that comparison meaningless."""
+    killed = run_python(script, *args, timeout=timeout)
+    assert killed.returncode == -signal.SIGKILL, (killed.returncode, killed.stderr[-2000:])
+    return killed
+
+
+def directory_state(root: Path) -> dict[str, bytes]:
+    """Every entry below `root`, by its path from `root`: a regular file by its bytes, anything
+    else (a directory, a link) by a placeholder, so a leftover working directory or link shows.
+
+    One definition for every test that compares a directory before and after a run, ingest or
+    report that must leave it as it was (refused, failed or killed: E-70, E-72, E-119, E-120)."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        if p.is_file() and not p.is_symlink()
+        else b"<not a file>"
+        for p in sorted(root.rglob("*"))
+    }
+
+
+def ingested_parts(out: Path) -> set[tuple[str, bytes]]:
+    """Each part an ingest put in place below `out`, by run directory and recorded digest (what a
+    reader would read): how the directory of a stopped ingest, undone and done again, is compared
+    with a clean ingest's (E-122)."""
+    return {
+        (part.parent.name, pq.read_metadata(part).metadata[parquet_layout.DIGEST_KEY.encode()])
+        for part in out.glob("*/part-*.parquet")
+    }
+
+
+def truncate_half(name: str) -> Callable[[Path], None]:
+    """A damage to an output directory: its file `name` cut to the first half of its bytes, as a
+    torn write leaves it. The damage tables of E-71 (a full regrade) and E-121 (every reader
+    refuses alike) share it."""
+
+    def damage(out: Path) -> None:
+        data = (out / name).read_bytes()
+        (out / name).write_bytes(data[: len(data) // 2])
+
+    return damage
 
 
 # --------------------------------------------------------------------------------------------

@@ -21,9 +21,6 @@ import gzip
 import io
 import json
 import os
-import signal
-import subprocess
-import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -39,55 +36,38 @@ from evalbatch.outputs import outdir, writer
 from tests.helpers import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
-    make_suite,
+    directory_state,
+    fail_at_call,
+    ingested_parts,
+    interleaved_sample_lines,
+    night_inputs,
     read_outputs,
+    run_killed,
     run_main,
     standard_run,
+    truncate_half,
     write_events,
-    write_json,
 )
 
 #: a slow family (full disks and damaged outputs at every write):
 #: `make check` leaves it out, `make test` runs it
 pytestmark = pytest.mark.slow
 
-PYTHON = sys.executable
-
 
 def _full_disk(*args: Any, **kwargs: Any) -> Any:
     raise OSError(errno.ENOSPC, "No space left on device")
 
 
-def _directory(out: Path) -> dict[str, bytes]:
-    """Every entry of `out` (files by their bytes; anything else, such as a leftover working
-    directory, shows up by name)."""
-    return {
-        p.name: p.read_bytes() if p.is_file() and not p.is_symlink() else b"<not a file>"
-        for p in sorted(out.iterdir())
-    }
-
-
 @pytest.fixture(scope="module")
 def nights(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Yesterday's input (3 runs) and tonight's (5 runs), one suite."""
-    root = tmp_path_factory.mktemp("nights")
-    suites = root / "suites"
-    write_json(suites / "basic.json", make_suite())
-    yesterday = write_events(
-        root / "yesterday" / "e.parquet",
-        [r for n in range(3) for r in standard_run(f"acme/run-{n:04d}").rows],
-    )
-    tonight = write_events(
-        root / "tonight" / "e.parquet",
-        [r for n in range(5) for r in standard_run(f"acme/run-{n:04d}").rows],
-    )
-    return {"root": root, "suites": suites, "yesterday": yesterday, "tonight": tonight}
+    return night_inputs(tmp_path_factory.mktemp("nights"), range(5))
 
 
 def _yesterday(nights: dict[str, Path], out: Path) -> dict[str, bytes]:
     """Yesterday's outputs (and manifest) in `out`, as the directory holds them."""
     api.write_outputs([nights["yesterday"]], out, [nights["suites"]], incremental_run=True)
-    return _directory(out)
+    return directory_state(out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -112,14 +92,14 @@ def test_e70_run_selecting_no_eval_run_exits_2_and_keeps_the_outputs(
     """E-70: yesterday's outputs of 3 runs are not replaced by 0 runs with exit code 0."""
     out = tmp_path / "out"
     api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES], incremental_run=True)
-    before = _directory(out)
+    before = directory_state(out)
     code, stdout, stderr = run_main(
         monkeypatch, capsys, "run", SAMPLE_EVENTS, "--out", out, "--quiet", *flags
     )
     assert code == 2, (stdout, stderr)
     assert "nothing to grade: no eval run" in stderr and "matches the run filters" in stderr
     assert "--allow-empty" in stderr and len(stderr.strip().splitlines()) == 1
-    assert _directory(out) == before
+    assert directory_state(out) == before
 
 
 def test_e70_nothing_selected_in_a_fresh_directory_writes_nothing(
@@ -185,14 +165,6 @@ def _flip_byte(name: str, where: float) -> Callable[[Path], None]:
     return damage
 
 
-def _truncate(name: str) -> Callable[[Path], None]:
-    def damage(out: Path) -> None:
-        data = (out / name).read_bytes()
-        (out / name).write_bytes(data[: len(data) // 2])
-
-    return damage
-
-
 def _hand_edit(out: Path) -> None:
     """A summary's score changed by hand, the file the same size."""
     text = (out / "summaries.jsonl").read_text()
@@ -212,8 +184,8 @@ DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
     "summaries-lines-missing": (_lines_missing, "summaries.jsonl: 1 lines, manifest.json records"),
     "summaries-hand-edited": (_hand_edit, "summaries.jsonl: its sha256 is not the one"),
     "trials-page-damaged": (_flip_byte("trials.parquet", 0.25), "trials.parquet: its sha256"),
-    "trials-truncated": (_truncate("trials.parquet"), "trials.parquet: not a readable Parquet"),
-    "runs-truncated": (_truncate("runs.parquet"), "runs.parquet: not a readable Parquet"),
+    "trials-truncated": (truncate_half("trials.parquet"), "trials.parquet: not a readable Parquet"),
+    "runs-truncated": (truncate_half("runs.parquet"), "runs.parquet: not a readable Parquet"),
     "tasks-page-damaged": (_flip_byte("tasks.parquet", 0.25), "tasks.parquet: its sha256"),
     "problems-removed": (lambda out: (out / "problems.parquet").unlink(), "problems.parquet: miss"),
     "old-manifest-format": (_old_format, "manifest.json: format 1, this evalbatch reads format 2"),
@@ -313,16 +285,8 @@ def _fail_table(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
 
 
 def _fail_nth(monkeypatch: pytest.MonkeyPatch, owner: Any, attr: str, nth: int) -> None:
-    real = getattr(owner, attr)
-    calls = {"n": 0}
-
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == nth:
-            _full_disk()
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(owner, attr, wrapped)
+    """The `nth` call of `owner.attr` hits a full disk."""
+    fail_at_call(monkeypatch, owner, attr, nth, OSError(errno.ENOSPC, "No space left on device"))
 
 
 def _fail_rename(nth: int) -> Callable[[pytest.MonkeyPatch], None]:
@@ -378,7 +342,7 @@ def test_e72_full_disk_at_every_write_point_is_exit_4_and_changes_nothing(
     assert code == 4, stderr
     assert "could not be written: No space left on device [ENOSPC]" in stderr
     assert "internal error" not in stderr and len(stderr.strip().splitlines()) == 1
-    assert _directory(out) == before
+    assert directory_state(out) == before
 
 
 def test_e72_writer_abort_never_raises(tmp_path: Path) -> None:
@@ -419,12 +383,12 @@ def test_e72_report_on_a_full_disk_exits_4(
     """E-72: `evalbatch report` on a full disk: exit code 4, one line, no internal error."""
     out = tmp_path / "out"
     api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES])
-    before = _directory(out)
+    before = directory_state(out)
     monkeypatch.setattr(outdir.os, "replace", _full_disk)
     code, _, stderr = run_main(monkeypatch, capsys, "report", out)
     assert code == 4, stderr
     assert "internal error" not in stderr and "No space left on device" in stderr
-    assert _directory(out) == before
+    assert directory_state(out) == before
 
 
 # --------------------------------------------------------------------------------------------
@@ -487,10 +451,10 @@ def test_e74_only_files_inside_out_is_a_usage_error(
     events."""
     out = tmp_path / "out"
     api.write_outputs([SAMPLE_EVENTS], out, [SAMPLE_SUITES])
-    before = _directory(out)
+    before = directory_state(out)
     code, _, stderr = run_main(monkeypatch, capsys, "run", out, "--out", out)
     assert code == 2 and "every event file given is inside --out" in stderr
-    assert _directory(out) == before
+    assert directory_state(out) == before
 
 
 # --------------------------------------------------------------------------------------------
@@ -571,8 +535,7 @@ def test_e75_a_killed_ingests_directory_is_cleared_by_the_next(tmp_path: Path) -
     directory removes it (its flock died with its process), and keeps a live one's."""
     source = _ndjson(tmp_path / "a.ndjson", "acme/run-a")
     out = tmp_path / "out"
-    proc = subprocess.run([PYTHON, "-c", KILLED_INGEST, str(source), str(out)], timeout=300)
-    assert proc.returncode == -signal.SIGKILL
+    run_killed(KILLED_INGEST, source, out)
     left = [p.name for p in out.iterdir() if p.name.startswith(parquet_layout.WORK_PREFIX)]
     assert len(left) == 1
     live = out / f"{parquet_layout.WORK_PREFIX}live"
@@ -606,20 +569,6 @@ KILLED_AT_LINK = textwrap.dedent(
 )
 
 
-def _interleaved_samples(directory: Path) -> Path:
-    """The sample events as NDJSON files of 20 lines, sequence by sequence across runs, so that
-    with `flush_rows=20` every run is written as several parts."""
-    rows = [
-        r for p in sorted(SAMPLE_EVENTS.glob("*.parquet")) for r in pq.read_table(p).to_pylist()
-    ]
-    rows.sort(key=lambda r: (r["sequence"], r["runId"]))
-    directory.mkdir(parents=True)
-    for start in range(0, len(rows), 20):
-        lines = "".join(json.dumps(r) + "\n" for r in rows[start : start + 20])
-        (directory / f"events-{start:04d}.ndjson").write_text(lines)
-    return directory
-
-
 @pytest.mark.parametrize("at", [2, 9, 30])
 def test_e120_an_ingest_killed_between_two_links_is_refused_until_the_next_undoes_it(
     tmp_path: Path,
@@ -632,14 +581,11 @@ def test_e120_an_ingest_killed_between_two_links_is_refused_until_the_next_undoe
     marker stays: every reader refuses the directory (`run` exit code 2 naming it, and 3 with
     another input, graded), and the next ingest into it undoes what was linked before adding its
     own, so the directory ends as a clean ingest's."""
-    source = _interleaved_samples(tmp_path / "in")
+    source = interleaved_sample_lines(tmp_path / "in")
     clean = tmp_path / "clean"
     ingest.ingest_paths([source], clean, flush_rows=20)
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [PYTHON, "-c", KILLED_AT_LINK, str(source), str(out), str(at)], timeout=300
-    )
-    assert proc.returncode == -signal.SIGKILL
+    run_killed(KILLED_AT_LINK, source, out, str(at))
     assert (out / parquet_layout.INCOMPLETE).is_file()
     linked = sorted(str(p.relative_to(out)) for p in out.glob("*/part-*.parquet"))
     assert 0 < len(linked) < len(list(clean.glob("*/part-*.parquet")))
@@ -657,13 +603,7 @@ def test_e120_an_ingest_killed_between_two_links_is_refused_until_the_next_undoe
     report = ingest.ingest_paths([source], out, flush_rows=20)
     assert report.exit_code == 0 and report.events_already_there == 0
 
-    def parts(root: Path) -> set[tuple[str, bytes]]:
-        return {
-            (p.parent.name, pq.read_metadata(p).metadata[parquet_layout.DIGEST_KEY.encode()])
-            for p in root.glob("*/part-*.parquet")
-        }
-
-    assert parts(out) == parts(clean)
+    assert ingested_parts(out) == ingested_parts(clean)
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in clean.iterdir())
 
 

@@ -27,7 +27,14 @@ from click.testing import CliRunner
 from evalbatch.cli import cli, main
 from evalbatch.errors import OutputError
 from evalbatch.inputs import event_files, ingest, parquet_layout
-from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES
+from tests.helpers import (
+    SAMPLE_EVENTS,
+    SAMPLE_SUITES,
+    directory_state,
+    fail_at_call,
+    ingested_parts,
+    interleaved_sample_lines,
+)
 
 RUN_A = "acme/run-ingest-0001"
 RUN_B = "anon:acme/run-ingest-0002"
@@ -322,16 +329,8 @@ def test_e34_written_atomically_and_appended_never_overwritten(
     `part-1.parquet` beside `part-0.parquet`, never over it."""
     source = _write(tmp_path / "a.ndjson", "\n".join(EVENTS_A + EVENTS_B))
     out = tmp_path / "out"
-    calls = {"n": 0}
     real = pq.write_table
-
-    def failing(*args: Any, **kwargs: Any) -> None:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise OSError("disk full")
-        real(*args, **kwargs)
-
-    monkeypatch.setattr(parquet_layout.pq, "write_table", failing)
+    fail_at_call(monkeypatch, parquet_layout.pq, "write_table", 2, OSError("disk full"))
     with pytest.raises(OutputError, match="disk full"):
         ingest.ingest_paths([source], out)
     assert list(out.iterdir()) == []  # nothing visible, temporary directory removed
@@ -352,10 +351,6 @@ def test_e34_written_atomically_and_appended_never_overwritten(
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
 
 
-def _files(out: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
-
-
 @pytest.mark.parametrize("flush_rows", [parquet_layout.DEFAULT_FLUSH_ROWS, 2])
 def test_e34_the_same_export_again_adds_nothing(tmp_path: Path, flush_rows: int) -> None:
     """E-34: ingesting an export whose events are already there (the same file again,
@@ -365,14 +360,14 @@ def test_e34_the_same_export_again_adds_nothing(tmp_path: Path, flush_rows: int)
     out = tmp_path / "out"
     first = ingest.ingest_paths([source], out, flush_rows=flush_rows)
     assert (first.events_already_there, first.runs_already_there) == (0, 0)
-    before = _files(out)
+    before = directory_state(out)
     copy = _write(tmp_path / "copy" / "renamed.jsonl", source.read_text(encoding="utf-8"))
     for again in ([source], [copy]):
         report = ingest.ingest_paths(again, out, flush_rows=flush_rows)
         assert (report.events, report.runs, report.written) == (5, 2, [])
         assert (report.events_already_there, report.runs_already_there) == (5, 2)
         assert report.exit_code == 0
-        assert _files(out) == before
+        assert directory_state(out) == before
     metadata = pq.read_metadata(first.written[0]).metadata
     assert len(metadata[parquet_layout.DIGEST_KEY.encode()]) == 64
 
@@ -602,40 +597,6 @@ class _Interrupted(BaseException):
     """The process stopping at a link (as a kill would: nothing after it runs)."""
 
 
-def _sample_lines_interleaved(directory: Path) -> Path:
-    """The sample events as NDJSON files of 20 lines, sequence by sequence across runs: each
-    file is written out as its own flush (`flush_rows=20`), so every run gets several parts."""
-    rows = [
-        r for p in sorted(SAMPLE_EVENTS.glob("*.parquet")) for r in pq.read_table(p).to_pylist()
-    ]
-    rows.sort(key=lambda r: (r["sequence"], r["runId"]))
-    for start in range(0, len(rows), 20):
-        lines = "".join(json.dumps(r) + "\n" for r in rows[start : start + 20])
-        _write(directory / f"events-{start:04d}.ndjson", lines)
-    return directory
-
-
-def _parts(out: Path) -> set[tuple[str, bytes]]:
-    """Each part in place, by run directory and recorded digest (what a reader would read)."""
-    return {
-        (part.parent.name, pq.read_metadata(part).metadata[parquet_layout.DIGEST_KEY.encode()])
-        for part in out.glob("*/part-*.parquet")
-    }
-
-
-def _interrupt_at_link(monkeypatch: pytest.MonkeyPatch, number: int) -> None:
-    real = os.link
-    calls = {"n": 0}
-
-    def link(*args: Any, **kwargs: Any) -> None:
-        calls["n"] += 1
-        if calls["n"] == number:
-            raise _Interrupted
-        real(*args, **kwargs)
-
-    monkeypatch.setattr(parquet_layout.os, "link", link)
-
-
 @pytest.mark.parametrize("at", [2, 5])
 def test_e120_an_ingest_stopped_between_two_links_of_a_run_is_refused_then_undone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at: int
@@ -646,19 +607,19 @@ def test_e120_an_ingest_stopped_between_two_links_of_a_run_is_refused_then_undon
     `scan` leaves the directory's files out and names it (file-unreadable); the next ingest
     into it undoes what was linked, then adds its own, so the directory ends as a clean
     ingest's, with no marker and no working directory."""
-    source = _sample_lines_interleaved(tmp_path / "samples")
+    source = interleaved_sample_lines(tmp_path / "samples")
     clean = tmp_path / "clean"
     ingest.ingest_paths([source], clean, flush_rows=20)
-    whole = _parts(clean)
+    whole = ingested_parts(clean)
     assert len(whole) > 2 * len({run for run, _ in whole})  # runs of several parts
 
     out = tmp_path / "out"
-    _interrupt_at_link(monkeypatch, at)
+    fail_at_call(monkeypatch, parquet_layout.os, "link", at, _Interrupted)
     with pytest.raises(_Interrupted):
         ingest.ingest_paths([source], out, flush_rows=20)
     monkeypatch.undo()
     assert (out / parquet_layout.INCOMPLETE).is_file()
-    left = _parts(out)
+    left = ingested_parts(out)
     assert 0 < len(left) < len(whole) and left < whole
     first_run = min(run for run, _ in whole)
     assert (
@@ -679,7 +640,7 @@ def test_e120_an_ingest_stopped_between_two_links_of_a_run_is_refused_then_undon
 
     report = ingest.ingest_paths([source], out, flush_rows=20)
     assert report.exit_code == 0 and report.events_already_there == 0
-    assert _parts(out) == whole
+    assert ingested_parts(out) == whole
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in clean.iterdir())
 
 
@@ -689,9 +650,9 @@ def test_e120_run_names_the_interrupted_directory_and_grades_the_other_inputs(
     """E-122: `run` over an interrupted ingest's directory and another input grades the other
     one and says which directory was left out and why (exit code 3); over that directory alone
     it stops (exit code 2) with the same reason, never grading a partial log."""
-    source = _sample_lines_interleaved(tmp_path / "samples")
+    source = interleaved_sample_lines(tmp_path / "samples")
     out = tmp_path / "events"
-    _interrupt_at_link(monkeypatch, 3)
+    fail_at_call(monkeypatch, parquet_layout.os, "link", 3, _Interrupted)
     with pytest.raises(_Interrupted):
         ingest.ingest_paths([source], out, flush_rows=20)
     monkeypatch.undo()
@@ -739,13 +700,13 @@ def test_e120_without_locks_a_marker_is_never_undone(
     """E-122: where the directory cannot be locked, a marker may be a live ingest's: the next
     ingest neither undoes it nor adds beside it (OutputError, exit code 4), and leaves the
     directory as it was."""
-    source = _sample_lines_interleaved(tmp_path / "samples")
+    source = interleaved_sample_lines(tmp_path / "samples")
     out = tmp_path / "out"
-    _interrupt_at_link(monkeypatch, 2)
+    fail_at_call(monkeypatch, parquet_layout.os, "link", 2, _Interrupted)
     with pytest.raises(_Interrupted):
         ingest.ingest_paths([source], out, flush_rows=20)
     monkeypatch.undo()
-    before = _files(out)
+    before = directory_state(out)
 
     def no_locks(*_: Any, **__: Any) -> int:
         raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
@@ -753,4 +714,4 @@ def test_e120_without_locks_a_marker_is_never_undone(
     monkeypatch.setattr(parquet_layout, "_lock_dir", no_locks)
     with pytest.raises(OutputError, match="cannot be locked to tell which"):
         ingest.ingest_paths([source], out, flush_rows=20)
-    assert _files(out) == before
+    assert directory_state(out) == before

@@ -33,7 +33,9 @@ from tests.helpers import (
     SAMPLES,
     WRITTEN_FILES,
     make_suite,
+    night_inputs,
     read_outputs,
+    run_killed,
     standard_run,
     write_events,
     write_json,
@@ -361,18 +363,9 @@ KILLER = textwrap.dedent(
 def two_nights(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Yesterday's input and outputs, and tonight's input (more runs) with its uninterrupted
     outputs."""
-    root = tmp_path_factory.mktemp("nights")
-    suites = root / "suites"
-    write_json(suites / "basic.json", make_suite())
-    yesterday = write_events(
-        root / "yesterday.parquet",
-        [r for n in range(3) for r in standard_run(f"acme/run-{n:04d}").rows],
-    )
-    tonight = write_events(
-        root / "tonight.parquet",
-        [r for n in range(12) for r in standard_run(f"acme/run-{n:04d}").rows],
-    )
-    old = _full(yesterday, suites, root / "old")
+    inputs = night_inputs(tmp_path_factory.mktemp("nights"), range(12))
+    root, suites, tonight = inputs["root"], inputs["suites"], inputs["tonight"]
+    old = _full(inputs["yesterday"], suites, root / "old")
     new = _full(tonight, suites, root / "new", resources=api.Resources(batch_events=30))
     return {"root": root, "suites": suites, "tonight": tonight, "old": old, "new": new}
 
@@ -406,10 +399,7 @@ def test_sigkill_at_any_point_leaves_whole_files_and_a_rerun_completes(
         "30",
         "--quiet",
     ]
-    proc = subprocess.run(
-        [PYTHON, "-c", KILLER, target, str(count), *args], capture_output=True, timeout=300
-    )
-    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    run_killed(KILLER, target, str(count), *args)
     for name in OUTPUT_FILES:
         data = (out / name).read_bytes()
         assert data in (two_nights["old"][name], two_nights["new"][name]), name

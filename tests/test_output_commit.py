@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import struct
-import subprocess
-import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -35,13 +32,14 @@ from tests.helpers import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
     WRITTEN_FILES,
-    make_suite,
+    directory_state,
+    fail_at_call,
+    night_inputs,
     read_outputs,
+    run_killed,
     run_main,
     slow_except,
-    standard_run,
-    write_events,
-    write_json,
+    truncate_half,
 )
 
 INTERRUPTED = "the outputs of a run that was interrupted while writing them"
@@ -50,15 +48,6 @@ REPLACES = "writing it would replace an input"
 
 # --------------------------------------------------------------------------------------------
 # Output directories and inputs every section uses
-
-
-def _files(root: Path) -> dict[str, bytes]:
-    """Every file below `root`, by relative path."""
-    return {
-        str(p.relative_to(root)): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and not p.is_symlink()
-    }
 
 
 @pytest.fixture(scope="module")
@@ -116,14 +105,6 @@ def _readers(out: Path) -> dict[str, list[str | Path]]:
 # E-121: one checked reader
 
 
-def _truncate(name: str) -> Callable[[Path], None]:
-    def damage(out: Path) -> None:
-        data = (out / name).read_bytes()
-        (out / name).write_bytes(data[: len(data) // 2])
-
-    return damage
-
-
 def _remove(name: str) -> Callable[[Path], None]:
     return lambda out: (out / name).unlink()
 
@@ -144,10 +125,10 @@ def _events_as_trials(out: Path) -> None:
 
 
 DAMAGE: dict[str, Callable[[Path], None]] = {
-    "runs-truncated": _truncate("runs.parquet"),
+    "runs-truncated": truncate_half("runs.parquet"),
     "tasks-missing": _remove("tasks.parquet"),
     "problems-empty": _empty("problems.parquet"),
-    "trials-truncated": _truncate("trials.parquet"),
+    "trials-truncated": truncate_half("trials.parquet"),
     "events-as-trials": _events_as_trials,
     "summary-of-a-run-not-in-the-tables": _extra_summary,
 }
@@ -386,13 +367,13 @@ def test_e120_no_output_replaces_an_input(
     _events_copy(tmp_path)
     shutil.copytree(SAMPLE_SUITES, tmp_path / "suites")
     argv, kept, named = _case(case, tmp_path, out)
-    before = _files(tmp_path)
+    before = directory_state(tmp_path)
     code, stdout, stderr = run_main(monkeypatch, capsys, *argv)
     assert code == 2, (stdout, stderr)
     assert REPLACES in stderr and named in stderr, stderr
     assert len(stderr.strip().splitlines()) == 1 and "internal error" not in stderr, stderr
     assert kept.name in stderr
-    assert _files(tmp_path) == before
+    assert directory_state(tmp_path) == before
 
 
 def test_e120_writing_beside_an_input_stays_allowed(
@@ -446,40 +427,17 @@ def test_e120_the_guard_for_ingest(tmp_path: Path) -> None:
 def nights(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Yesterday's input (3 runs), tonight's (6 runs, one of them changed) and tonight's outputs
     as an uninterrupted run writes them, plain and incremental."""
-    root = tmp_path_factory.mktemp("nights")
-    suites = root / "suites"
-    write_json(suites / "basic.json", make_suite())
-    yesterday = write_events(
-        root / "yesterday" / "e.parquet",
-        [r for n in range(3) for r in standard_run(f"acme/run-{n:04d}").rows],
-    )
-    tonight = write_events(
-        root / "tonight" / "e.parquet",
-        [r for n in range(1, 7) for r in standard_run(f"acme/run-{n:04d}").rows],
-    )
+    inputs = night_inputs(tmp_path_factory.mktemp("nights"), range(1, 7))
     new = {}
     for incremental in (False, True):
-        out = root / f"new-{incremental}"
-        api.write_outputs(tonight, out, suites, incremental_run=incremental)
+        out = inputs["root"] / f"new-{incremental}"
+        api.write_outputs(inputs["tonight"], out, inputs["suites"], incremental_run=incremental)
         new[incremental] = read_outputs(out)
-    return {"root": root, "suites": suites, "yesterday": yesterday, "tonight": tonight, "new": new}
+    return {**inputs, "new": new}
 
 
 class _Killed(BaseException):
     """The process dying at a rename: not an OSError, so nothing is put back (as with SIGKILL)."""
-
-
-def _die_at_rename(monkeypatch: pytest.MonkeyPatch, nth: int) -> None:
-    real = os.replace
-    calls = {"n": 0}
-
-    def replace(*args: Any, **kwargs: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == nth:
-            raise _Killed
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(writer.os, "replace", replace)
 
 
 def _assert_every_reader_refuses(
@@ -514,7 +472,7 @@ def test_e119_run_killed_between_renames_is_refused_by_every_reader_and_the_next
     api.write_outputs(nights["yesterday"], out, nights["suites"], incremental_run=incremental)
     assert not (out / INCOMPLETE_FILE).exists()
     with monkeypatch.context() as patch:
-        _die_at_rename(patch, nth)
+        fail_at_call(patch, writer.os, "replace", nth, _Killed)
         try:
             api.write_outputs(nights["tonight"], out, nights["suites"], incremental_run=incremental)
         except _Killed:
@@ -550,28 +508,19 @@ def test_e119_a_marker_stays_until_a_run_completes_the_directory(
     out = tmp_path / "out"
     api.write_outputs(nights["yesterday"], out, nights["suites"])
     writer.mark_incomplete(out)
-    before = _files(out)
+    before = directory_state(out)
     code, _, stderr = run_main(
         monkeypatch, capsys, "run", nights["tonight"], "--suites", nights["suites"],
         "--out", out, "--run-id", "acme/none*", "-q",
     )  # fmt: skip
-    assert code == 2 and _files(out) == before, stderr
+    assert code == 2 and directory_state(out) == before, stderr
     with monkeypatch.context() as patch:
-        real = os.replace
-        calls = {"n": 0}
-
-        def full_disk(*args: Any, **kwargs: Any) -> Any:
-            calls["n"] += 1
-            if calls["n"] == 3:
-                raise OSError(28, "No space left on device")
-            return real(*args, **kwargs)
-
-        patch.setattr(writer.os, "replace", full_disk)
+        fail_at_call(patch, writer.os, "replace", 3, OSError(28, "No space left on device"))
         code, _, stderr = run_main(
             monkeypatch, capsys, "run", nights["tonight"], "--suites", nights["suites"],
             "--out", out, "-q",
         )  # fmt: skip
-    assert code == 4 and _files(out) == before, stderr
+    assert code == 4 and directory_state(out) == before, stderr
     _assert_every_reader_refuses(out, monkeypatch, capsys)
     api.write_outputs(nights["tonight"], out, nights["suites"])
     assert not (out / INCOMPLETE_FILE).exists()
@@ -585,21 +534,12 @@ def test_e119_a_failed_rename_without_a_marker_before_leaves_none(
     is byte for byte as it was, and reads as before."""
     out = tmp_path / "out"
     api.write_outputs(nights["yesterday"], out, nights["suites"])
-    before = _files(out)
+    before = directory_state(out)
     with monkeypatch.context() as patch:
-        real = os.replace
-        calls = {"n": 0}
-
-        def full_disk(*args: Any, **kwargs: Any) -> Any:
-            calls["n"] += 1
-            if calls["n"] == 4:
-                raise OSError(28, "No space left on device")
-            return real(*args, **kwargs)
-
-        patch.setattr(writer.os, "replace", full_disk)
+        fail_at_call(patch, writer.os, "replace", 4, OSError(28, "No space left on device"))
         with pytest.raises(OutputError):
             api.write_outputs(nights["tonight"], out, nights["suites"])
-    assert _files(out) == before
+    assert directory_state(out) == before
     assert outdir.load(out).summaries
 
 
@@ -699,10 +639,7 @@ def test_e119_sigkill_at_each_step_of_the_commit_then_readers_refuse_or_read_who
     old, new = read_outputs(out), nights["new"][incremental]
     argv = ["run", str(nights["tonight"]), "--suites", str(nights["suites"]), "--out", str(out)]
     argv += ["-q", *(["--incremental"] if incremental else [])]
-    killed = subprocess.run(
-        [sys.executable, "-c", KILLER, point, *argv], capture_output=True, timeout=300
-    )
-    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    run_killed(KILLER, point, *argv)
     marked = (out / INCOMPLETE_FILE).is_file()
     assert marked == (point not in ("before-mark", "unmarked"))
     state = read_outputs(out)

@@ -11,12 +11,10 @@ from pathlib import Path
 
 import pytest
 import ray
-from click.testing import CliRunner
 
 from evalbatch import api
-from evalbatch.cli import cli
-from tests.helpers import run_evalbatch
-from tests.test_scale import OUTPUTS, SAMPLES, generated  # noqa: F401  (fixture)
+from tests.helpers import OUTPUT_FILES, SAMPLES, run_evalbatch, run_output_bytes
+from tests.test_scale import generated  # noqa: F401  (fixture)
 
 #: a slow family (a Ray cluster):
 #: `make check` leaves it out, `make test` runs it
@@ -32,12 +30,6 @@ def local_ray() -> Iterator[None]:
         ray.shutdown()
 
 
-def _outputs(out: Path, *args: str) -> bytes:
-    result = CliRunner().invoke(cli, ["run", *args, "--out", str(out), "--quiet"])
-    assert result.exit_code in (0, 3), result.output
-    return b"".join((out / name).read_bytes() for name in OUTPUTS)
-
-
 @pytest.mark.usefixtures("local_ray")
 def test_ray_engine_matches_local_engine_on_samples(tmp_path: Path) -> None:
     inputs = [
@@ -46,8 +38,8 @@ def test_ray_engine_matches_local_engine_on_samples(tmp_path: Path) -> None:
         "--suites",
         str(SAMPLES / "suites"),
     ]
-    local = _outputs(tmp_path / "local", *inputs)
-    on_ray = _outputs(tmp_path / "ray", *inputs, "--engine", "ray")
+    local = run_output_bytes(tmp_path / "local", *inputs)
+    on_ray = run_output_bytes(tmp_path / "ray", *inputs, "--engine", "ray")
     assert on_ray == local
 
 
@@ -57,8 +49,8 @@ def test_ray_engine_matches_local_engine_on_a_generated_log(
     generated: Path,  # noqa: F811
 ) -> None:
     inputs = [str(generated / "events.parquet"), "--suites", str(generated / "suites")]
-    local = _outputs(tmp_path / "local", *inputs)
-    on_ray = _outputs(tmp_path / "ray", *inputs, "--engine", "ray")
+    local = run_output_bytes(tmp_path / "local", *inputs)
+    on_ray = run_output_bytes(tmp_path / "ray", *inputs, "--engine", "ray")
     assert on_ray == local
 
 
@@ -85,5 +77,5 @@ def test_e107_ray_engine_quiet_prints_nothing(tmp_path: Path) -> None:
     assert ran.stdout == "" and ran.stderr == ""
     local = run_evalbatch("run", *inputs, "--out", tmp_path / "local", "-q")
     assert local.returncode == 0 and local.stdout == "" and local.stderr == ""
-    for name in OUTPUTS:
+    for name in OUTPUT_FILES:
         assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()

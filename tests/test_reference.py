@@ -1,12 +1,13 @@
 """Tests of the reference grader alone, each naming the contract rule (D-n / E-n) it checks.
 
-They build small event logs by hand so every expected number can be read off the test.
+They build small event logs with THE log builder (tests/logbuilder.py, here `Log`, its chained
+form) so every expected number can be read off the test.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
@@ -23,163 +24,54 @@ from evalbatch.reference import (
     parse_json_text,
     timestamp_ms,
 )
+from tests.logbuilder import (
+    ABSENT,
+    AGENT,
+    HELPER,
+    RUN,
+    SUITE_ID,
+    LogBuilder,
+    golden,
+    suite,
+    trajectory_task,
+)
 from tests.strategies import logs_and_suites
-
-RUN = "acme/run-0000000000000001"
-SUITE_ID = "acme.team.evals.support"
-AGENT = "agent.support"
-HELPER = "agent.helper"
-EPOCH = dt.datetime(2026, 10, 14, 12, 0, 0, tzinfo=dt.UTC)
 
 # --------------------------------------------------------------------------------------------------
 # Builders
 # --------------------------------------------------------------------------------------------------
 
 
-def event(
-    run_id: str | None,
-    sequence: int | None,
-    type_: str,
-    payload: Any = None,
-    *,
-    raw: str | None = None,
-    timestamp: str | None = None,
-) -> dict[str, Any]:
-    """One event row as the reference reads it; the payload is JSON text."""
-    return {
-        "runId": run_id,
-        "sequence": sequence,
-        "type": type_,
-        "payload": raw if raw is not None else json.dumps(payload),
-        "timestamp": timestamp,
-    }
+class Log(LogBuilder):
+    """THE log builder (tests/logbuilder.py) in this module's vocabulary: `begin`, `trial` and
+    `complete` return the log, so a test writes its run as one chain. Events are `STEP_MS` (100 ms)
+    apart from EPOCH, sequences from 0, as LogBuilder numbers them."""
 
+    def begin(self, **started: Any) -> Log:
+        """`eval.started` (one task, mode golden unless told; `trialCount=` and the like added)."""
+        self.eval_started(**started)
+        return self
 
-class Log:
-    """Appends events of one run with increasing sequences, 100 ms apart."""
-
-    def __init__(self, run_id: str = RUN) -> None:
-        self.run_id = run_id
-        self.rows: list[dict[str, Any]] = []
-        self.sequence = 0
-        self.invocations = 0
-
-    def add(self, type_: str, payload: Any = None, *, raw: str | None = None) -> int:
-        stamp = EPOCH + dt.timedelta(milliseconds=100 * self.sequence)
-        text = stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
-        self.rows.append(event(self.run_id, self.sequence, type_, payload, raw=raw, timestamp=text))
-        self.sequence += 1
-        return self.sequence - 1
-
-    def start(
-        self,
-        suite_id: str = SUITE_ID,
-        version: str = "1.0.0",
-        modes: tuple[str, ...] = ("golden",),
-        **extra: Any,
+    def trial(  # type: ignore[override]  # returns the log, not the sequence of its eval.scored
+        self, task_id: str, calls: Iterable[tuple[str, Any]] = (), **given: Any
     ) -> Log:
-        payload = {
-            "suiteId": suite_id,
-            "suiteVersion": version,
-            "taskCount": 1,
-            "modes": list(modes),
-        }
-        self.add("eval.started", {**payload, **extra})
+        """LogBuilder's trial: a bracket with the `(tool, inputs)` calls and `usage`, `judge`
+        usages, then `eval.scored` (score 1, passed true; `ABSENT` leaves a field out)."""
+        super().trial(task_id, calls, **given)
         return self
 
     def complete(self) -> Log:
-        self.add(
-            "eval.completed",
-            {"aggregateScore": 0, "passed": False, "taskCount": 0, "passedCount": 0},
-        )
+        """`eval.completed`."""
+        self.eval_completed()
         return self
-
-    def trial(
-        self,
-        task_id: str,
-        calls: tuple[tuple[str, Any], ...] = (),
-        *,
-        agent: str = AGENT,
-        bracket: bool = True,
-        close: bool = True,
-        usages: tuple[dict[str, Any], ...] = (),
-        judge: tuple[dict[str, Any], ...] = (),
-        model_class: str | None = None,
-        **scored: Any,
-    ) -> Log:
-        """A bracket with tool calls `(tool, inputs)` and usages, judge usages, then eval.scored.
-
-        `scored` fields default to score 1 / passed true; pass `score=MISSING` to drop one.
-        """
-        if bracket:
-            self.invocations += 1
-            invocation = f"inv-{self.invocations}"
-            started = {"invocationId": invocation, "agentId": agent, "source": "run-api"}
-            if model_class is not None:
-                started["modelClass"] = model_class
-            self.add("agent.invocation-started", started)
-            for tool, inputs in calls:
-                self.add(
-                    "agent.tool-called",
-                    {
-                        "agentId": agent,
-                        "toolName": tool,
-                        "callId": f"c{self.sequence}",
-                        "inputs": inputs,
-                    },
-                )
-            for usage in usages:
-                self.add("provider.usage", usage_payload(**usage))
-            if close:
-                self.add(
-                    "agent.invocation-completed",
-                    {"invocationId": invocation, "agentId": agent, "outcome": "completed"},
-                )
-        for usage in judge:
-            self.add("provider.usage", usage_payload(**usage))
-        payload = {"taskId": task_id, "score": 1, "passed": True, **scored}
-        self.add("eval.scored", {k: v for k, v in payload.items() if v is not MISSING})
-        return self
-
-
-MISSING: Any = object()
-
-
-def usage_payload(**fields: Any) -> dict[str, Any]:
-    """A provider.usage payload with defaults for the required fields."""
-    return {"provider": "acme", "model": "m-1", "inputTokens": 10, "outputTokens": 5, **fields}
-
-
-def suite(*tasks: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {
-        "suiteId": SUITE_ID,
-        "version": "1.0.0",
-        "modes": ["golden"],
-        "tasks": list(tasks),
-        **extra,
-    }
-
-
-def golden(task_id: str, trajectory: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    expected: dict[str, Any] = {"kind": "golden", "match": {"strategy": "contains", "value": "x"}}
-    if trajectory is not None:
-        expected["trajectory"] = trajectory
-    return {"taskId": task_id, "input": {}, "expected": expected, **extra}
-
-
-def trajectory_task(task_id: str, trajectory: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {
-        "taskId": task_id,
-        "input": {},
-        "expected": {"kind": "trajectory", "trajectory": trajectory},
-        **extra,
-    }
 
 
 def grade(
-    log: Log | list[dict[str, Any]], *suites: dict[str, Any], options: GradeOptions | None = None
+    log: LogBuilder | list[dict[str, Any]],
+    *suites: dict[str, Any],
+    options: GradeOptions | None = None,
 ):
-    rows = log.rows if isinstance(log, Log) else log
+    rows = log.rows if isinstance(log, LogBuilder) else log
     return grade_reference(rows, list(suites), options or GradeOptions())
 
 
@@ -204,7 +96,7 @@ def task_entry(summary: dict[str, Any], task_id: str) -> dict[str, Any]:
 def test_rfc_worked_example_trials_n5_c4_k3_all():
     """RFC §B example: n 5, c 4, k 3 → passAtK 1, passHatK 0.4, meanScore 0.8, passed false."""
     expectation = {"match": "in-order", "calls": [{"tool": "crm:lookup-order"}]}
-    log = Log().start(trialCount=5)
+    log = Log().begin(trialCount=5)
     for index in range(5):
         calls = (("crm:lookup-order", {}),) if index != 2 else ()
         log.trial("refund", calls, trialIndex=index)
@@ -241,7 +133,7 @@ def test_rfc_worked_example_trials_n5_c4_k3_all():
 def test_b_pass_at_k_and_pass_hat_k_formulas(n, c, k, at_k, hat_k):
     """RFC §B / §3.5: passAtK = 1 − C(n−c,k)/C(n,k), passHatK = C(c,k)/C(n,k) (trajectory task)."""
     expectation = {"match": "any-order", "calls": [{"tool": "crm:lookup"}]}
-    log = Log().start()
+    log = Log().begin()
     for index in range(n):
         log.trial("t", (("crm:lookup", {}),) if index < c else (), trialIndex=index)
     log.complete()
@@ -253,13 +145,13 @@ def test_b_pass_at_k_and_pass_hat_k_formulas(n, c, k, at_k, hat_k):
 
 def test_b_score_stderr_is_sample_sd_over_root_task_count():
     """§3.6: scoreStderr = sample sd of per-task meanScore / √taskCount; omitted below 2 tasks."""
-    log = Log().start()
+    log = Log().begin()
     log.trial("a", score=1).trial("b", score=0.5).trial("c", score=0).complete()
     s = suite(golden("a"), golden("b"), golden("c"), trials={"count": 1})
     stats = only_summary(grade(log, s))["trialStats"]
     assert stats["scoreStderr"] == pytest.approx(0.5 / 3**0.5, rel=1e-12)
 
-    log1 = Log().start().trial("a").complete()
+    log1 = Log().begin().trial("a").complete()
     stats1 = only_summary(grade(log1, suite(golden("a"), trials={"count": 1})))["trialStats"]
     assert "scoreStderr" not in stats1
 
@@ -280,7 +172,7 @@ def test_conformance_in_order_match_with_args_subset():
         ("mail:send", {}),
         ("billing:refund", {"amountMinor": 4200, "reason": "late"}),
     )
-    log = Log().start().trial("in-order-match", calls).complete()
+    log = Log().begin().trial("in-order-match", calls).complete()
     entry = task_entry(
         only_summary(grade(log, suite(golden("in-order-match", expectation)))), "in-order-match"
     )
@@ -299,7 +191,7 @@ def test_conformance_wrong_order_is_unmatched_and_fails():
     """§3.2 in-order: the right calls in the wrong order do not match; the task must not pass."""
     expectation = {"match": "in-order", "calls": [LOOKUP, REFUND]}
     calls = (("billing:refund", {"amountMinor": 4200}), ("crm:lookup-order", {}))
-    log = Log().start().trial("wrong-order", calls, score=1, passed=True).complete()
+    log = Log().begin().trial("wrong-order", calls, score=1, passed=True).complete()
     entry = task_entry(
         only_summary(grade(log, suite(golden("wrong-order", expectation)))), "wrong-order"
     )
@@ -313,7 +205,7 @@ def test_conformance_forbidden_hit():
     """§3.2: a call to a forbidden tool unmatches whatever the mode; forbiddenCount 1."""
     expectation = {"match": "any-order", "calls": [LOOKUP], "forbidden": ["billing:refund-all"]}
     calls = (("crm:lookup-order", {}), ("billing:refund-all", {}))
-    log = Log().start().trial("forbidden-hit", calls).complete()
+    log = Log().begin().trial("forbidden-hit", calls).complete()
     entry = task_entry(
         only_summary(grade(log, suite(golden("forbidden-hit", expectation)))), "forbidden-hit"
     )
@@ -333,7 +225,7 @@ def test_conformance_trajectory_only_subset_with_repeats():
     trajectory scores 1 when matched (§3.4)."""
     expectation = {"match": "subset", "calls": [LOOKUP, {"tool": "billing:refund"}]}
     calls = (("crm:lookup-order", {}), ("crm:lookup-order", {"x": 1}), ("billing:refund", {}))
-    log = Log().start().trial("subset-repeats", calls, score=MISSING, passed=MISSING).complete()
+    log = Log().begin().trial("subset-repeats", calls, score=ABSENT, passed=ABSENT).complete()
     result = grade(log, suite(trajectory_task("subset-repeats", expectation)))
     entry = task_entry(only_summary(result), "subset-repeats")
     assert entry["trajectory"] == {
@@ -356,7 +248,7 @@ def test_conformance_exact_args_mismatch():
         "calls": [{"tool": "crm:lookup-order", "args": {"orderId": "A-1"}, "argsMatch": "exact"}],
     }
     calls = (("crm:lookup-order", {"orderId": "A-1", "verbose": True}),)
-    log = Log().start().trial("exact-args-mismatch", calls).complete()
+    log = Log().begin().trial("exact-args-mismatch", calls).complete()
     entry = task_entry(
         only_summary(grade(log, suite(trajectory_task("exact-args-mismatch", expectation)))),
         "exact-args-mismatch",
@@ -419,7 +311,7 @@ def test_any_order_uses_maximum_bipartite_matching_not_greedy():
     block = grade_trajectory(expectation, observed)
     assert block["matched"] is True and block["matchedCount"] == 2
 
-    log = Log().start().trial("t", tuple(observed)).complete()
+    log = Log().begin().trial("t", tuple(observed)).complete()
     entry = task_entry(only_summary(grade(log, suite(trajectory_task("t", expectation)))), "t")
     assert entry["trajectory"]["matched"] is True and entry["passed"] is True
 
@@ -467,7 +359,7 @@ def test_d7_nan_and_infinity_are_not_json():
     for text in ("NaN", '{"score": Infinity}', "-Infinity"):
         with pytest.raises(ValueError):
             parse_json_text(text)
-    log = Log().start()
+    log = Log().begin()
     log.add("eval.scored", raw='{"taskId": "t", "score": NaN, "passed": true}')
     result = grade(log.complete(), suite(golden("t")))
     assert "payload-invalid" in codes(result) and RUN in result.skipped
@@ -479,13 +371,16 @@ def test_d7_exact_args_match_in_the_log():
         "match": "exact",
         "calls": [{"tool": "crm:lookup", "args": {"a": 1}, "argsMatch": "exact"}],
     }
-    log = Log().start()
+    log = Log().begin()
     log.add(
         "agent.invocation-started", {"invocationId": "i", "agentId": AGENT, "source": "run-api"}
     )
     log.add(
         "agent.tool-called",
-        raw='{"agentId":"agent.support","toolName":"crm:lookup","callId":"c","inputs":{"a":1.0}}',
+        raw=(
+            '{"agentId":"acme.agents.support","toolName":"crm:lookup","callId":"c",'
+            '"inputs":{"a":1.0}}'
+        ),
     )
     log.add(
         "agent.invocation-completed",
@@ -544,7 +439,7 @@ def test_d1_v1_type_names_and_d2_payload_aliases():
             {"tool": "crm:lookup", "args": None, "argsMatch": "exact"},
         ],
     }
-    log = Log().start()
+    log = Log().begin()
     log.add(
         "agent.invocation.started",
         {"invocationId": "i", "agent": {"agentId": AGENT}, "source": "run-api"},
@@ -586,7 +481,7 @@ def test_s22_delegate_calls_count_only_with_include_delegates():
             "forbidden": ["billing:refund"],
             "includeDelegates": include,
         }
-        log = Log().start()
+        log = Log().begin()
         log.add(
             "agent.invocation-started", {"invocationId": "i", "agentId": AGENT, "source": "run-api"}
         )
@@ -630,7 +525,7 @@ def test_s22_delegate_calls_count_only_with_include_delegates():
 
 def test_s21_target_agent_mismatch_is_a_warning():
     """§2.1: the bracket's agent is the target; a different suite targetAgentId is recorded."""
-    log = Log().start().trial("t", agent="agent.other").complete()
+    log = Log().begin().trial("t", agent="agent.other").complete()
     result = grade(log, suite(golden("t"), targetAgentId=AGENT))
     assert "target-agent-mismatch" in codes(result)
     assert RUN in result.summaries
@@ -643,7 +538,7 @@ def test_s21_target_agent_mismatch_is_a_warning():
 
 def test_d3_exact_duplicates_are_one_event_keeping_the_earliest_timestamp():
     """D-3/E-4: same (runId, sequence, type, D-7-equal payload) is one event; earliest kept."""
-    log = Log().start()
+    log = Log().begin()
     log.add(
         "agent.invocation-started", {"invocationId": "i", "agentId": AGENT, "source": "run-api"}
     )
@@ -657,7 +552,7 @@ def test_d3_exact_duplicates_are_one_event_keeping_the_earliest_timestamp():
     started = rows[1]
     retry = dict(
         started,
-        payload='{"source":"run-api","agentId":"agent.support","invocationId":"i"}',
+        payload='{"source":"run-api","agentId":"acme.agents.support","invocationId":"i"}',
         timestamp="2026-10-14T11:59:59.000Z",
     )
     rows.append(retry)  # the same event, exported again, earlier stamp
@@ -670,7 +565,7 @@ def test_d3_exact_duplicates_are_one_event_keeping_the_earliest_timestamp():
 
 def test_d3_conflicting_duplicates_make_the_run_ungradable():
     """D-3/E-4: one (runId, sequence), different content → event-conflict, run skipped."""
-    log = Log().start().trial("t").complete()
+    log = Log().begin().trial("t").complete()
     rows = [*log.rows, dict(log.rows[-2], payload='{"taskId":"t","score":0,"passed":false}')]
     result = grade(rows, suite(golden("t")))
     assert "event-conflict" in codes(result)
@@ -679,14 +574,14 @@ def test_d3_conflicting_duplicates_make_the_run_ungradable():
 
 def test_d3_payload_invalid_vs_ignored():
     """D-3: bad JSON on a graded type → payload-invalid (error); elsewhere → payload-ignored."""
-    log = Log().start()
+    log = Log().begin()
     log.add("agent.reasoned", raw="{not json")
     log.trial("t").complete()
     result = grade(log, suite(golden("t")))
     assert ("payload-ignored", "warning") in [(p["code"], p["severity"]) for p in result.problems]
     assert RUN in result.summaries
 
-    bad = Log().start()
+    bad = Log().begin()
     bad.add("provider.usage", raw='{"provider": "acme",')
     bad.trial("t").complete()
     result = grade(bad, suite(golden("t")))
@@ -695,14 +590,18 @@ def test_d3_payload_invalid_vs_ignored():
 
 def test_e5_sequence_gap_is_a_warning_and_e3_bad_rows():
     """E-5: each gap is one warning; E-3: null runId → row-invalid, null sequence → error."""
-    log = Log().start()
-    log.sequence += 3
+    log = Log().begin()
+    log.skip(3)
     log.trial("t").complete()
     result = grade(log, suite(golden("t")))
     assert codes(result).count("sequence-gap") == 1
     assert RUN in result.summaries
 
-    rows = [*log.rows, event(None, 99, "eval.scored", {"taskId": "t"})]
+    stray = LogBuilder()
+    stray.add("eval.scored", {"taskId": "t"}, sequence=99, timestamp=None)
+    stray.add("agent.reasoned", {}, timestamp=None)
+    no_run_id, no_sequence = {**stray.rows[0], "runId": None}, {**stray.rows[1], "sequence": None}
+    rows = [*log.rows, no_run_id]
     result = grade(rows, suite(golden("t")))
     assert {
         "runId": None,
@@ -711,7 +610,7 @@ def test_e5_sequence_gap_is_a_warning_and_e3_bad_rows():
         "severity": "warning",
     } in result.problems
 
-    rows = [*log.rows, event(RUN, None, "agent.reasoned", {})]
+    rows = [*log.rows, no_sequence]
     result = grade(rows, suite(golden("t")))
     assert "sequence-invalid" in codes(result) and RUN in result.skipped
 
@@ -728,23 +627,23 @@ def test_e1_a_run_without_eval_started_is_not_an_eval_run():
 def test_s21_incomplete_eval_is_graded_and_restarted_eval_is_not():
     """§2.1: no eval.completed → eval-incomplete (graded); a second eval.started → skipped;
     an eval.scored after eval.completed belongs to no trial."""
-    log = Log().start().trial("t")
+    log = Log().begin().trial("t")
     result = grade(log, suite(golden("t")))
     assert "eval-incomplete" in codes(result) and RUN in result.summaries
 
-    log = Log().start().trial("t").complete().trial("t", score=0)
+    log = Log().begin().trial("t").complete().trial("t", score=0)
     result = grade(log, suite(golden("t")))
     assert "scored-after-completed" in codes(result)
     assert only_summary(result)["aggregateScore"] == 1.0
 
-    log = Log().start().trial("t").start().complete()
+    log = Log().begin().trial("t").begin().complete()
     result = grade(log, suite(golden("t")))
     assert "eval-restarted" in codes(result) and RUN in result.skipped
 
 
 def test_s13_suite_conflict_skips_and_identical_copies_are_one():
     """§1.3: two different suites with one id+version → suite-conflict; identical copies are one."""
-    log = Log().start().trial("t").complete()
+    log = Log().begin().trial("t").complete()
     s = suite(golden("t"))
     assert RUN in grade(log, s, json.loads(json.dumps(s))).summaries
     other = suite(golden("t"), thresholds={"passScore": 0.5})
@@ -759,7 +658,7 @@ def test_s13_suite_conflict_skips_and_identical_copies_are_one():
 
 def test_d4_no_suite_grades_the_host_record():
     """D-4: tasks are first-appearance taskIds; no trajectory/fixture checks; suite-missing."""
-    log = Log().start()
+    log = Log().begin()
     log.trial("b", score=0.5, passed=False).trial("a", (("billing:refund-all", {}),)).complete()
     result = grade(log)
     summary = only_summary(result)
@@ -774,7 +673,7 @@ def test_d4_no_suite_grades_the_host_record():
 
 def test_d4_no_suite_trial_count_plays_trials_count():
     """D-4: trialCount gives n and k, trial-missing and trial-extra apply."""
-    log = Log().start(trialCount=2)
+    log = Log().begin(trialCount=2)
     log.trial("a", trialIndex=0).trial("a", trialIndex=5).trial("b", trialIndex=1).complete()
     result = grade(log)
     summary = only_summary(result)
@@ -791,7 +690,7 @@ def test_d4_no_suite_trial_count_plays_trials_count():
 
 def test_d4_no_suite_more_than_one_trial_shows_blocks_with_k_1():
     """D-4/E-11: without trialCount, n is the observed count and k = 1."""
-    log = Log().start().trial("a", score=1).trial("a", score=0, passed=False).trial("b").complete()
+    log = Log().begin().trial("a", score=1).trial("a", score=0, passed=False).trial("b").complete()
     summary = only_summary(grade(log))
     assert task_entry(summary, "a")["trials"] == {
         "n": 2,
@@ -806,7 +705,7 @@ def test_d4_no_suite_more_than_one_trial_shows_blocks_with_k_1():
 
 def test_d4_no_suite_without_scored_events():
     """D-4: no eval.scored → taskCount 0, aggregateScore 0, no trialStats, not passed."""
-    summary = only_summary(grade(Log().start(trialCount=3).complete()))
+    summary = only_summary(grade(Log().begin(trialCount=3).complete()))
     assert summary == {
         "suiteId": SUITE_ID,
         "suiteVersion": "1.0.0",
@@ -826,7 +725,7 @@ def test_d4_no_suite_without_scored_events():
 def test_d5_trial_indices_explicit_positional_duplicate_extra_invalid():
     """D-5/E-8/E-9: 1.0 counts as 1; absent → position among the task's eval.scored (all
     counted); repeated index → later left out; index ≥ count → trial-extra; bad index → problem."""
-    log = Log().start()
+    log = Log().begin()
     log.trial("t", trialIndex=1.0, score=0.2)  # index 1
     log.trial("t", score=0.4)  # position 1 → duplicate of 1, left out
     log.trial("t", trialIndex="0", score=0.6)  # invalid → position 2
@@ -847,9 +746,9 @@ def test_d5_trial_indices_explicit_positional_duplicate_extra_invalid():
 
 def test_d5_left_out_trials_count_for_nothing():
     """D-5: a left-out trial adds no cost, latency or efficiency."""
-    log = Log().start()
-    log.trial("t", usages=({"costEstimateUsd": 0.5},))
-    log.trial("t", usages=({"costEstimateUsd": 0.25, "inputTokens": 1000},), trialIndex=0)
+    log = Log().begin()
+    log.trial("t", usage=({"costEstimateUsd": 0.5},))
+    log.trial("t", usage=({"costEstimateUsd": 0.25, "inputTokens": 1000},), trialIndex=0)
     log.complete()
     entry = task_entry(only_summary(grade(log, suite(golden("t")))), "t")
     assert entry["costUsd"] == 0.5
@@ -858,7 +757,7 @@ def test_d5_left_out_trials_count_for_nothing():
 
 def test_d13_unknown_task_is_left_out_and_missing_task_counts_against():
     """D-13: unknown taskId → task-unknown; a suite task with no trial → score 0, failed."""
-    log = Log().start().trial("a", usages=({"costEstimateUsd": 0.1},)).trial("zzz").complete()
+    log = Log().begin().trial("a", usage=({"costEstimateUsd": 0.1},)).trial("zzz").complete()
     s = suite(golden("a"), golden("b", fixtures={"toolResponses": []}), trials={"count": 2, "k": 1})
     result = grade(log, s)
     summary = only_summary(result)
@@ -877,7 +776,7 @@ def test_d13_unknown_task_is_left_out_and_missing_task_counts_against():
 
 def test_d12_missing_trial_counts_as_failed_with_score_0():
     """D-12: a trial the log lacks is a failed trial with score 0 (trial-missing)."""
-    log = Log().start().trial("t", trialIndex=0).trial("t", trialIndex=2).complete()
+    log = Log().begin().trial("t", trialIndex=0).trial("t", trialIndex=2).complete()
     result = grade(log, suite(golden("t"), trials={"count": 3, "k": 2, "passRule": "any"}))
     entry = task_entry(only_summary(result), "t")
     assert entry["trials"] == {
@@ -914,7 +813,7 @@ def _fixture_task(on_miss: str | None) -> dict[str, Any]:
 
 def _refund_twice_log(modes: tuple[str, ...] = ("golden",)) -> Log:
     calls = (("billing:refund", {"amountMinor": 4200}), ("billing:refund", {"amountMinor": 4200}))
-    return Log().start(modes=modes).trial("t", calls, score=0.9, passed=True).complete()
+    return Log().begin(modes=modes).trial("t", calls, score=0.9, passed=True).complete()
 
 
 def test_d9_on_miss_fail_fails_closed_with_score_0():
@@ -966,7 +865,7 @@ def test_d9_fixture_args_mismatch_is_a_miss_and_entry_without_args_matches_any()
         },
     )
     calls = (("crm:lookup", [1, 2]), ("billing:refund", {"amountMinor": 4200}))
-    log = Log().start().trial("t", calls).complete()
+    log = Log().begin().trial("t", calls).complete()
     entry = task_entry(only_summary(grade(log, suite(task))), "t")
     assert entry["fixtureMissCount"] == 1 and entry["score"] == 0.0
 
@@ -979,7 +878,7 @@ def test_d9_fixture_args_mismatch_is_a_miss_and_entry_without_args_matches_any()
 def test_d10_gating_score_reads_zero_for_an_unmatched_trajectory():
     """D-10: output score stays 1.0, but `mean` and the suite read gating score 0."""
     expectation = {"match": "exact", "calls": [{"tool": "crm:lookup"}]}
-    log = Log().start()
+    log = Log().begin()
     log.trial("t", (("mail:send", {}),), score=1, passed=True, trialIndex=0)
     log.trial("t", (("mail:send", {}),), score=1, passed=True, trialIndex=1)
     log.complete()
@@ -998,7 +897,7 @@ def test_d10_gating_score_reads_zero_for_an_unmatched_trajectory():
 def test_d10_fail_closed_trial_gates_at_zero_under_mean():
     """D-10 with D-9: a fail-closed trial has gating 0, so `mean` cannot pass on output scores."""
     task = golden("t", fixtures={"onMiss": "fail", "toolResponses": []})
-    log = Log().start().trial("t", (("crm:lookup", {}),), score=1, trialIndex=0)
+    log = Log().begin().trial("t", (("crm:lookup", {}),), score=1, trialIndex=0)
     log.trial("t", score=1, trialIndex=1).complete()
     s = suite(task, trials={"count": 2, "passRule": "mean"}, thresholds={"passScore": 0.6})
     summary = only_summary(grade(log, s))
@@ -1009,9 +908,9 @@ def test_d10_fail_closed_trial_gates_at_zero_under_mean():
 def test_d11_bad_host_scores_and_passed():
     """D-11: score missing / "0.5" / true / 1.5 → score 0, passed false; passed missing →
     passed false, score kept. Each records a problem."""
-    log = Log().start()
+    log = Log().begin()
     log.trial("a", score="0.5").trial("b", score=1.5).trial("c", score=True)
-    log.trial("d", score=MISSING).trial("e", score=0.7, passed=MISSING).complete()
+    log.trial("d", score=ABSENT).trial("e", score=0.7, passed=ABSENT).complete()
     s = suite(*(golden(t) for t in "abcde"))
     result = grade(log, s)
     summary = only_summary(result)
@@ -1024,7 +923,7 @@ def test_d11_bad_host_scores_and_passed():
 
 def test_d15_default_pass_score_option():
     """D-15: absent passScore → --default-pass-score, default 1.0."""
-    log = Log().start().trial("t", score=0.9).complete()
+    log = Log().begin().trial("t", score=0.9).complete()
     assert only_summary(grade(log, suite(golden("t"))))["passed"] is False
     summary = only_summary(
         grade(log, suite(golden("t")), options=GradeOptions(default_pass_score=0.8))
@@ -1034,7 +933,7 @@ def test_d15_default_pass_score_option():
 
 def test_d17_exact_ties_pass():
     """D-17: tasks at 0.7, 0.8, 0.9 against passScore 0.8 are a tie, which passes."""
-    log = Log().start().trial("a", score=0.7).trial("b", score=0.8).trial("c", score=0.9)
+    log = Log().begin().trial("a", score=0.7).trial("b", score=0.8).trial("c", score=0.9)
     log.complete()
     s = suite(golden("a"), golden("b"), golden("c"), thresholds={"passScore": 0.8})
     assert (0.7 + 0.8 + 0.9) / 3 < 0.8  # float arithmetic alone would fail it
@@ -1044,7 +943,7 @@ def test_d17_exact_ties_pass():
 def test_d18_no_bracket_no_path():
     """D-18: no bracket → trajectory unmatched whatever the mode, observedCount 0."""
     expectation = {"match": "subset", "calls": [{"tool": "crm:lookup"}]}
-    log = Log().start().trial("t", bracket=False, score=1, passed=True).complete()
+    log = Log().begin().trial("t", bracket=False, score=1, passed=True).complete()
     result = grade(log, suite(golden("t", expectation)))
     entry = task_entry(only_summary(result), "t")
     assert entry["trajectory"] == {
@@ -1073,10 +972,10 @@ def test_d18_no_bracket_no_path():
 def test_d6_d14_cost_cache_hit_currency_and_judge_calls():
     """D-14: cacheHit costs 0; non-USD left out (non-usd-cost); null cost → cost-invalid;
     D-6: a judge call (outside the bracket) is in cost, not in efficiency."""
-    log = Log().start()
+    log = Log().begin()
     log.trial(
         "t",
-        usages=(
+        usage=(
             {"costEstimateUsd": 0.25, "inputTokens": 100, "outputTokens": 20},
             {"costEstimateUsd": 0.5, "cacheHit": True, "inputTokens": 100, "outputTokens": 20},
             {"costEstimateUsd": 0.125, "currency": "EUR"},
@@ -1103,14 +1002,14 @@ def test_d6_d14_cost_cache_hit_currency_and_judge_calls():
 
 def test_d14_cost_falls_back_to_host_cost_and_is_omitted_without_any():
     """D-14/E-16: no usage cost anywhere → sum eval.scored.costUsd; neither → no cost fields."""
-    log = Log().start().trial("a", costUsd=0.25).trial("b", costUsd=-1).complete()
+    log = Log().begin().trial("a", costUsd=0.25).trial("b", costUsd=-1).complete()
     result = grade(log, suite(golden("a"), golden("b")))
     summary = only_summary(result)
     assert summary["totalCostUsd"] == 0.25
     assert task_entry(summary, "b")["costUsd"] == 0.0
     assert "cost-invalid" in codes(result)
 
-    bare = only_summary(grade(Log().start().trial("a").complete(), suite(golden("a"))))
+    bare = only_summary(grade(Log().begin().trial("a").complete(), suite(golden("a"))))
     assert "totalCostUsd" not in bare and "costUsd" not in bare["tasks"][0]
 
 
@@ -1118,8 +1017,8 @@ def test_d14_a_non_usd_cost_still_makes_usage_the_cost_source():
     """D-14: any non-negative costEstimateUsd (whatever its currency) blocks the fallback."""
     log = (
         Log()
-        .start()
-        .trial("a", usages=({"costEstimateUsd": 2, "currency": "EUR"},), costUsd=0.5)
+        .begin()
+        .trial("a", usage=({"costEstimateUsd": 2, "currency": "EUR"},), costUsd=0.5)
         .complete()
     )
     summary = only_summary(grade(log, suite(golden("a"))))
@@ -1130,10 +1029,10 @@ def test_d14_usage_tokens_invalid_is_zero_but_still_a_model_call():
     """§2.2: a non-integral or negative token count is a model call counting 0 tokens."""
     log = (
         Log()
-        .start()
+        .begin()
         .trial(
             "t",
-            usages=(
+            usage=(
                 {"inputTokens": -1, "outputTokens": 2.5},
                 {"inputTokens": 3.0, "outputTokens": 4},
             ),
@@ -1153,8 +1052,8 @@ def test_d14_usage_tokens_invalid_is_zero_but_still_a_model_call():
 
 def test_efficiency_is_the_mean_over_observed_trials():
     """§3.5: efficiency fields are means over the task's observed trials."""
-    log = Log().start()
-    log.trial("t", (("a:b", {}),) * 3, usages=({"inputTokens": 10},), trialIndex=0)
+    log = Log().begin()
+    log.trial("t", (("a:b", {}),) * 3, usage=({"inputTokens": 10},), trialIndex=0)
     log.trial("t", (), trialIndex=1)
     log.complete()
     entry = task_entry(only_summary(grade(log, suite(golden("t"), trials={"count": 3}))), "t")
@@ -1169,7 +1068,7 @@ def test_efficiency_is_the_mean_over_observed_trials():
 def test_latency_host_value_or_bracket_span_mean_rounded_half_up():
     """§3.5/E-17: eval.scored.latencyMs when a number ≥ 0, else the bracket span (an unclosed
     bracket ends at the eval.scored); mean rounded half up."""
-    log = Log().start()
+    log = Log().begin()
     log.trial("t", latencyMs=100.5, trialIndex=0)
     log.trial("t", latencyMs=-3, trialIndex=1)  # invalid → span: started..completed = 100 ms
     log.trial("t", close=False, trialIndex=2)  # unclosed → started..eval.scored = 100 ms
@@ -1179,7 +1078,7 @@ def test_latency_host_value_or_bracket_span_mean_rounded_half_up():
     assert entry["latencyMs"] == 100  # (100.5 + 100 + 100) / 3 = 100.1666…
     assert "bracket-unclosed" in codes(result)
 
-    log = Log().start().trial("a", latencyMs=0.5).trial("b", bracket=False).complete()
+    log = Log().begin().trial("a", latencyMs=0.5).trial("b", bracket=False).complete()
     summary = only_summary(grade(log, suite(golden("a"), golden("b"))))
     assert task_entry(summary, "a")["latencyMs"] == 1  # 0.5 rounds half up
     assert "latencyMs" not in task_entry(summary, "b")
@@ -1188,7 +1087,7 @@ def test_latency_host_value_or_bracket_span_mean_rounded_half_up():
 def test_s36_declared_bars_cost_and_p95_latency():
     """§3.6: passed also needs totalCostUsd ≤ maxCostUsd and p95 ≤ maxP95LatencyMs; a bar
     that cannot be checked fails the suite."""
-    log = Log().start().trial("a", latencyMs=100, usages=({"costEstimateUsd": 0.5},))
+    log = Log().begin().trial("a", latencyMs=100, usage=({"costEstimateUsd": 0.5},))
     log.trial("b", latencyMs=900).complete()
     assert (
         only_summary(
@@ -1213,7 +1112,7 @@ def test_s36_declared_bars_cost_and_p95_latency():
         )["passed"]
         is False
     )
-    no_cost = Log().start().trial("a").complete()
+    no_cost = Log().begin().trial("a").complete()
     assert (
         only_summary(grade(no_cost, suite(golden("a"), thresholds={"maxCostUsd": 10})))["passed"]
         is False
@@ -1222,7 +1121,7 @@ def test_s36_declared_bars_cost_and_p95_latency():
 
 def test_s36_pass_rule_all_suite_can_pass_without_a_passed_task():
     """§3.6: passRule decides task passed; the suite reads the gating mean and passScore."""
-    log = Log().start().trial("t", trialIndex=0).trial("t", score=0.5, passed=False, trialIndex=1)
+    log = Log().begin().trial("t", trialIndex=0).trial("t", score=0.5, passed=False, trialIndex=1)
     summary = only_summary(
         grade(
             log.complete(), suite(golden("t"), trials={"count": 2}, thresholds={"passScore": 0.75})
@@ -1233,11 +1132,11 @@ def test_s36_pass_rule_all_suite_can_pass_without_a_passed_task():
 
 def test_e14_evaluated_model_class():
     """E-14: written only when every bracketed counted trial carries the same enum class."""
-    log = Log().start().trial("a", model_class="coding").trial("b", model_class="coding")
+    log = Log().begin().trial("a", model_class="coding").trial("b", model_class="coding")
     log.trial("c", bracket=False).complete()
     s = suite(golden("a"), golden("b"), golden("c"))
     assert only_summary(grade(log, s))["evaluatedModelClass"] == "coding"
-    log = Log().start().trial("a", model_class="coding").trial("b").complete()
+    log = Log().begin().trial("a", model_class="coding").trial("b").complete()
     assert "evaluatedModelClass" not in only_summary(grade(log, s))
 
 
@@ -1247,13 +1146,13 @@ def test_s4_summary_field_order():
     task = golden("t", expectation, fixtures={"toolResponses": [{"tool": "a:b"}]})
     log = (
         Log()
-        .start()
+        .begin()
         .trial(
             "t",
             (("a:b", {}),),
             latencyMs=5,
             model_class="general",
-            usages=({"costEstimateUsd": 0.5},),
+            usage=({"costEstimateUsd": 0.5},),
         )
         .complete()
     )

@@ -5,18 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from evalbatch.cli import cli
-from tests.helpers import generated_log
+from tests.helpers import SAMPLES, generated_log, run_output_bytes
 
 #: a slow family (generated logs at scale):
 #: `make check` leaves it out, `make test` runs it
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = ROOT / "data" / "samples"
-OUTPUTS = ("summaries.jsonl", "runs.parquet", "tasks.parquet", "trials.parquet", "problems.parquet")
 
 
 @pytest.fixture(scope="module")
@@ -25,12 +19,6 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("generated")
     generated_log(target, runs=40, tasks=20, trials=3)
     return target
-
-
-def _run(out: Path, *args: str) -> bytes:
-    result = CliRunner().invoke(cli, ["run", *args, "--out", str(out), "--quiet"])
-    assert result.exit_code in (0, 3), result.output
-    return b"".join((out / name).read_bytes() for name in OUTPUTS)
 
 
 def test_batches_of_runs_give_identical_outputs_on_samples(tmp_path: Path) -> None:
@@ -42,8 +30,8 @@ def test_batches_of_runs_give_identical_outputs_on_samples(tmp_path: Path) -> No
         "--suites",
         str(SAMPLES / "suites"),
     ]
-    whole = _run(tmp_path / "whole", *inputs)
-    batched = _run(tmp_path / "batched", *inputs, "--batch-events", "150")
+    whole = run_output_bytes(tmp_path / "whole", *inputs)
+    batched = run_output_bytes(tmp_path / "batched", *inputs, "--batch-events", "150")
     assert whole == batched
 
 
@@ -51,8 +39,8 @@ def test_batches_of_runs_give_identical_outputs_on_a_generated_log(
     tmp_path: Path, generated: Path
 ) -> None:
     inputs = [str(generated / "events.parquet"), "--suites", str(generated / "suites")]
-    whole = _run(tmp_path / "whole", *inputs)
-    batched = _run(tmp_path / "batched", *inputs, "--batch-events", "7000")
+    whole = run_output_bytes(tmp_path / "whole", *inputs)
+    batched = run_output_bytes(tmp_path / "batched", *inputs, "--batch-events", "7000")
     assert whole == batched
     summaries = (tmp_path / "whole" / "summaries.jsonl").read_text().splitlines()
     assert len(summaries) == 40
@@ -62,15 +50,15 @@ def test_a_batch_per_run_gives_identical_outputs(tmp_path: Path, generated: Path
     """§7: a run graded alone in its batch (every column constant) gets the same means, bit for
     bit, as one graded among others."""
     inputs = [str(generated / "events.parquet"), "--suites", str(generated / "suites")]
-    whole = _run(tmp_path / "whole", *inputs)
-    alone = _run(tmp_path / "alone", *inputs, "--batch-events", "1")
+    whole = run_output_bytes(tmp_path / "whole", *inputs)
+    alone = run_output_bytes(tmp_path / "alone", *inputs, "--batch-events", "1")
     assert whole == alone
 
 
 def test_memory_limit_and_spill_dir_are_accepted(tmp_path: Path, generated: Path) -> None:
     inputs = [str(generated / "events.parquet"), "--suites", str(generated / "suites")]
-    whole = _run(tmp_path / "whole", *inputs)
-    limited = _run(
+    whole = run_output_bytes(tmp_path / "whole", *inputs)
+    limited = run_output_bytes(
         tmp_path / "limited",
         *inputs,
         "--memory-limit",

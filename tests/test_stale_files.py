@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -18,7 +17,7 @@ from evalbatch import api
 from evalbatch.cli import cli
 from evalbatch.errors import OutputError
 from evalbatch.outputs import output_format, writer
-from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES
+from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES, directory_state, fail_at_call
 
 #: a slow family (runs that remove stale files):
 #: `make check` leaves it out, `make test` runs it
@@ -78,30 +77,18 @@ def graded(tmp_path: Path) -> Path:
     return out
 
 
-def _directory(out: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.is_file()}
-
-
 def test_e88_a_run_that_fails_leaves_the_report_with_its_tables(
     graded: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """E-72 with E-88: a disk that fills while the new tables are renamed into place
     leaves the directory as it was, the report and exports included (they still describe the
     tables there)."""
-    before = _directory(graded)
-    real = writer.os.replace
-    calls = {"n": 0}
-
-    def fails_second(*args: Any, **kwargs: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(writer.os, "replace", fails_second)
+    before = directory_state(graded)
+    no_space = OSError(errno.ENOSPC, "No space left on device")
+    fail_at_call(monkeypatch, writer.os, "replace", 2, no_space)
     with pytest.raises(OutputError):
         api.write_outputs([SAMPLE_EVENTS / "trials.parquet"], graded, [SAMPLE_SUITES])
-    assert _directory(graded) == before
+    assert directory_state(graded) == before
 
 
 def test_e88_a_directory_of_that_name_is_left_and_the_run_goes_on(
