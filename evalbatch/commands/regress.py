@@ -159,6 +159,14 @@ from evalbatch.options import (
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the comparisons as JSON (default: a table)."
 )
+@click.option(
+    "--markdown",
+    "markdown_path",
+    default=None,
+    metavar="FILE",
+    help="Also write the verdict and what changed as Markdown to FILE, for a pull-request "
+    "comment or a CI job summary (E-138); names tools and argument paths, never values.",
+)
 @quiet_option(
     "Print no comparison tables; the exit code is the verdict (warnings still on stderr)."
 )
@@ -185,6 +193,7 @@ def regress_command(
     effect: float,
     power: float,
     as_json: bool,
+    markdown_path: str | None,
     quiet: bool,
     run_ids: tuple[str, ...],
     filter_suites: tuple[str, ...],
@@ -211,8 +220,14 @@ def regress_command(
     """
     # the engine loads when the command runs, not for --help
     from evalbatch import api
+    from evalbatch.files import write_aside
+    from evalbatch.outputs.destinations import Inputs, refuse_overwrite
     from evalbatch.reduce import paired_verdict
 
+    if markdown_path is not None:  # before anything is read or written (E-120)
+        refuse_overwrite(
+            "--markdown", markdown_path, Inputs(events=[base, cand], suites=list(suite_paths))
+        )
     options = paired_verdict.RegressOptions(
         method=method,
         alpha=alpha,
@@ -246,6 +261,11 @@ def regress_command(
             click.echo(family)
         for comparison in report.comparisons:
             printing.print_comparison(comparison, alpha, report.plans.get(comparison.suite_id))
+    if markdown_path is not None:
+        from evalbatch.publish.regress_markdown import markdown_summary
+
+        with write_aside(markdown_path, "no Markdown summary was written") as scratch:
+            scratch.write_text(markdown_summary(report), encoding="utf-8")
     for side, suite in report.unpaired:
         # on stderr, loudly, in both modes: a gate that passed should still say what it skipped
         click.echo(

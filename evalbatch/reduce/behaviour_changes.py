@@ -149,6 +149,8 @@ def describe_change(key: str) -> str:
         "failed-closed": "trials failed closed on a fixture miss (D-9)",
         **{column.replace("_", "-"): words for column, words in FIGURES.items()},
     }[name]
+    if name in ("cost-usd", "latency-ms"):  # an amount is higher or lower, a count more or fewer
+        direction = {"more": "higher", "fewer": "lower"}[direction]
     return f"{direction} {words}"
 
 
