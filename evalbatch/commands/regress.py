@@ -160,6 +160,15 @@ from evalbatch.options import (
     "--json", "as_json", is_flag=True, help="Print the comparisons as JSON (default: a table)."
 )
 @click.option(
+    "--junit",
+    "junit_path",
+    default=None,
+    metavar="FILE",
+    help="Also write a JUnit XML test report to FILE (a test suite per eval suite, a test case "
+    "per paired task; a task that dropped in a suite failing the gate is a failure saying what "
+    "changed, E-139).",
+)
+@click.option(
     "--markdown",
     "markdown_path",
     default=None,
@@ -194,6 +203,7 @@ def regress_command(
     power: float,
     as_json: bool,
     markdown_path: str | None,
+    junit_path: str | None,
     quiet: bool,
     run_ids: tuple[str, ...],
     filter_suites: tuple[str, ...],
@@ -224,10 +234,10 @@ def regress_command(
     from evalbatch.outputs.destinations import Inputs, refuse_overwrite
     from evalbatch.reduce import paired_verdict
 
-    if markdown_path is not None:  # before anything is read or written (E-120)
-        refuse_overwrite(
-            "--markdown", markdown_path, Inputs(events=[base, cand], suites=list(suite_paths))
-        )
+    reads = Inputs(events=[base, cand], suites=list(suite_paths))
+    for option, path in (("--markdown", markdown_path), ("--junit", junit_path)):
+        if path is not None:  # before anything is read or written (E-120)
+            refuse_overwrite(option, path, reads)
     options = paired_verdict.RegressOptions(
         method=method,
         alpha=alpha,
@@ -266,6 +276,11 @@ def regress_command(
 
         with write_aside(markdown_path, "no Markdown summary was written") as scratch:
             scratch.write_text(markdown_summary(report), encoding="utf-8")
+    if junit_path is not None:
+        from evalbatch.publish.regress_junit import junit_report
+
+        with write_aside(junit_path, "no JUnit report was written") as scratch:
+            scratch.write_bytes(junit_report(report))
     for side, suite in report.unpaired:
         # on stderr, loudly, in both modes: a gate that passed should still say what it skipped
         click.echo(

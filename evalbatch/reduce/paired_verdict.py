@@ -303,6 +303,8 @@ class Comparison:
     #: E-137: the interval lies inside ±margin though the test rejected "no difference" (a
     #: significant change too small to matter), and the drop a regressed suite needs to fail
     within_margin: bool = False
+    #: each paired task's difference on the compared score, in taskId order (the test report)
+    task_differences: list[tuple[str, float]] = field(default_factory=list)
     margin: float = 0.0
     min_drop: float = 0.0
 
@@ -552,6 +554,7 @@ def compare(
 
     diffs = paired_differences(paired, column)
     result.mean_difference = float(diffs.mean())
+    result.task_differences = list(zip(paired["task_id"].to_list(), diffs.tolist(), strict=True))
     result.score = options.score
     other = "score" if column == "gating_score" else "gating_score"
     result.other_difference = float(paired_differences(paired, other).mean())
