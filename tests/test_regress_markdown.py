@@ -8,12 +8,17 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from evalbatch.cli import cli
+from evalbatch.commands import printing
+from evalbatch.pairing.sides import RegressionReport
+from evalbatch.publish.regress_markdown import markdown_summary
+from evalbatch.reduce import behaviour_changes, paired_verdict
 from tests.helpers import SAMPLES, write_events, write_json
 from tests.logbuilder import EPOCH, LogBuilder, golden, suite, traj
 
@@ -131,3 +136,79 @@ def test_e138_markdown_never_replaces_an_input(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert target.read_bytes() == base.read_bytes()
     assert "--markdown" in result.output and "replace an input" in result.output
+
+
+def test_e138_ten_thousand_tasks_keep_the_terminal_and_the_summary_bounded(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """10,000 paired tasks that all dropped, each with a change of its own (an argument key no
+    other task sends): the terminal prints a handful of lines and the Markdown stays small."""
+    n = 10_000
+    ids = [f"t{i:05d}" for i in range(n)]
+    rows = []
+    for run, score in (("acme/base", 1.0), ("acme/cand", 0.0)):
+        rows.append(
+            pl.DataFrame(
+                {
+                    "run_id": run,
+                    "suite_id": "acme.team.evals.support",
+                    "suite_version": "1.0.0",
+                    "task_id": ids,
+                    "score": [score] * n,
+                    "gating_score": [score] * n,
+                    "passed": [score == 1.0] * n,
+                }
+            )
+        )
+    trials = pl.concat(
+        [
+            r.select("run_id", "task_id").with_columns(
+                counted=True,
+                trajectory_matched=pl.lit(None, pl.Boolean),
+                trajectory_reason=pl.lit(None, pl.String),
+                forbidden_count=0,
+                fixture_misses=0,
+                failed_closed=False,
+                tool_call_count=1,
+                model_call_count=1,
+                input_tokens=10,
+                output_tokens=5,
+                usage_cost_usd=0.0,
+                latency_ms=1000.0,
+            )
+            for r in rows
+        ]
+    )
+    calls = pl.DataFrame(
+        {
+            "run_id": ["acme/base"] * n + ["acme/cand"] * n,
+            "task_id": ids * 2,
+            "trial": list(range(n)) * 2,
+            "call_pos": [0] * (2 * n),
+            "tool_name": [LOOKUP] * (2 * n),
+            "inputs": [f'{{"k{i}": 1}}' for i in range(n)] + [f'{{"k{i}": 2}}' for i in range(n)],
+        }
+    )
+    options = paired_verdict.RegressOptions(method="paired-t")
+    comparison = paired_verdict.compare(
+        rows[0],
+        rows[1],
+        options,
+        suite_id="acme.team.evals.support",
+        base_run="acme/base",
+        cand_run="acme/cand",
+    )
+    comparison.changes = behaviour_changes.behaviour_changes(
+        paired_verdict.paired_tasks(rows[0], rows[1]),
+        "gating_score",
+        trials,
+        "acme/base",
+        trials,
+        "acme/cand",
+        (calls, calls),
+    )
+    assert comparison.changes.dropped_count == n and len(comparison.changes.dropped) == n
+    printing.print_comparison(comparison, 0.05)
+    assert len(capsys.readouterr().out.splitlines()) < 15
+    text = markdown_summary(RegressionReport(comparisons=[comparison], unpaired=[]))
+    assert len(text) < 20_000 and "9945 more" in text
