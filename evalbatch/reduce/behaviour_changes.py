@@ -4,13 +4,17 @@ A paired verdict says *that* a suite moved; a reader's next question is *why*. E
 counted trials of a task are reduced to a profile: how many matched their tool path and, when
 some did not, the most frequent reason (`trajectory_reason`); forbidden calls; fixture misses;
 trials failed closed (D-9); and the mean tool calls, model calls, tokens, cost and latency per
-trial. A change is a difference between the two profiles of one task. Across tasks, each change
-is counted over the tasks that dropped and over those that rose, so the first line names what
-most drops share ("tool path no longer matches (missing): 7 of 9 tasks that dropped").
+trial. With both sides' calls at hand (event logs graded with `keep_calls`), the tools a task
+no longer or newly calls and the argument paths whose values differ are changes too. A change is
+a difference between the two sides of one task. Across tasks, each change is counted over the
+tasks that dropped, those that rose and those that did not move (its background), and ranked by
+how much more the moved tasks show it, so the first line names what most drops share ("no
+longer calls billing:refund: 7 of 9").
 
-Everything is read from the trials table the grading already wrote (no second read of the
-logs), as Polars expressions over all tasks at once. Content-free (§H): reasons are the
-trials table's enum, the rest counts and numbers; no tool name, argument or output.
+The profiles come from the trials table the grading already wrote and the calls from the
+grading itself (no second read of the logs), as Polars expressions over all tasks at once; only
+the arguments of the calls compared are parsed, in Python. The changes name tools and argument
+paths, never argument values, tool outputs or prompts (§H).
 """
 
 from __future__ import annotations
