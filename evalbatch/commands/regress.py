@@ -166,7 +166,7 @@ from evalbatch.options import (
     metavar="FILE",
     help="Also write a JUnit XML test report to FILE (a test suite per eval suite, a test case "
     "per paired task; a task that dropped in a suite failing the gate is a failure saying what "
-    "changed, E-139).",
+    "changed, E-139; default: none).",
 )
 @click.option(
     "--markdown",
@@ -174,7 +174,8 @@ from evalbatch.options import (
     default=None,
     metavar="FILE",
     help="Also write the verdict and what changed as Markdown to FILE, for a pull-request "
-    "comment or a CI job summary (E-138); names tools and argument paths, never values.",
+    "comment or a CI job summary (E-138; default: none); names tools and argument paths, "
+    "never values.",
 )
 @quiet_option(
     "Print no comparison tables; the exit code is the verdict (warnings still on stderr)."
