@@ -537,8 +537,11 @@ def _gate_as_family(
     if size:
         report.correction, report.family_size = options.correction, size
     for i, family in families.items():
-        suite_id = report.comparisons[i].suite_id
-        report.comparisons[i] = _compare_suite(suite_id, chosen[suite_id], options, family)
+        alone = report.comparisons[i]
+        again = _compare_suite(alone.suite_id, chosen[alone.suite_id], options, family, False)
+        # the tasks and their changes are the suite's whatever its family: kept, not redone
+        again.changes, again.changes_unknown = alone.changes, alone.changes_unknown
+        report.comparisons[i] = again
 
 
 def _plan(
@@ -615,6 +618,7 @@ def _compare_suite(
     pairs: Sequence[tuple[_Side, str]],
     options: paired_verdict.RegressOptions,
     family: paired_verdict.Family | None = None,
+    with_changes: bool = True,
 ) -> paired_verdict.Comparison:
     """One suite's verdict (under its `family` when gated with others), with each side's run,
     grading and mean scores beside it."""
@@ -642,7 +646,7 @@ def _compare_suite(
         )
     comparison.baseline = paired_verdict.SideSummary.of(base_rows, base_id, base.gradings[base_id])
     comparison.candidate = paired_verdict.SideSummary.of(cand_rows, cand_id, cand.gradings[cand_id])
-    if comparison.paired_task_count and not comparison.nothing_compared:
+    if with_changes and comparison.paired_task_count and not comparison.nothing_compared:
         if _has_behaviour(base.trials) and _has_behaviour(cand.trials):
             assert base.trials is not None and cand.trials is not None
             comparison.changes = behaviour_changes.behaviour_changes(

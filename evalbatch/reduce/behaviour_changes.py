@@ -315,11 +315,7 @@ def _order(change: pl.Expr) -> pl.Expr:
     then the rest in CHANGE_KEYS order; calls by their text."""
     fixed = {key: i + 1 for i, key in enumerate(CHANGE_KEYS)}
     return (
-        pl.when(change.str.starts_with("no-longer-calls:"))
-        .then(0)
-        .when(change.str.starts_with("newly-calls:"))
-        .then(0)
-        .when(change.str.starts_with("other-args:"))
+        pl.when(change.str.contains("^(no-longer-calls|newly-calls|other-args):"))
         .then(0)
         .otherwise(change.replace_strict(fixed, default=len(fixed) + 1, return_dtype=pl.Int64))
     )
