@@ -92,6 +92,7 @@ def _counted(counts: list[Any]) -> list[tuple[str, int, list[str]]]:
     return [(c.key, c.tasks, c.task_ids) for c in counts]
 
 
+@pytest.mark.slow
 def test_e136_each_planted_change_is_named_with_exact_counts(sides: dict[str, Path]) -> None:
     changes = _changes(sides["base"], sides["cand"], sides["suites"])
     assert (changes.dropped_count, changes.rose_count) == (8, 0)
@@ -122,6 +123,7 @@ def test_e136_runs_that_behave_alike_show_no_change(sides: dict[str, Path]) -> N
     assert changes.dropped == changes.rose == changes.tasks == []
 
 
+@pytest.mark.slow
 def test_e136_a_rise_is_counted_among_the_tasks_that_rose(sides: dict[str, Path]) -> None:
     """The same pair the other way round: what broke now mends."""
     changes = _changes(sides["cand"], sides["base"], sides["suites"])
@@ -130,6 +132,7 @@ def test_e136_a_rise_is_counted_among_the_tasks_that_rose(sides: dict[str, Path]
     assert ("newly-calls:billing:refund", 4, TASKS[0:4]) in _counted(changes.rose)
 
 
+@pytest.mark.slow
 def test_e136_a_moved_task_with_no_behaviour_change_says_so(tmp_path: Path) -> None:
     """Only the host's score fell: the change is `none`, not an invented one."""
     base = LogBuilder("acme/run-base")
@@ -149,6 +152,7 @@ def test_e136_a_moved_task_with_no_behaviour_change_says_so(tmp_path: Path) -> N
     assert _counted(changes.dropped) == [("none", 3, TASKS[:3])]
 
 
+@pytest.mark.slow
 def test_e136_task_tables_give_the_changes_the_logs_give(
     sides: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -179,6 +183,7 @@ def test_e136_task_tables_give_the_changes_the_logs_give(
     assert comparison.changes_unknown is not None and "candidate" in comparison.changes_unknown
 
 
+@pytest.mark.slow
 def test_e136_terminal_and_json_name_the_first_change(sides: dict[str, Path]) -> None:
     argv = ["regress", str(sides["base"]), str(sides["cand"]), "--suites", str(sides["suites"])]
     shown = CliRunner().invoke(cli, argv)

@@ -394,6 +394,7 @@ def _capability_findings(report: Any) -> list[tuple[str, str | None]]:
     ]
 
 
+@pytest.mark.slow
 def test_e103_a_run_graded_within_the_facets_agrees() -> None:
     from evalbatch.api import verify_events
 
@@ -420,6 +421,7 @@ def test_e103_a_run_the_host_had_to_refuse_is_a_finding_per_facet_and_task() -> 
     assert (finding.host, finding.recomputed) == ("graded", "refused")
 
 
+@pytest.mark.slow
 def test_e103_trial_count_above_max_trials_is_a_finding_without_a_suite() -> None:
     """From the log alone (D-4: no suite given), eval.started.trialCount above maxTrials."""
     from evalbatch.api import verify_events
@@ -429,6 +431,7 @@ def test_e103_trial_count_above_max_trials_is_a_finding_without_a_suite() -> Non
     assert _capability_findings(report) == [("capabilities.trials.maxTrials", None)]
 
 
+@pytest.mark.slow
 def test_e103_verify_capabilities_on_the_command_line(tmp_path: Path) -> None:
     from evalbatch.commands.verify import verify_command
     from tests.logbuilder import write_raw_events

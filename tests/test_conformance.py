@@ -95,6 +95,7 @@ def conformance(
 # --- the rows, one by one -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_e104_a_host_that_agrees_passes_what_it_exercised() -> None:
     rows, docs = clean_run().rows, [clean_suite()]
     report = conformance(rows, docs, summaries_of(rows, docs))
@@ -125,6 +126,7 @@ def test_e104_a_host_that_agrees_passes_what_it_exercised() -> None:
     assert (trajectory.runs, trajectory.units, trajectory.findings) == ((RUN,), 4, 0)
 
 
+@pytest.mark.slow
 def test_e104_every_row_of_the_table_is_reported_unwitnessable_with_its_reason() -> None:
     rows, docs = clean_run().rows, [clean_suite()]
     report = conformance(rows, docs)
@@ -171,6 +173,7 @@ def test_e104_a_host_passing_an_unmatched_path_fails_trajectory_graded() -> None
     assert report.conformance.exit_code == 1
 
 
+@pytest.mark.slow
 def test_e104_a_trial_that_failed_closed_must_report_score_0() -> None:
     doc = clean_suite(trials=1)
     doc["tasks"][0]["fixtures"] = {"onMiss": "fail", "toolResponses": [{"tool": "crm:none"}]}
@@ -186,6 +189,7 @@ def test_e104_a_trial_that_failed_closed_must_report_score_0() -> None:
     assert row_of(good, "fixture-miss-fails").units == 1
 
 
+@pytest.mark.slow
 def test_e104_a_summary_naming_tools_fails_content_free() -> None:
     rows, docs = clean_run().rows, [clean_suite()]
     summaries = copy.deepcopy(summaries_of(rows, docs))
@@ -197,6 +201,7 @@ def test_e104_a_summary_naming_tools_fails_content_free() -> None:
     assert_content_free(document)
 
 
+@pytest.mark.slow
 def test_e104_a_host_failing_a_task_on_efficiency_fails_never_gates() -> None:
     rows, docs = clean_run().rows, [clean_suite()]
     summaries = copy.deepcopy(summaries_of(rows, docs))
@@ -205,6 +210,7 @@ def test_e104_a_host_failing_a_task_on_efficiency_fails_never_gates() -> None:
     assert verdicts(report)["efficiency-never-gates"] == "executed-fail"
 
 
+@pytest.mark.slow
 def test_e104_capabilities_a_graded_run_the_host_had_to_refuse_fails() -> None:
     rows, docs = clean_run().rows, [clean_suite()]
     block = {"modes": ["golden"], "trajectory": True, "fixtureMatching": True}
@@ -267,6 +273,7 @@ def test_e105_a_pair_that_differs_is_not_identical() -> None:
 # --- runs that cannot be recomputed, the bundle, the command --------------------------------------
 
 
+@pytest.mark.slow
 def test_e104_a_run_that_cannot_be_recomputed_never_counts_as_a_pass() -> None:
     broken = clean_run(RUN2)
     broken.rows.append({**broken.rows[3], "payload": json.dumps({"toolName": "x"})})  # conflict
@@ -316,6 +323,7 @@ def test_e104_the_json_bundle_names_the_version_and_fingerprints_the_inputs(
     assert_content_free(result.output)
 
 
+@pytest.mark.slow
 def test_e104_the_table_and_its_exit_codes(tmp_path: Path) -> None:
     runner = CliRunner()
     table = runner.invoke(
@@ -351,6 +359,7 @@ def test_e104_each_requirement_names_its_section_and_how_it_is_witnessed(require
         assert requirement.would and requirement.unit
 
 
+@pytest.mark.slow
 def test_e104_the_docs_show_what_conformance_prints(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -381,6 +390,7 @@ def test_e104_the_docs_show_what_conformance_prints(
     assert result.output.splitlines() == shown
 
 
+@pytest.mark.slow
 def test_e104_a_skipped_event_file_makes_the_report_incomplete(tmp_path: Path) -> None:
     """An event file that cannot be read hides its runs: the conformance verdict is incomplete
     (exit 3), never executed-pass, and the bundle names the file (E-104)."""
@@ -538,6 +548,7 @@ def test_e113_a_second_eval_completed_is_a_warning_of_run_and_a_finding_of_verif
     ]
 
 
+@pytest.mark.slow
 def test_s4_a_summary_run_would_refuse_is_a_finding_of_verify() -> None:
     """`run` leaves out a run whose suiteId fails the EvalSummary schema (`summary-invalid`);
     `verify` names the host field, never its value."""
@@ -552,6 +563,7 @@ def test_s4_a_summary_run_would_refuse_is_a_finding_of_verify() -> None:
     assert "Acme" not in json.dumps(report.to_json())
 
 
+@pytest.mark.slow
 def test_e104_quiet_conformance_prints_the_verdict_line_alone() -> None:
     args = [str(SAMPLES / "events"), "--suites", str(SAMPLES / "suites"), "--conformance"]
     quiet = CliRunner().invoke(verify_command, [*args, "-q"])

@@ -114,6 +114,7 @@ def trajectory_of(result: api.GradeResult) -> dict[str, Any]:
 FAN_OUT_PATH = ["t:before", "t:a1", "t:a2", "t:b1", "t:after"]
 
 
+@pytest.mark.slow
 def test_e102_a_fanned_out_pair_stands_at_its_first_dispatch_in_merge_order() -> None:
     """The children a join merged stand together at the first dispatch of either, in
     mergeOrder (A then B), whatever order they were dispatched in."""
@@ -136,6 +137,7 @@ def test_e102_a_fanned_out_pair_stands_at_its_first_dispatch_in_merge_order() ->
     assert trajectory_of(checked(logs, [delegate_suite(swapped)]))["matched"] is False
 
 
+@pytest.mark.slow
 def test_e102_a_child_stands_where_it_was_dispatched_and_a_grandchild_inside_it() -> None:
     """One dispatch between two calls; the child dispatches a grandchild between its own two
     calls: the grandchild's calls stand there, inside the child's."""
@@ -158,6 +160,7 @@ def test_e102_a_child_stands_where_it_was_dispatched_and_a_grandchild_inside_it(
     assert trajectory_of(result)["observedCount"] == 6
 
 
+@pytest.mark.slow
 def test_e102_v1_names_of_the_dispatch_events_are_read() -> None:
     """D-1, E-102: `core.dispatch.join` and `core.workflowChain.event` are the v1 spellings."""
     parent = LogBuilder(RUN)
@@ -174,6 +177,7 @@ def test_e102_v1_names_of_the_dispatch_events_are_read() -> None:
     assert trajectory_of(result)["matched"] is True
 
 
+@pytest.mark.slow
 def test_e102_a_delegates_forbidden_call_fails_the_trajectory() -> None:
     """§3.2: forbidden is checked against the observed trajectory, which now holds the child's
     calls."""
@@ -188,6 +192,7 @@ def test_e102_a_delegates_forbidden_call_fails_the_trajectory() -> None:
 # --- without includeDelegates nothing changes ------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("include", [None, False])
 def test_e102_without_include_delegates_no_child_run_is_read(include: bool | None) -> None:
     """The same parent, its children missing: no problem, and the observed trajectory is the
@@ -197,6 +202,7 @@ def test_e102_without_include_delegates_no_child_run_is_read(include: bool | Non
     assert not [c for c in codes_of(result) if c.startswith("delegate-")]
 
 
+@pytest.mark.slow
 def test_e102_a_suite_without_delegates_grades_byte_for_byte_as_before(tmp_path: Path) -> None:
     """The children's logs in the input change nothing for a suite that does not include
     delegates: the outputs are those of the parent's log alone."""
@@ -226,6 +232,7 @@ def _missing_problem(result: api.GradeResult, code: str) -> dict[str, Any]:
     return rows[0]
 
 
+@pytest.mark.slow
 def test_e102_a_missing_child_log_fails_the_trial_closed() -> None:
     """The host said passed; one child's log is not in the input: the trajectory is unmatched,
     the trial cannot pass and its gating score is 0 (D-10); a warning names the child (an id)
@@ -255,6 +262,7 @@ def test_e102_a_trajectory_task_with_a_missing_child_scores_0() -> None:
     assert (task["score"], task["passed"]) == (0.0, False)
 
 
+@pytest.mark.slow
 def test_e102_a_cycle_is_a_problem_not_a_hang() -> None:
     """A child naming the parent, and a grandchild naming its parent: each is on its own path,
     not followed (the read ends), and the trial fails closed."""
@@ -283,6 +291,7 @@ def test_e102_a_child_eval_run_of_another_suite_fails_closed() -> None:
     assert _missing_problem(result, "delegate-suite-mismatch")["sequence"] == 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["payload", "conflict", "sequence", "hidden-grandchild"])
 def test_e102_a_child_log_that_cannot_be_read_whole_fails_closed(damage: str) -> None:
     child = child_log(CHILD_A, "t:a1", "t:a2")
@@ -300,6 +309,7 @@ def test_e102_a_child_log_that_cannot_be_read_whole_fails_closed(damage: str) ->
     assert CHILD_A in _missing_problem(result, "delegate-log-invalid")["message"]
 
 
+@pytest.mark.slow
 def test_e102_a_dispatch_in_the_bracket_that_hides_its_child_fails_closed() -> None:
     parent = fan_out_parent()
     parent.rows.insert(3, {**parent.rows[3], "type": "node.dispatched", "payload": "{"})
@@ -311,6 +321,7 @@ def test_e102_a_dispatch_in_the_bracket_that_hides_its_child_fails_closed() -> N
     assert _missing_problem(result, "delegate-log-invalid")["sequence"] == 3
 
 
+@pytest.mark.slow
 def test_e102_a_child_in_a_damaged_file_is_named_and_the_rest_graded(tmp_path: Path) -> None:
     """The child's file is not Parquet: the file is reported (exit 3), the parent is graded and
     its trial fails closed on the child it cannot read; no traceback, nothing else lost."""
@@ -330,6 +341,7 @@ def test_e102_a_child_in_a_damaged_file_is_named_and_the_rest_graded(tmp_path: P
 # --- what else a trial reads is unchanged --------------------------------------------------
 
 
+@pytest.mark.slow
 def test_e102_the_fixture_replay_and_efficiency_read_only_the_trials_own_bracket() -> None:
     """§3.3: the replay walks the bracket's calls (the children ran outside it, as runs of their
     own); §3.5: efficiency counts inside the bracket. The children's calls add no miss and no
@@ -364,6 +376,7 @@ def test_e102_children_are_read_from_any_file_whatever_the_run_filter(tmp_path: 
 # --- incremental runs: a parent's fingerprint covers its children ---------------------------
 
 
+@pytest.mark.slow
 def test_e102_a_changed_child_log_regrades_the_parent(tmp_path: Path) -> None:
     events, out = tmp_path / "events", tmp_path / "out"
     doc = delegate_suite(FAN_OUT_PATH)
@@ -400,6 +413,7 @@ def test_e102_a_changed_child_log_regrades_the_parent(tmp_path: Path) -> None:
 # --- explain and verify read the same rule ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_e102_explain_names_the_child_run_of_each_call(tmp_path: Path) -> None:
     from evalbatch.explain import render_text, to_json
 
@@ -429,6 +443,7 @@ def test_e102_explain_names_the_child_run_of_each_call(tmp_path: Path) -> None:
     assert f"child run {CHILD_A} (named at event 4) has no event in the input" in text
 
 
+@pytest.mark.slow
 def test_e102_verify_recomputes_with_the_children() -> None:
     """The host recorded a pass; with the children there the recomputation agrees. Without them
     the run cannot be recomputed from this input: not verified (exit 3, the missing child named
@@ -445,6 +460,7 @@ def test_e102_verify_recomputes_with_the_children() -> None:
     assert run.graded_from is None and run.problems == ["delegate-log-missing"]
 
 
+@pytest.mark.slow
 def test_e102_incremental_nights_count_eval_runs_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -258,6 +258,7 @@ def test_s1_2_truncated_debug_bundle_is_a_problem_but_its_events_are_kept(tmp_pa
     assert (report.events, report.exit_code) == (1, 3)
 
 
+@pytest.mark.slow
 def test_s1_2_ingested_samples_grade_exactly_as_the_originals(tmp_path: Path) -> None:
     """§1.1 / §1.2: the samples exported as NDJSON (payload texts spliced in verbatim), ingested,
     then graded by `evalbatch run`, give byte-identical summaries to grading the original
@@ -597,6 +598,7 @@ class _Interrupted(BaseException):
     """The process stopping at a link (as a kill would: nothing after it runs)."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("at", [2, 5])
 def test_e120_an_ingest_stopped_between_two_links_of_a_run_is_refused_then_undone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at: int
@@ -644,6 +646,7 @@ def test_e120_an_ingest_stopped_between_two_links_of_a_run_is_refused_then_undon
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in clean.iterdir())
 
 
+@pytest.mark.slow
 def test_e120_run_names_the_interrupted_directory_and_grades_the_other_inputs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

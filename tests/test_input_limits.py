@@ -143,6 +143,7 @@ def test_e115_deep_suite_is_refused_naming_the_limit(
     assert_one_line_fault(code, out, err, str(suite))
 
 
+@pytest.mark.slow
 def test_e115_suite_at_the_limit_is_validated_and_graded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

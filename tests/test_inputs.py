@@ -93,6 +93,7 @@ def test_s1_1_canonical_layout_grades_the_standard_run(canonical: api.GradeResul
     assert beta["trajectory"]["matched"] is True
 
 
+@pytest.mark.slow
 def test_s1_1_column_aliases_run_id_seq_data(
     tmp_path: Path, suite_dir: Path, canonical: api.GradeResult
 ) -> None:
@@ -105,6 +106,7 @@ def test_s1_1_column_aliases_run_id_seq_data(
     assert_same_grade(grade([path], [suite_dir]), canonical)
 
 
+@pytest.mark.slow
 def test_s1_1_each_alias_alone(tmp_path: Path, suite_dir: Path, canonical: api.GradeResult) -> None:
     """§1.1: each alias is accepted next to canonical names for the other columns (one file per
     alias, one run per file)."""
@@ -122,6 +124,7 @@ def test_s1_1_each_alias_alone(tmp_path: Path, suite_dir: Path, canonical: api.G
         assert summary == canonical.summaries[RUN]
 
 
+@pytest.mark.slow
 def test_s1_1_unknown_extra_columns_are_ignored(
     tmp_path: Path, suite_dir: Path, canonical: api.GradeResult
 ) -> None:
@@ -210,6 +213,7 @@ def test_s1_1_timestamp_as_parquet_timestamp(
         assert summary["tasks"][0]["latencyMs"] == 400
 
 
+@pytest.mark.slow
 def test_s1_1_timestamp_iso_with_offset(
     tmp_path: Path, suite_dir: Path, canonical: api.GradeResult
 ) -> None:
@@ -235,6 +239,7 @@ def test_s1_1_no_timestamp_column(tmp_path: Path, suite_dir: Path) -> None:
     assert result.exit_code == 0
 
 
+@pytest.mark.slow
 def test_s1_1_row_order_means_nothing(
     tmp_path: Path, suite_dir: Path, canonical: api.GradeResult
 ) -> None:
@@ -271,6 +276,7 @@ def test_s1_1_input_single_file(spread: Path, suite_dir: Path) -> None:
     assert list(result.summaries) == [RUN]
 
 
+@pytest.mark.slow
 def test_s1_1_input_directory_is_recursive(spread: Path, suite_dir: Path) -> None:
     """§1.1: a directory contributes every Parquet file below it, at any depth; other files in it
     are not event files."""
@@ -279,6 +285,7 @@ def test_s1_1_input_directory_is_recursive(spread: Path, suite_dir: Path) -> Non
     assert problems(result) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pattern", ["**/*.parquet", "sub/*/b.parquet", "*.parquet"])
 def test_s1_1_input_glob(spread: Path, suite_dir: Path, pattern: str) -> None:
     """§1.1: an input may be a glob (recursive `**` included)."""
@@ -287,6 +294,7 @@ def test_s1_1_input_glob(spread: Path, suite_dir: Path, pattern: str) -> None:
     assert list(result.summaries) == expected[pattern]
 
 
+@pytest.mark.slow
 def test_s1_1_input_file_named_twice_is_read_once(
     spread: Path, suite_dir: Path, canonical: api.GradeResult
 ) -> None:
@@ -301,6 +309,7 @@ def test_s1_1_input_file_named_twice_is_read_once(
     assert problems(result) == []
 
 
+@pytest.mark.slow
 def test_s1_1_several_files_with_different_aliases_and_payload_kinds(
     tmp_path: Path, suite_dir: Path, canonical: api.GradeResult
 ) -> None:
@@ -326,6 +335,7 @@ def test_s1_1_several_files_with_different_aliases_and_payload_kinds(
     assert_same_grade(grade(files, [suite_dir]), canonical)
 
 
+@pytest.mark.slow
 def test_s1_1_hive_partitioned_directories(
     tmp_path: Path, suite_dir: Path, canonical: api.GradeResult
 ) -> None:
@@ -341,6 +351,7 @@ def test_s1_1_hive_partitioned_directories(
     assert_same_grade(glob_result, canonical)
 
 
+@pytest.mark.slow
 def test_s1_1_hive_partitioned_and_plain_inputs_together(
     tmp_path: Path, suite_dir: Path, canonical: api.GradeResult
 ) -> None:
@@ -367,6 +378,7 @@ def _without_run_column(path: Path) -> None:
     pq.write_table(table.drop(["runId"]), path)
 
 
+@pytest.mark.slow
 def test_s1_1_hive_partition_directory_supplies_run_id(
     tmp_path: Path, suite_dir: Path, canonical: api.GradeResult
 ) -> None:
@@ -383,6 +395,7 @@ def test_s1_1_hive_partition_directory_supplies_run_id(
     assert problems(result) == []
 
 
+@pytest.mark.slow
 def test_d1_v1_type_names_map_to_v2(
     tmp_path: Path, suite_dir: Path, canonical: api.GradeResult
 ) -> None:
@@ -477,6 +490,7 @@ def _file_problem(result: api.GradeResult, code: str) -> list[dict[str, Any]]:
     return rows
 
 
+@pytest.mark.slow
 def test_s6_file_missing_required_column(
     tmp_path: Path, suite_dir: Path, good_file: Path, canonical: api.GradeResult
 ) -> None:
@@ -576,6 +590,7 @@ def test_s6_no_event_file_at_path(tmp_path: Path, suite_dir: Path) -> None:
         api.grade_paths([str(tmp_path / "*.parquet")], [suite_dir])
 
 
+@pytest.mark.slow
 def test_s6_d3_conflicting_duplicate_skips_only_that_run(
     tmp_path: Path, suite_dir: Path, canonical: api.GradeResult
 ) -> None:
@@ -596,6 +611,7 @@ def test_s6_d3_conflicting_duplicate_skips_only_that_run(
     assert result.exit_code == 3
 
 
+@pytest.mark.slow
 def test_s6_d3_conflicting_type_same_sequence(tmp_path: Path, suite_dir: Path) -> None:
     """D-3: same key, different type is a conflict too (across files)."""
     rows = standard_run(RUN).rows
@@ -608,6 +624,7 @@ def test_s6_d3_conflicting_type_same_sequence(tmp_path: Path, suite_dir: Path) -
     assert result.exit_code == 3
 
 
+@pytest.mark.slow
 def test_s6_d3_sequence_gap_is_a_warning(tmp_path: Path, suite_dir: Path) -> None:
     """§6 / D-3 / E-5: a gap in `sequence` is a warning at the event after the gap; the run is
     graded and the exit code stays 0. A log that does not start at 0 is not a gap."""
@@ -635,6 +652,7 @@ def test_s6_eval_started_without_eval_completed(
     assert result.exit_code == 0
 
 
+@pytest.mark.slow
 def test_s6_unclosed_bracket(tmp_path: Path, suite_dir: Path) -> None:
     """§6 / §2.1: a bracket whose completion never comes runs to the end of the segment (warning
     `bracket-unclosed` at the invocation's start); the run is graded."""
@@ -653,6 +671,7 @@ def test_s6_unclosed_bracket(tmp_path: Path, suite_dir: Path) -> None:
     assert result.exit_code == 0
 
 
+@pytest.mark.slow
 def test_s6_d13_unknown_task_left_out(
     tmp_path: Path, suite_dir: Path, canonical: api.GradeResult
 ) -> None:
@@ -671,6 +690,7 @@ def test_s6_d13_unknown_task_left_out(
     assert result.exit_code == 0
 
 
+@pytest.mark.slow
 def test_s6_d13_missing_task(tmp_path: Path, canonical: api.GradeResult) -> None:
     """§6 / D-13: a suite task with no trial in the log scores 0 and fails (`task-missing`)."""
     suites = tmp_path / "suites3"
@@ -783,6 +803,7 @@ def test_s1_3_conflicting_suite_copies(tmp_path: Path, canonical: api.GradeResul
     assert result.exit_code == 3
 
 
+@pytest.mark.slow
 def test_s1_3_identical_suite_copies_are_one_suite(
     tmp_path: Path, canonical: api.GradeResult
 ) -> None:

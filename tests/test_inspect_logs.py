@@ -132,6 +132,7 @@ def _tool_events(sample: Any) -> list[Any]:
     return [event for event in sample.events if event.event == "tool"]
 
 
+@pytest.mark.slow
 def test_e111_every_sample_and_epoch_is_one_graded_trial(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
@@ -147,6 +148,7 @@ def test_e111_every_sample_and_epoch_is_one_graded_trial(
         assert row["run_id"] == log.eval.eval_id
 
 
+@pytest.mark.slow
 def test_e111_tool_calls_and_usage_equal_what_inspects_reader_reports(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
@@ -174,6 +176,7 @@ def test_e111_tool_calls_and_usage_equal_what_inspects_reader_reports(
     assert sorted(map(json.dumps, written)) == sorted(map(json.dumps, recorded))
 
 
+@pytest.mark.slow
 def test_e111_a_model_graded_scorer_is_a_judge_its_cost_counts_not_its_calls(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
@@ -202,6 +205,7 @@ def test_e111_a_model_graded_scorer_is_a_judge_its_cost_counts_not_its_calls(
         assert row["score"] == (1.0 if sample.scores["model_graded_qa"].value == "C" else 0.0)
 
 
+@pytest.mark.slow
 def test_e111_stderr_and_mean_equal_inspects_own_metrics(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
@@ -213,6 +217,7 @@ def test_e111_stderr_and_mean_equal_inspects_own_metrics(
     assert math.isclose(runs["score_stderr"][0], metrics["stderr"].value, rel_tol=1e-12)
 
 
+@pytest.mark.slow
 def test_e111_pass_at_k_equals_inspects_pass_at_k_reducer(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
@@ -236,6 +241,7 @@ def test_e111_pass_at_k_equals_inspects_pass_at_k_reducer(
     assert math.isclose(runs["aggregate_score"][0], mean.metrics["accuracy"].value, rel_tol=1e-12)
 
 
+@pytest.mark.slow
 def test_e111_eval_archive_and_json_log_grade_alike(tmp_path: Path, logs: dict[str, Path]) -> None:
     archive = _graded(tmp_path / "a", logs["arithmetic.eval"])
     document = _graded(tmp_path / "j", logs["arithmetic.json"])
@@ -245,6 +251,7 @@ def test_e111_eval_archive_and_json_log_grade_alike(tmp_path: Path, logs: dict[s
     assert left.equals(right)
 
 
+@pytest.mark.slow
 def test_e111_the_scorer_option_picks_a_scorer_and_a_key_of_a_dict_score(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
@@ -278,6 +285,7 @@ def test_e111_a_partial_score_passes_only_at_the_pass_score(
     assert inspect_logs.score_of(float("nan"), None) is None
 
 
+@pytest.mark.slow
 def test_e111_an_eval_that_errored_grades_its_scored_samples_and_fails_the_rest_closed(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
@@ -299,6 +307,7 @@ def test_e111_an_eval_that_errored_grades_its_scored_samples_and_fails_the_rest_
     assert "eval-incomplete" in problems
 
 
+@pytest.mark.slow
 def test_e111_an_interrupted_eval_grades_the_samples_it_finished(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
@@ -330,6 +339,7 @@ def test_e111_an_interrupted_eval_grades_the_samples_it_finished(
     assert "eval-incomplete" in problems
 
 
+@pytest.mark.slow
 def test_e111_a_sample_without_scores_is_one_problem_and_fails_closed(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
@@ -431,6 +441,7 @@ def test_e111_without_inspects_reader_an_inspect_log_is_a_problem(
     assert [p["code"] for p in report["problems"]] == ["inspect-unavailable"]
 
 
+@pytest.mark.slow
 def test_e111_a_starting_suite_is_written_and_validates(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
@@ -474,6 +485,7 @@ def two_nights(tmp_path: Path, logs: dict[str, Path]) -> Iterator[tuple[Path, Pa
     yield sides[0], sides[1]
 
 
+@pytest.mark.slow
 def test_e111_downstream_commands_work_on_ingested_logs(
     tmp_path: Path, two_nights: tuple[Path, Path]
 ) -> None:
@@ -490,6 +502,7 @@ def test_e111_downstream_commands_work_on_ingested_logs(
     assert _invoke("report", str(out), "--out", str(tmp_path / "report.html")).exit_code == 0
 
 
+@pytest.mark.slow
 def test_e111_an_errored_sample_fails_closed_even_when_inspect_scored_it(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
@@ -507,6 +520,7 @@ def test_e111_an_errored_sample_fails_closed_even_when_inspect_scored_it(
     assert trials.filter(pl.col("task_id") != failed.id)["passed"].all()
 
 
+@pytest.mark.slow
 def test_e111_an_invalidated_sample_fails_closed(tmp_path: Path, logs: dict[str, Path]) -> None:
     """Samples invalidated with Inspect's own `invalidate_samples` never count as passes."""
     from inspect_ai.log import ProvenanceData, invalidate_samples, write_eval_log
@@ -645,6 +659,7 @@ def test_e117_without_a_mean_from_inspect_there_is_no_aggregate_and_verify_says_
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("suite_id", "completed"),
     [
@@ -729,6 +744,7 @@ def _written(sink: RowSink, kind: str) -> list[dict[str, Any]]:
 STORED, DEFLATED, ZSTD = zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, 93
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("breach", "method", "size", "limits", "cap"),
     [

@@ -78,6 +78,7 @@ def test_e137_min_drop_decides_at_the_threshold(side: str) -> None:
     assert comparison.fails_gate is (side == "below")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("min_drop", "code"), [("0.39", 1), ("0.41", 0)])
 def test_e137_cli_exit_code_follows_min_drop(min_drop: str, code: int) -> None:
     """The samples drop by 0.4: regressed either way, the gate failing only under 0.4."""
@@ -93,6 +94,7 @@ def test_e137_cli_exit_code_follows_min_drop(min_drop: str, code: int) -> None:
     assert document["comparisons"][0]["regression"]["verdict"] == "regressed"
 
 
+@pytest.mark.slow
 def test_e137_the_default_gate_is_d16() -> None:
     """Without --min-drop, a regressed suite fails the gate, as it always did."""
     shown = CliRunner().invoke(cli, REGRESS)

@@ -103,6 +103,7 @@ def test_e108_fields_are_event_scans_paths() -> None:
     assert native == paths
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("type_", PAYLOAD_TYPES)
 def test_e108_numbers_written_as_the_query_writes_them(type_: str) -> None:
     """Integers as written, doubles in yyjson's shortest form, the rest to the query (D-7).
@@ -125,6 +126,7 @@ def test_e108_numbers_written_as_the_query_writes_them(type_: str) -> None:
     assert differ == []
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_e108_double_text_is_duckdbs(value: float) -> None:
@@ -152,6 +154,7 @@ def test_e108_drawn_payloads_scan_the_same(pairs: list[tuple[str, str]]) -> None
     assert_same_scan(list(pairs))
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(DRAWN_PAYLOADS)
 def test_e108_drawn_payloads_scan_the_same_bounded(pairs: list[tuple[str, str]]) -> None:
@@ -194,6 +197,7 @@ def test_d7_a_run_of_sixteen_number_characters_keeps_the_payload_text(
     assert_number_run_kept(text, digits)
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(*NUMBER_RUNS)
 def test_d7_a_run_of_sixteen_number_characters_keeps_the_payload_text_bounded(
@@ -280,6 +284,7 @@ def test_e108_outputs_byte_identical_on_both_paths(
         assert native == (tmp_path / "duckdb" / name).read_bytes(), name
 
 
+@pytest.mark.slow
 def test_e108_version_and_run_json_name_the_extractor(tmp_path: Path) -> None:
     version = CliRunner().invoke(cli, ["--version"], env={"EVALBATCH_EXTRACTOR": "native"})
     assert version.exit_code == 0
@@ -295,6 +300,7 @@ def test_e108_version_and_run_json_name_the_extractor(tmp_path: Path) -> None:
         assert json.loads(result.output)["extractor"] == said
 
 
+@pytest.mark.slow
 def test_e108_without_the_library_auto_runs_the_query(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -353,6 +359,7 @@ def test_d3_key_blocks_hold_each_runs_consecutive_sequences() -> None:
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.tuples(st.sampled_from(["a", "b", "ab"]), st.integers(0, 12)), max_size=40),
@@ -388,6 +395,7 @@ def _log_with_duplicates(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_d3_duplicates_apart_in_the_log_are_found_on_both_paths(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -406,6 +414,7 @@ def test_d3_duplicates_apart_in_the_log_are_found_on_both_paths(
             assert native == (tmp_path / "duckdb" / name).read_bytes(), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("walk_rows", [BATCH_ROWS_DEFAULT, 2], ids=["one-walk", "walks-of-2-rows"])
 def test_e22_damaged_file_found_mid_walk_is_a_file_problem(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, walk_rows: int

@@ -376,6 +376,7 @@ def test_e120_no_output_replaces_an_input(
     assert directory_state(tmp_path) == before
 
 
+@pytest.mark.slow
 def test_e120_writing_beside_an_input_stays_allowed(
     graded: Path,
     tmp_path: Path,
@@ -496,6 +497,7 @@ def test_e119_run_killed_between_renames_is_refused_by_every_reader_and_the_next
     assert outdir.load(out).summaries
 
 
+@pytest.mark.slow
 def test_e119_a_marker_stays_until_a_run_completes_the_directory(
     nights: dict[str, Any],
     tmp_path: Path,

@@ -149,6 +149,7 @@ def run_cli(*events: Path | str, suites: list[Path], out: Path, extra: tuple[str
 # summaries.jsonl
 
 
+@pytest.mark.slow
 def test_s4_summaries_jsonl_one_line_per_graded_run_sorted(mixed: dict[str, Any]) -> None:
     """§4: one line per graded eval run, sorted by runId, `{"runId": ..., "summary": ...}`. A
     skipped run (§6) and a run with no eval.started (E-1) have no line."""
@@ -200,6 +201,7 @@ def test_s4_summaries_are_content_free(mixed: dict[str, Any]) -> None:
     assert "billing:" not in text and "A-1001" not in text
 
 
+@pytest.mark.slow
 def test_s4_summary_invalid_is_not_written(tmp_path: Path, suite_dir: Path) -> None:
     """§4: a summary that would not validate (an id outside OpenWOP's patterns) is not written:
     problem `summary-invalid`, the run counts as skipped (exit code 3)."""
@@ -216,6 +218,7 @@ def test_s4_summary_invalid_is_not_written(tmp_path: Path, suite_dir: Path) -> N
     assert runs.filter(pl.col("run_id") == "acme/run-badid")["graded"].to_list() == [False]
 
 
+@pytest.mark.slow
 def test_s4_nothing_graded_still_writes_every_file(tmp_path: Path, suite_dir: Path) -> None:
     """§4 / §6: when every run is skipped, summaries.jsonl is written empty and the tables are
     written with their columns, so a nightly job's readers never see stale files."""
@@ -366,6 +369,7 @@ def test_s4_tables_are_flat_and_content_free(mixed: dict[str, Any]) -> None:
 # determinism
 
 
+@pytest.mark.slow
 def test_s4_same_input_twice_is_byte_identical(mixed: dict[str, Any], tmp_path: Path) -> None:
     """§4: "the same inputs give byte-identical outputs" (all five files)."""
     out = tmp_path / "again"
@@ -373,6 +377,7 @@ def test_s4_same_input_twice_is_byte_identical(mixed: dict[str, Any], tmp_path: 
     assert read_outputs(out) == read_outputs(mixed["out"])
 
 
+@pytest.mark.slow
 def test_s4_file_order_and_splits_do_not_change_bytes(
     mixed: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -397,6 +402,7 @@ def test_s4_file_order_and_splits_do_not_change_bytes(
             assert read_outputs(out_rev) == reference
 
 
+@pytest.mark.slow
 def test_s4_thread_count_does_not_change_bytes(mixed: dict[str, Any], tmp_path: Path) -> None:
     """§4 / D-17: byte-identical outputs with --threads 1 and --threads 2."""
     events = mixed["root"] / "events"
@@ -416,6 +422,7 @@ def test_s4_no_temporary_files_left(mixed: dict[str, Any]) -> None:
     assert sorted(p.name for p in mixed["out"].iterdir()) == sorted(WRITTEN_FILES)
 
 
+@pytest.mark.slow
 def test_s4_existing_outputs_are_replaced(mixed: dict[str, Any], tmp_path: Path) -> None:
     """§4: an existing out dir with old outputs (from a bigger earlier run, or garbage) gets
     every one of them replaced by the new outputs; nothing is appended."""

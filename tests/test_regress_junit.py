@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from junitparser import Error, Failure, JUnitXml
 
@@ -61,6 +62,7 @@ def test_e139_the_samples_report_reads_back(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.slow
 def test_e139_a_suite_below_min_drop_has_no_failure(tmp_path: Path) -> None:
     """One input, one answer: the gate passes (exit 0), so the report is green; the tasks
     that dropped say what changed in their output."""
@@ -95,6 +97,7 @@ def test_e139_a_failure_names_the_dropped_tool_never_an_argument_value(tmp_path:
     assert failures["t0"].startswith("dropped -1.0000: no longer calls billing:refund; ")
 
 
+@pytest.mark.slow
 def test_e139_nothing_compared_is_an_error_case(tmp_path: Path) -> None:
     """A run of the pair that was not graded: exit 2, and the report holds an error."""
     logs = []

@@ -113,6 +113,7 @@ def test_e138_many_tasks_keep_the_summary_bounded_and_the_rest_folded(tmp_path: 
     assert len(text) < 20_000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hostile", ["t:a|b", "t:[x](http://e)", "t:<b>x</b>", "t:`x`*y*"])
 def test_e138_a_tool_name_stays_one_cell_of_text(tmp_path: Path, hostile: str) -> None:
     """A tool name comes from the log: it is one cell of its own text, never a link or HTML."""
@@ -138,6 +139,7 @@ def test_e138_markdown_never_replaces_an_input(tmp_path: Path) -> None:
     assert "--markdown" in result.output and "replace an input" in result.output
 
 
+@pytest.mark.slow
 def test_e138_ten_thousand_tasks_keep_the_terminal_and_the_summary_bounded(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -136,6 +136,7 @@ def test_s2_1_eval_without_completed_is_still_graded() -> None:
     assert result.skipped == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["before-completed", "after-completed"])
 def test_s2_1_second_eval_started_makes_the_run_ungradable(where: str) -> None:
     """§2.1: a second eval.started in one run -> `eval-restarted`, not graded; others graded."""
@@ -337,6 +338,7 @@ def test_d5_trial_index_1_0_counts_as_1() -> None:
     assert "trial-missing" not in codes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad", [-1, 0.5, "1", True, [1], {"i": 1}])
 def test_d5_invalid_trial_index_is_treated_as_absent_with_a_problem(bad: Any) -> None:
     """D-5: a trialIndex that is not an integral number >= 0 is absent (problem); the trial takes
@@ -552,6 +554,7 @@ def test_s2_2_include_delegates_takes_every_call_in_the_bracket() -> None:
     assert task["trajectory"]["matchedCount"] == 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("include", "forbidden_tool", "matched", "count"),
     [
@@ -655,6 +658,7 @@ def test_d18_bracket_missing_trajectory_task_scores_zero() -> None:
     assert task["trajectory"]["observedCount"] == 0
 
 
+@pytest.mark.slow
 def test_s2_1_eval_scored_before_eval_started_belongs_to_no_trial() -> None:
     """§2.1: an eval.scored before eval.started is not a trial."""
     log = LogBuilder()
@@ -670,6 +674,7 @@ def test_s2_1_eval_scored_before_eval_started_belongs_to_no_trial() -> None:
     assert "task-missing" in codes_of(result)
 
 
+@pytest.mark.slow
 def test_d5_left_out_trials_count_no_fixture_misses() -> None:
     """D-5/§3.3: a trial-extra's fixture misses are not the task's."""
     log = LogBuilder()
@@ -686,6 +691,7 @@ def test_d5_left_out_trials_count_no_fixture_misses() -> None:
     assert task["passed"] is True
 
 
+@pytest.mark.slow
 def test_d5_trial_index_must_be_integral_as_written() -> None:
     """D-5 with D-7: 1.0000000000000001 is not an integral JSON number (only a double rounds it
     to 1): it is treated as absent, so the trial takes its position (0) and the later

@@ -68,6 +68,7 @@ def run_one(
     return summary, task_of(summary, "task-a"), result
 
 
+@pytest.mark.slow
 def test_s3_3_empty_tool_responses_list_makes_the_trial_fixtured() -> None:
     """§3.3: a task with `fixtures.toolResponses` (an empty list counts) is fixtured: every call
     is a miss; onMiss fail fails the trial closed."""
@@ -78,6 +79,7 @@ def test_s3_3_empty_tool_responses_list_makes_the_trial_fixtured() -> None:
     assert summary["passed"] is False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "block",
     [
@@ -94,6 +96,7 @@ def test_s3_3_fixtures_without_tool_responses_are_not_fixtured(block: dict[str, 
     assert summary["passed"] is True
 
 
+@pytest.mark.slow
 def test_s3_3_live_shadow_ignores_fixtures_and_reports_zero_misses() -> None:
     """§3.3: a run whose eval.started.modes contains live-shadow is not fixtured;
     fixtureMissCount is present and 0."""
@@ -106,6 +109,7 @@ def test_s3_3_live_shadow_ignores_fixtures_and_reports_zero_misses() -> None:
     assert summary["passed"] is True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("count", "misses"),
     [(1, 0), (2, 0), (3, 1), (5, 3)],
@@ -121,6 +125,7 @@ def test_s3_3_repeated_calls_walk_a_scripted_sequence(count: int, misses: int) -
     assert task["fixtureMissCount"] == misses
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("ids", "misses"),
     [
@@ -155,6 +160,7 @@ def test_s3_3_entry_args_without_args_match_are_ignored() -> None:
     assert task["passed"] is True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("entry", "inputs", "misses"),
     [
@@ -215,6 +221,7 @@ def test_s3_3_calls_outside_the_bracket_are_not_replayed() -> None:
     assert task["score"] == 1
 
 
+@pytest.mark.slow
 def test_d9_on_miss_fail_fails_the_trial_closed() -> None:
     """D-9: onMiss fail: a trial with a miss has passed false and score 0 (the host's 1 and true
     notwithstanding); its gating score is 0."""
@@ -252,6 +259,7 @@ def test_d9_on_miss_live_counts_misses_only() -> None:
     assert summary["passed"] is True
 
 
+@pytest.mark.slow
 def test_d9_absent_on_miss_counts_misses_only_by_default() -> None:
     """D-9: absent onMiss: misses are counted only (the host's own score is kept)."""
     summary, task, _ = run_one(fixtures([]), [("t:x", {})], score=0.9, passed=True)
@@ -261,6 +269,7 @@ def test_d9_absent_on_miss_counts_misses_only_by_default() -> None:
     assert summary["passed"] is True
 
 
+@pytest.mark.slow
 def test_d9_on_miss_default_fail_option_makes_absent_mean_fail() -> None:
     """D-9: `--on-miss-default fail` makes an absent onMiss mean fail."""
     summary, task, _ = run_one(

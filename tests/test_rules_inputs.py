@@ -344,6 +344,7 @@ def _two_run_log(conflict_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [*first.rows, *conflict_rows, *second.rows]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "other",
     [
@@ -425,6 +426,7 @@ def test_d3_non_json_payload_on_a_graded_type_makes_the_run_ungradable(type_: st
     assert summary_of(result, RUN2)["passed"] is True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("type_", ["agent.tool-returned", "agent.reasoned", "acme.custom.event"])
 def test_d3_non_json_payload_on_another_type_is_a_warning_and_ignored(type_: str) -> None:
     """D-3: a non-JSON payload on a type grading does not read is a warning; the run is graded."""
@@ -459,6 +461,7 @@ def test_d3_sequence_gap_is_a_warning_and_the_run_is_graded() -> None:
     assert result.skipped == []
 
 
+@pytest.mark.slow
 def test_d3_row_order_means_nothing() -> None:
     """§1.1: order is (runId, sequence), not the order of rows in the input."""
     log = LogBuilder()
@@ -501,6 +504,7 @@ def test_d3_warnings_only_keep_exit_code_0() -> None:
     assert result.exit_code == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("type_", "payload", "code"),
     [
@@ -556,6 +560,7 @@ def test_d7_repeated_key_in_a_payload_last_one_wins() -> None:
     assert task["passed"] is True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "call",
     [
@@ -599,6 +604,7 @@ def test_d7_repeated_key_in_a_usage_event_last_one_wins() -> None:
     assert task_of(summary_of(result), "task-a")["efficiency"]["inputTokens"] == 7
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("first", "second"),
     [("9007199254740993", "9007199254740992"), ("0.1000000000000000000001", "0.1")],
@@ -697,6 +703,7 @@ def _unplaced_start(sequence: int | None, **started: Any) -> list[dict[str, Any]
     return rows + good.rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sequence", UNUSABLE_SEQUENCES, ids=repr)
 @pytest.mark.parametrize("started", [{}, {"trialCount": "two"}], ids=["plain", "bad-trialCount"])
 def test_e3_eval_run_whose_eval_started_has_no_usable_sequence_is_named_with_its_suite(

@@ -269,6 +269,7 @@ def test_s3_2_any_order_is_a_maximum_matching_not_greedy() -> None:
     assert task["passed"] is True
 
 
+@pytest.mark.slow
 def test_s3_2_any_order_maximum_matching_three_way() -> None:
     """§3.2: a 3x3 case where first-fit pairing in either direction fails."""
     calls = [
@@ -282,6 +283,7 @@ def test_s3_2_any_order_maximum_matching_three_way() -> None:
     assert task["trajectory"]["matchedCount"] == 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["exact", "in-order"])
 def test_s3_2_matched_count_is_a_maximum_matching_in_every_mode(mode: str) -> None:
     """§3.2: matchedCount is the size of a maximum one-to-one matching ignoring order, whatever
@@ -310,6 +312,7 @@ def test_s3_2_subset_with_args_rejects_a_call_with_other_args() -> None:
     assert task["trajectory"]["matchedCount"] == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["exact", "in-order", "any-order", "subset"])
 def test_s3_2_forbidden_fails_every_mode(mode: str) -> None:
     """§3.2: any observed call to a forbidden tool makes the trajectory unmatched, whatever the
@@ -322,6 +325,7 @@ def test_s3_2_forbidden_fails_every_mode(mode: str) -> None:
     assert task["score"] == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["in-order", "any-order"])
 def test_s3_2_forbidden_count_counts_every_forbidden_call(mode: str) -> None:
     """§3.2: forbiddenCount = number of observed calls to forbidden tools."""
@@ -367,6 +371,7 @@ def test_s3_2_tool_name_must_be_equal() -> None:
     assert task["trajectory"]["matchedCount"] == 0
 
 
+@pytest.mark.slow
 def test_s3_2_explicit_null_args_under_exact_match_only_null_inputs() -> None:
     """§3.2: `"args": null` is present: under exact it matches only a null input."""
     trajectory = traj("any-order", [expect("t:x", None, "exact")])

@@ -88,6 +88,7 @@ def _full_suite() -> dict:
     )
 
 
+@pytest.mark.slow
 def test_s4_summary_fields_and_order_with_every_optional_field() -> None:
     """§4: the summary, task and sub-block fields, exactly these names, in this order."""
     summary = summary_of(grade(_full_log(), [_full_suite()]))
@@ -125,6 +126,7 @@ def test_s4_summary_fields_and_order_with_every_optional_field() -> None:
     assert text.index('"suiteId"') < text.index('"aggregateScore"') < text.index('"tasks"')
 
 
+@pytest.mark.slow
 def test_s4_summary_values_of_the_full_example() -> None:
     """§3 values behind the order test, so the order test is not vacuous."""
     summary = summary_of(grade(_full_log(), [_full_suite()]))
@@ -268,6 +270,7 @@ def _leaky_suite() -> dict:
     return suite(task, criterion, targetAgentId="acme.agents.other")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("malformed", [False, True], ids=["json", "with-non-json-payload"])
 def test_s4_summary_is_content_free(malformed: bool) -> None:
     """§4/RFC §H: no tool names, arguments, outputs, prompts or suite content in the summary."""
@@ -277,6 +280,7 @@ def test_s4_summary_is_content_free(malformed: bool) -> None:
         assert secret not in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("malformed", [False, True], ids=["json", "with-non-json-payload"])
 def test_s4_problem_rows_are_content_free(malformed: bool) -> None:
     """§4: problem rows (runId, sequence, code, severity, message) carry no content."""
@@ -289,6 +293,7 @@ def test_s4_problem_rows_are_content_free(malformed: bool) -> None:
             assert secret not in json.dumps(row)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("suite_id", "task_id"),
     [

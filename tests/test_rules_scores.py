@@ -184,6 +184,7 @@ def test_d11_scores_at_the_bounds_are_valid(good_score: Any) -> None:
     assert "score-invalid" not in codes_of(result)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "bad_passed",
     [
@@ -382,6 +383,7 @@ def test_s3_5_pass_at_k_and_pass_hat_k_formulas(n: int, c: int, k: int) -> None:
     assert summary["trialStats"]["k"] == k
 
 
+@pytest.mark.slow
 def test_s3_5_rfc_worked_example_n5_c4_k3() -> None:
     """§3.5/RFC 0244 §B example: n 5, c 4, k 3 -> meanScore 0.8, passAtK 1, passHatK 0.4,
     passed false under `all`."""
@@ -651,6 +653,7 @@ def test_d14_invalid_usage_costs_do_not_block_the_fallback() -> None:
     assert summary["totalCostUsd"] == 0.125
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["eur", "cache-hit", "zero", "before-eval", "after-eval"])
 def test_d14_any_usage_cost_anywhere_in_the_log_disables_the_fallback(where: str) -> None:
     """D-14: when some usage anywhere in the run's log carries a non-negative costEstimateUsd
@@ -697,6 +700,7 @@ def test_s3_5_latency_prefers_the_host_latency_over_the_bracket_span() -> None:
     assert task_of(summary, "task-b")["latencyMs"] == 250
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "bad",
     [
@@ -716,6 +720,7 @@ def test_s3_5_invalid_host_latency_falls_back_to_the_bracket_span(bad: Any) -> N
     assert task_of(summary, "task-a")["latencyMs"] == 250
 
 
+@pytest.mark.slow
 def test_s3_5_latency_mean_is_rounded_half_up_only_at_the_end() -> None:
     """§3.5: non-integral latencies are averaged first: (10.25 + 10.25 + 11) / 3 = 10.5 -> 11
     (rounding each trial first would give 10)."""
@@ -728,6 +733,7 @@ def test_s3_5_latency_mean_is_rounded_half_up_only_at_the_end() -> None:
     assert task_of(summary, "task-a")["latencyMs"] == 11
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("latencies", "expected"),
     [([2.5], 3), ([0.5], 1), ([100, 101], 101), ([1.5, 2.5], 2), ([3.4999], 3)],
@@ -781,6 +787,7 @@ def _span_rows(started_ts: str, completed_ts: str) -> list[dict[str, Any]]:
     return log.rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("started_ts", "completed_ts", "latency"),
     [

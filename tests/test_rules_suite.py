@@ -129,6 +129,7 @@ def test_s3_6_suite_pass_reads_the_gating_aggregate_not_pass_rule() -> None:
 # --------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("max_cost", "passed"),
     [(0.3, True), (0.31, True), (0.29, False), (0, False)],
@@ -164,6 +165,7 @@ def _latency_run(latencies: list[Any], bar: int):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("bar", "passed"), [(1900, True), (1899, False), (2000, True)])
 def test_s3_6_p95_latency_bar_is_nearest_rank(bar: int, passed: bool) -> None:
     """§3.6: nearest-rank p95 over 20 tasks at 100..2000 ms is the 19th value, 1900 (not the
@@ -172,6 +174,7 @@ def test_s3_6_p95_latency_bar_is_nearest_rank(bar: int, passed: bool) -> None:
     assert summary["passed"] is passed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("bar", "passed"), [(300, True), (299, False)])
 def test_s3_6_p95_of_three_tasks_is_the_largest(bar: int, passed: bool) -> None:
     """§3.6: rank ceil(0.95 * 3) = 3."""
@@ -215,6 +218,7 @@ def test_d17_just_below_the_tie_fails() -> None:
     assert summary["passed"] is False
 
 
+@pytest.mark.slow
 def test_d17_pass_rule_mean_tie_passes() -> None:
     """D-17: passRule mean with trials at 0.7, 0.8, 0.9 against passScore 0.8 passes the task."""
     log = LogBuilder()
@@ -251,6 +255,7 @@ def test_d17_cost_bar_tie_across_many_small_costs() -> None:
 # --------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_s3_6_trial_stats_means_and_stderr() -> None:
     """§3.6: trialStats k, the means of per-task passAtK/passHatK over all suite tasks (a missing
     task counts 0), scoreStderr = sample stdev of per-task meanScore / sqrt(taskCount)."""
@@ -279,6 +284,7 @@ def test_s3_6_trial_stats_means_and_stderr() -> None:
     assert summary["aggregateScore"] == pytest.approx(sum(means) / 3)
 
 
+@pytest.mark.slow
 def test_s3_6_score_stderr_is_omitted_for_a_single_task() -> None:
     """§3.6: scoreStderr is omitted when taskCount < 2."""
     log = LogBuilder()
@@ -345,6 +351,7 @@ def test_s3_6_model_class_reads_the_bracket_start_not_nested_invocations() -> No
 # --------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_d4_run_without_its_suite_is_graded_from_the_host_record() -> None:
     """D-4: no suite: graded from eval.scored; tasks in order of first appearance; no
     trajectory or fixture checks; problem suite-missing (warning); passRule all."""
@@ -371,6 +378,7 @@ def test_d4_run_without_its_suite_is_graded_from_the_host_record() -> None:
     assert severity_of(result, "suite-missing") == {"warning"}
 
 
+@pytest.mark.slow
 def test_d4_trial_blocks_without_trial_count_use_observed_trials_and_k_1() -> None:
     """D-4: without trialCount, trial blocks appear when some task has more than one trial;
     n = the task's observed trial count, k = 1; passRule all."""
@@ -404,6 +412,7 @@ def test_d4_trial_blocks_without_trial_count_use_observed_trials_and_k_1() -> No
     assert summary["aggregateScore"] == 0.75
 
 
+@pytest.mark.slow
 def test_d4_trial_count_plays_the_suites_trials_count() -> None:
     """D-4: with eval.started.trialCount, n = trialCount and k = trialCount; trial-extra and
     trial-missing apply."""
@@ -517,6 +526,7 @@ def test_e2_scored_after_completed_is_not_a_task_of_a_no_suite_run() -> None:
     assert [t["taskId"] for t in summary["tasks"]] == ["task-a"]
 
 
+@pytest.mark.slow
 def test_d4_without_its_suite_no_trajectory_is_checked() -> None:
     """D-4 contrast: the same log with its suite supplied is checked against the trajectory."""
     log = LogBuilder()

@@ -89,6 +89,7 @@ def test_e134_fetched_relations_are_named_queries_of_the_pipeline() -> None:
     assert "run_cost_source" not in trial_tables.FETCHED
 
 
+@pytest.mark.slow
 def test_e134_each_query_reads_what_its_header_says() -> None:
     """A query's `-- reads:` line is exactly the relations its SQL names (DuckDB's parser, less
     its common table expressions); the macros read nothing."""

@@ -403,6 +403,7 @@ def test_rfc0244_b_tolerance_is_1e9_relative() -> None:
     assert (finding.field, finding.rule) == ("eval.completed.aggregateScore", "§3.6")
 
 
+@pytest.mark.slow
 def test_d17_exact_tie_passes_and_a_float_host_saying_fail_disagrees() -> None:
     """D-17: tasks at 0.7, 0.8 and 0.9 against passScore 0.8 are an exact tie, so the suite
     passes. A host whose float mean (0.7999…) failed it disagrees; one that passed it agrees."""
@@ -423,6 +424,7 @@ def test_d17_exact_tie_passes_and_a_float_host_saying_fail_disagrees() -> None:
 # CONTRACT §8: an absent onMiss read either way; trialIndex optional with count 1
 
 
+@pytest.mark.slow
 def test_s8_absent_on_miss_accepts_either_reading() -> None:
     """CONTRACT §8 / RFC 0244 §D / E-30: with onMiss absent a host's RFC 0081 behaviour stands,
     and it
@@ -573,6 +575,7 @@ def test_d11_host_score_that_is_not_a_number_is_shown_by_type() -> None:
     }
 
 
+@pytest.mark.slow
 def test_s2_1_missing_eval_completed_is_a_finding() -> None:
     """§2.1: an eval.started without eval.completed is still graded, but the host's aggregate
     record is missing: the run disagrees (eval-incomplete)."""
@@ -585,6 +588,7 @@ def test_s2_1_missing_eval_completed_is_a_finding() -> None:
     }
 
 
+@pytest.mark.slow
 def test_d4_without_the_suite_only_what_the_log_decides_is_compared() -> None:
     """D-4 / E-29: without the run's suite, verify grades from the host record and compares
     what the log alone decides (scores, counts, efficiency); the shop host agrees."""
