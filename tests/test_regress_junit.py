@@ -51,7 +51,9 @@ def test_e139_the_samples_report_reads_back(tmp_path: Path) -> None:
     properties = {p.name: p.value for p in suite.properties()}
     assert properties["verdict"] == "regressed" and properties["failsGate"] == "true"
     failures = _failures(xml)
-    assert failures["address-change"] == "dropped -1.0000: higher latency"
+    assert failures["address-change"] == (
+        "dropped -1.0000: no longer calls crm:lookup-customer; fewer tool calls; higher latency"
+    )
     assert set(failures) == {
         "address-change",
         "escalate-complaint",

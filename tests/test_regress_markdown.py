@@ -78,6 +78,8 @@ def test_e138_the_samples_summary_reads_back(tmp_path: Path) -> None:
     assert suites[1][4:7] == ["-0.4000", "[-0.6333, -0.1667]", "0.0002"]
     assert changes == [
         ["change", "tasks that dropped", "tasks that did not move"],
+        ["no longer calls crm:lookup-customer", "6 of 6", "0 of 4"],
+        ["fewer tool calls", "6 of 6", "0 of 4"],
         ["higher latency", "6 of 6", "4 of 4"],
     ]
 

@@ -305,6 +305,8 @@ def test_one_suite_prints_exactly_what_it_printed_before(tmp_path: Path) -> None
         "  compares gating scores (D-19): they moved -0.4000; output scores moved -0.4000 "
         "(paired means)\n"
         "  changes in the 6 task(s) that dropped:\n"
+        "    no longer calls crm:lookup-customer: 6 of 6\n"
+        "    fewer tool calls: 6 of 6\n"
         "    higher latency: 6 of 6 (and 4 of 4 that did not move)\n"
     )
     documents = set()

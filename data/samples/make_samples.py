@@ -843,6 +843,14 @@ REGRESSION_TASKS = {
     "loyalty-points": ("crm:get-loyalty-balance", "points", "PPP", "FFF"),
     "escalate-complaint": ("support:escalate", "escalated", "FPP", "PFF"),
 }
+#: every baseline trial looks the customer up before acting; the candidate skips the lookup in
+#: the tasks it does worse on, the cause `regress` names first (E-136)
+LOOKUP = Call("crm:lookup-customer", {"customerId": "c-1001"})
+SKIPS_LOOKUP = {
+    task_id
+    for task_id, (_, _, base, cand) in REGRESSION_TASKS.items()
+    if cand.count("P") < base.count("P")
+}
 
 
 def sample_regression() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -870,6 +878,7 @@ def sample_regression() -> tuple[dict[str, Any], dict[str, Any]]:
         eval_started: dict[str, Any],
         eval_completed: dict[str, Any],
         path: Path,
+        skips_lookup: set[str],
     ) -> None:
         w = EventWriter(run_id, start)
         w.run_started()
@@ -888,7 +897,8 @@ def sample_regression() -> tuple[dict[str, Any], dict[str, Any]]:
                 w.trial(
                     task_id,
                     trial_index=t,
-                    calls=[Call(tool, {"caseId": f"{task_id}-{t}"})],
+                    calls=([] if task_id in skips_lookup else [LOOKUP])
+                    + [Call(tool, {"caseId": f"{task_id}-{t}"})],
                     usages=[Usage(*tokens, 0.001)],
                     latency_ms=first_latency_ms + 100 * t,
                     score=1.0 if outcome == "P" else 0.0,
@@ -908,6 +918,7 @@ def sample_regression() -> tuple[dict[str, Any], dict[str, Any]]:
         {"modes": ["golden"]},
         {"aggregateScore": 14 / 15, "passed": True, "passedCount": 10},
         REGRESS_DIR / "baseline.parquet",
+        set(),
     )
     write_side(
         CANDIDATE_RUN,
@@ -923,10 +934,11 @@ def sample_regression() -> tuple[dict[str, Any], dict[str, Any]]:
             "regressionVsBaseline": -0.4,
         },
         REGRESS_DIR / "candidate.parquet",
+        SKIPS_LOOKUP,
     )
 
     # c = trials passed; score = meanScore = c/3 (scores are 1.0/0.0); passed ⇔ c/3 >= 0.6 ⇔ c >= 2
-    def task(c: int, latency: int, tokens: tuple[int, int]) -> dict[str, Any]:
+    def task(c: int, latency: int, tokens: tuple[int, int], tools: int) -> dict[str, Any]:
         mean = {0: 0.0, 1: 1 / 3, 2: 2 / 3, 3: 1.0}[c]
         return {
             "score": mean,
@@ -934,14 +946,17 @@ def sample_regression() -> tuple[dict[str, Any], dict[str, Any]]:
             "costUsd": 0.003,
             "latencyMs": latency,
             "trials": trials_block(c, mean),
-            "efficiency": efficiency(1, 1, *tokens),
+            "efficiency": efficiency(tools, 1, *tokens),
         }
 
     base_c = {"invoice-copy": 2, "escalate-complaint": 2}
     cand_c = {"order-status": 1, "address-change": 0, "shipping-delay": 1, "invoice-copy": 1}
     cand_c |= {"loyalty-points": 0, "escalate-complaint": 1}
-    base_tasks = {tid: task(base_c.get(tid, 3), 1100, (600, 80)) for tid in REGRESSION_TASKS}
-    cand_tasks = {tid: task(cand_c.get(tid, 3), 1400, (640, 90)) for tid in REGRESSION_TASKS}
+    base_tasks = {tid: task(base_c.get(tid, 3), 1100, (600, 80), 2) for tid in REGRESSION_TASKS}
+    cand_tasks = {
+        tid: task(cand_c.get(tid, 3), 1400, (640, 90), 1 if tid in SKIPS_LOOKUP else 2)
+        for tid in REGRESSION_TASKS
+    }
     common = {"suiteId": suite_id, "suiteVersion": SUITE_VERSION, "taskCount": 10}
     runs = {
         BASELINE_RUN: {
