@@ -1,5 +1,5 @@
 """E-141: the values behind each changed argument path (`other-args`), kept beside the changes
-only when asked, bounded, and never in their JSON."""
+only when asked, bounded, and never in their JSON; the Markdown shows them for its open rows."""
 
 from __future__ import annotations
 
@@ -7,9 +7,14 @@ import json
 
 import polars as pl
 
+from evalbatch.pairing.sides import RegressionReport
+from evalbatch.publish.regress_markdown import markdown_summary
 from evalbatch.reduce import behaviour_changes, paired_verdict
+from tests.test_regress_markdown import tables
 
 LOOKUP = "crm:lookup"
+#: what a secret looks like; no id, tool or path of these logs holds it
+MARKER = "sk-live-SECRET"
 
 
 def _frames(n: int, values: dict[str, list[str]]) -> tuple[pl.DataFrame, ...]:
@@ -96,3 +101,30 @@ def test_e141_each_side_shows_a_few_values_each_cut_and_counts_the_rest() -> Non
     assert (note.baseline, note.candidate) == ('"n"', "not sent")
     (_, whole), *_ = changes.examples(by_key["other-args:crm:lookup:"])
     assert (whole.baseline, whole.candidate) == ("not sent", '"not json {"')
+
+
+def test_e141_many_tasks_keep_the_markdown_bounded() -> None:
+    """1,000 dropped tasks, each sending long values of its own: three tasks per open change
+    row, every value cut; the summary stays the size of a pull-request comment."""
+    sent = {
+        side: [json.dumps({"orderId": f"{side}-{MARKER}-" + "v" * 500, f"k-{side}": 1})]
+        for side in ("base", "cand")
+    }
+    changes = _changes(1_000, sent, kept=True)
+    assert len(changes.argument_values) == 3_000
+    comparison = paired_verdict.Comparison(
+        suite_id="acme.team.evals.support",
+        suite_version="1.0.0",
+        baseline_run_id="acme/base",
+        candidate_run_id="acme/cand",
+        paired_task_count=1_000,
+        score_delta=-1.0,
+        verdict="regressed",
+        method="paired-t",
+        alpha=0.05,
+        changes=changes,
+    )
+    text = markdown_summary(RegressionReport(comparisons=[comparison], unpaired=[]))
+    values = tables(text)[2]
+    assert len(values) == 1 + 3 * 3  # three changes open, three tasks each
+    assert len(text) < 5_000
