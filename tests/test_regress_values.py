@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pytest
 from click.testing import CliRunner
 from junitparser import Failure, JUnitXml
 from markdown_it import MarkdownIt
@@ -94,21 +95,19 @@ def _failures(xml: JUnitXml) -> dict[str, Failure]:
     }
 
 
-def test_e141_values_are_in_no_output_without_the_option(tmp_path: Path) -> None:
-    got = _regress(tmp_path, _logs(tmp_path))
-    assert got["code"] == got["json_code"] == 1
-    for name in ("terminal", "json", "markdown", "junit"):
-        assert MARKER not in got[name], name
-    # the path is named everywhere: the change is there, only its values are not
-    for name in ("terminal", "markdown", "junit"):
-        assert OTHER_ORDER_ID in got[name], name
-    assert "other-args:crm:lookup:orderId" in got["json"]
-    assert "argument values" not in got["markdown"].lower()
-
-
-def test_e141_values_are_in_the_markdown_and_junit_files_with_it(tmp_path: Path) -> None:
+def test_e141_values_are_in_no_output_without_the_option_and_in_the_two_files_with_it(
+    tmp_path: Path,
+) -> None:
     argv = _logs(tmp_path)
     without = _regress(tmp_path, argv)
+    assert without["code"] == without["json_code"] == 1
+    for name in ("terminal", "json", "markdown", "junit"):
+        assert MARKER not in without[name], name
+    # the path is named everywhere: the change is there, only its values are not
+    for name in ("terminal", "markdown", "junit"):
+        assert OTHER_ORDER_ID in without[name], name
+    assert "other-args:crm:lookup:orderId" in without["json"]
+    assert "argument values" not in without["markdown"].lower()
     got = _regress(tmp_path, argv, "--with-argument-values")
     # the verdict, the exit code, the terminal and --json: byte for byte unchanged (§H)
     for name in ("code", "terminal", "json_code", "json"):
@@ -162,6 +161,7 @@ def test_e141_the_option_without_a_file_is_a_usage_error(tmp_path: Path) -> None
         assert MARKER in Path(one[1]).read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_e141_a_tasks_table_side_adds_nothing(tmp_path: Path) -> None:
     """A tasks table holds no calls: with the option, the files are byte for byte those without
     it, and they say the calls need the event logs."""
@@ -180,6 +180,7 @@ def test_e141_a_tasks_table_side_adds_nothing(tmp_path: Path) -> None:
     assert "Calls not compared: a side is a tasks table" in got["markdown"]
 
 
+@pytest.mark.slow
 def test_e141_values_are_cut_and_escaped_for_each_format(tmp_path: Path) -> None:
     """A value that is markup, a control character and a long tail: in the Markdown one cell of
     plain text, in the XML text that parses; each cut to VALUE_CHARS with `…` (the tail,
