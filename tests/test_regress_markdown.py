@@ -37,6 +37,8 @@ def tables(text: str) -> list[list[list[str]]]:
             row = []
         elif token.type == "tr_close" and row is not None:
             found[-1].append(row)
+        elif token.type == "table_close":
+            row = None  # the text after a table is no cell of it
         elif token.type == "inline" and row is not None and token.children is not None:
             row.append(_text(token.children))
         elif token.type in ("th_close", "td_close") and row is not None and len(row) == 0:

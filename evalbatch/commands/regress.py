@@ -175,7 +175,16 @@ from evalbatch.options import (
     metavar="FILE",
     help="Also write the verdict and what changed as Markdown to FILE, for a pull-request "
     "comment or a CI job summary (E-138; default: none); names tools and argument paths, "
-    "never values.",
+    "never values (unless --with-argument-values).",
+)
+@click.option(
+    "--with-argument-values",
+    "argument_values",
+    is_flag=True,
+    help="Add to the --markdown and --junit files, for reading in private, the argument values "
+    "behind each changed argument path (baseline and candidate, JSON cut to 60 characters, in "
+    "a few tasks); the terminal and --json never show values, so without either file it is a "
+    "usage error (E-141; default: off, the files name tools and argument paths only).",
 )
 @quiet_option(
     "Print no comparison tables; the exit code is the verdict (warnings still on stderr)."
@@ -205,6 +214,7 @@ def regress_command(
     as_json: bool,
     markdown_path: str | None,
     junit_path: str | None,
+    argument_values: bool,
     quiet: bool,
     run_ids: tuple[str, ...],
     filter_suites: tuple[str, ...],
@@ -235,6 +245,12 @@ def regress_command(
     from evalbatch.outputs.destinations import Inputs, refuse_overwrite
     from evalbatch.reduce import paired_verdict
 
+    if argument_values and markdown_path is None and junit_path is None:
+        # the values go only to files the user places (E-141): refused rather than ignored
+        raise click.UsageError(
+            "--with-argument-values adds argument values to the --markdown and --junit files "
+            "only (the terminal and --json never show them): give --markdown FILE or --junit FILE"
+        )
     reads = Inputs(events=[base, cand], suites=list(suite_paths))
     for option, path in (("--markdown", markdown_path), ("--junit", junit_path)):
         if path is not None:  # before anything is read or written (E-120)
@@ -263,6 +279,7 @@ def regress_command(
         allow_mixed=allow_mixed,
         allow_same_run=allow_same_run,
         resources=resources,
+        argument_values=argument_values,
     )
     if as_json:
         printing.echo_json(report.report())

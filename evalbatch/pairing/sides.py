@@ -458,11 +458,14 @@ def regress_paths(
     allow_mixed: bool = False,
     allow_same_run: bool = False,
     resources: Resources | None = None,
+    argument_values: bool = False,
 ) -> RegressionReport:
     """`evalbatch regress`: pair the runs of each suite found on both sides and give a verdict
     per suite (§5). Each side is one path (a `str` or a `Path`) or a list of them: event logs,
     graded here against `suites` (read and checked once for both sides), or a `tasks.parquet`
-    that `evalbatch run` wrote.
+    that `evalbatch run` wrote. With `argument_values`, each suite's changes keep the argument
+    values behind its changed argument paths (E-141; event logs on both sides only), which the
+    Markdown and JUnit files then show; the verdicts are the same either way.
 
     Fails closed (E-65..E-67, E-114): nothing compared, a named run that is not on its side
     or was not compared, (unless `allow_same_run`) a run paired with itself or with a copy of
@@ -508,7 +511,10 @@ def regress_paths(
             "the sides were graded differently, so their scores are not comparable (compare "
             f"them anyway with --allow-mixed):{listed}"
         )
-    comparisons = [_compare_suite(suite_id, chosen[suite_id], options) for suite_id in common]
+    comparisons = [
+        _compare_suite(suite_id, chosen[suite_id], options, argument_values=argument_values)
+        for suite_id in common
+    ]
     unpaired = [("base", s) for s in sorted(base_side.suites - cand_side.suites)] + [
         ("cand", s) for s in sorted(cand_side.suites - base_side.suites)
     ]
@@ -619,9 +625,11 @@ def _compare_suite(
     options: paired_verdict.RegressOptions,
     family: paired_verdict.Family | None = None,
     with_changes: bool = True,
+    argument_values: bool = False,
 ) -> paired_verdict.Comparison:
     """One suite's verdict (under its `family` when gated with others), with each side's run,
-    grading and mean scores beside it."""
+    grading and mean scores beside it, and the changes behind it (with the argument values
+    behind them when asked, E-141)."""
     (base, base_id), (cand, cand_id) = pairs
     base_rows = base.tasks.filter(pl.col("run_id") == base_id)
     cand_rows = cand.tasks.filter(pl.col("run_id") == cand_id)
@@ -657,6 +665,7 @@ def _compare_suite(
                 cand.trials,
                 cand_id,
                 None if base.calls is None or cand.calls is None else (base.calls, cand.calls),
+                argument_values,
             )
         else:
             missing = [s.describe() for s in (base, cand) if not _has_behaviour(s.trials)]

@@ -7,7 +7,10 @@ in a suite that fails the gate is a `<failure>` whose message says by how much a
 its `<system-out>`, so the report is red exactly when the exit code is 1 for a regression (one
 input, one answer). A suite that compared nothing is one `<error>` test case. The suite's
 verdict and statistics are its `<properties>`. Names tools and argument paths, never argument
-values (the changes hold none, §H). Built with the standard library's ElementTree.
+values (the changes hold none, §H), unless the report was made with them
+(`--with-argument-values`, E-141): then a moved task's failure text or output adds, under its
+one-line message, the values behind each changed argument path it lists. Built with the
+standard library's ElementTree.
 """
 
 from __future__ import annotations
@@ -35,6 +38,20 @@ def _what_changed(task: dict[str, Any]) -> str:
     if len(keys) > LISTED:
         words.append(f"and {len(keys) - LISTED} more")
     return "; ".join(words)
+
+
+def _value_lines(changes: behaviour_changes.Changes, task: dict[str, Any]) -> list[str]:
+    """E-141: the values behind each changed argument path among the task's listed changes,
+    a line each; none when the report holds no values."""
+    lines = []
+    for key in task["changes"][:LISTED]:
+        values = changes.argument_values.get((task["taskId"], key))
+        if values is not None:
+            lines.append(
+                f"{behaviour_changes.describe_change(key)}: baseline {values.baseline} "
+                f"→ candidate {values.candidate}"
+            )
+    return lines
 
 
 def _properties(c: paired_verdict.Comparison) -> dict[str, str]:
@@ -71,18 +88,21 @@ def _suite(root: ET.Element, c: paired_verdict.Comparison) -> None:
     for task_id, difference in c.task_differences:
         case = ET.SubElement(suite, "testcase", classname=name, name=_text(task_id))
         task = moved.get(task_id)
+        values: list[str] = []
         if task is not None:
             direction, why = task["direction"], _what_changed(task)
+            values = _value_lines(c.changes, task) if c.changes is not None else []
         elif c.changes is None and difference != 0:
             direction, why = ("dropped" if difference < 0 else "rose"), unknown
         else:
             continue
         line = f"{direction} {difference:+.4f}: {why}"
+        body = "\n".join(_text(text) for text in [line, *values])  # each escaped, E-83
         if direction == "dropped" and c.fails_gate:
             failures += 1
-            ET.SubElement(case, "failure", message=_text(line), type="regressed").text = _text(line)
+            ET.SubElement(case, "failure", message=_text(line), type="regressed").text = body
         else:
-            ET.SubElement(case, "system-out").text = _text(line)
+            ET.SubElement(case, "system-out").text = body
     suite.set("tests", str(len(c.task_differences)))
     suite.set("failures", str(failures))
     suite.set("errors", "0")

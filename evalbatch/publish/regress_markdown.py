@@ -6,7 +6,10 @@ most shared by the tasks that dropped (and those that rose) in a table, the rest
 `<details>`. Bounded whatever the number of tasks: at most `SHOWN` change rows per direction
 open, `FOLDED` more folded, then a count. Ids and tool names come from the logs: every cell is
 escaped so that it stays one cell of text (no pipe, markup, HTML or line break of its own).
-Argument values, tool outputs and prompts are never in it (the changes hold none, §H).
+Tool outputs and prompts are never in it, nor argument values (the changes hold none, §H)
+unless the report was made with them (`--with-argument-values`, E-141): then, under each open
+table, the values behind its changed argument paths in a few of their tasks, and a line under
+the headline saying the file holds them.
 """
 
 from __future__ import annotations
@@ -75,6 +78,30 @@ def _change_rows(counts: list[behaviour_changes.ChangeCount], moved: int) -> lis
     return rows
 
 
+def _value_rows(
+    changes: behaviour_changes.Changes, counts: list[behaviour_changes.ChangeCount]
+) -> list[str]:
+    """E-141: the argument values behind the changed argument paths among `counts`, one row
+    per example task; nothing when the report holds no values."""
+    rows = [
+        f"| {cell(count.description)} | {cell(task)} | {cell(values.baseline)} "
+        f"| {cell(values.candidate)} |"
+        for count in counts
+        for task, values in changes.examples(count)
+    ]
+    if not rows:
+        return []
+    return [
+        f"Argument values behind the changes above, in up to {behaviour_changes.VALUE_TASKS} "
+        f"of their tasks (JSON, each value cut to {behaviour_changes.VALUE_CHARS} characters):",
+        "",
+        "| change | task | baseline | candidate |",
+        "|---|---|---|---|",
+        *rows,
+        "",
+    ]
+
+
 def _changes(c: paired_verdict.Comparison) -> list[str]:
     lines = [f"### {cell(c.suite_id)}: what changed", ""]
     if c.changes is None:
@@ -95,6 +122,7 @@ def _changes(c: paired_verdict.Comparison) -> list[str]:
             "|---|---:|---:|",
         ]
         lines += [*header, *_change_rows(counts[:SHOWN], moved), ""]
+        lines += _value_rows(changes, counts[:SHOWN])
         folded = counts[SHOWN : SHOWN + FOLDED]
         if folded:
             lines += [
@@ -118,6 +146,12 @@ def _changes(c: paired_verdict.Comparison) -> list[str]:
 def markdown_summary(report: RegressionReport) -> str:
     """The whole summary, ending in a newline."""
     lines = [_headline(report), ""]
+    if any(c.changes is not None and c.changes.argument_values for c in report.comparisons):
+        lines += [
+            "**This summary holds argument values from the logs** (`--with-argument-values`): "
+            "post it only where the logs themselves may be read.",
+            "",
+        ]
     lines += [
         "| suite | verdict | paired tasks | compares | mean paired difference | interval | p "
         "| other score moved |",

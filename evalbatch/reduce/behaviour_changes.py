@@ -14,7 +14,9 @@ longer calls billing:refund: 7 of 9").
 The profiles come from the trials table the grading already wrote and the calls from the
 grading itself (no second read of the logs), as Polars expressions over all tasks at once; only
 the arguments of the calls compared are parsed, in Python. The changes name tools and argument
-paths, never argument values, tool outputs or prompts (§H).
+paths, never argument values, tool outputs or prompts (§H). Only when asked (E-141) are the
+values behind each changed argument path kept beside them, bounded, for the files a user reads
+in private; the JSON of the changes never holds them.
 """
 
 from __future__ import annotations
@@ -58,6 +60,12 @@ FIGURES: dict[str, str] = {
 
 #: the trajectory reasons the trials table writes (docs/tables.md), in the order a tie is broken
 REASONS = ("forbidden", "missing", "order", "extra", "arguments", "no-bracket", "delegates-unseen")
+
+#: E-141: the tasks whose argument values a change shows, the values shown per side and task,
+#: and the characters of JSON text each keeps (a cut one ends in `…`)
+VALUE_TASKS = 3
+VALUES_SHOWN = 3
+VALUE_CHARS = 60
 
 
 def _profile_exprs() -> list[pl.Expr]:
@@ -186,6 +194,37 @@ class ChangeCount:
         }
 
 
+def _as_json(value: str) -> str:
+    """A value as JSON text: a parsed argument's value is one (ASCII, control characters
+    escaped); inputs that were not JSON at all are quoted as a JSON string."""
+    try:
+        json.loads(value)
+    except ValueError:
+        return json.dumps(value)
+    return value
+
+
+def _shown_values(values: list[str] | None) -> str:
+    """One side's values at an argument path as one bounded line: the first VALUES_SHOWN JSON
+    texts, each cut to VALUE_CHARS, then how many more; `not sent` when no call of the side
+    had the path."""
+    if not values:
+        return "not sent"
+    shown = [_as_json(v) for v in values[:VALUES_SHOWN]]
+    shown = [v if len(v) <= VALUE_CHARS else v[: VALUE_CHARS - 1] + "…" for v in shown]
+    rest = len(values) - VALUES_SHOWN
+    return ", ".join(shown) + (f" and {rest} more" if rest > 0 else "")
+
+
+@dataclass(frozen=True)
+class ArgumentValues:
+    """What one task sent at one changed argument path (`other-args`), on each side: argument
+    values, content of the logs, so only files asked for with them hold it (E-141)."""
+
+    baseline: str  # `_shown_values` of the baseline's values
+    candidate: str
+
+
 @dataclass
 class Changes:
     """The behaviour changes of one suite's comparison (E-136)."""
@@ -199,9 +238,18 @@ class Changes:
     #: the calls were compared: both sides were event logs graded here (a tasks table holds no
     #: calls; the call-level view needs the logs)
     call_level: bool = False
+    #: E-141, only when asked: (taskId, `other-args` change) -> the values behind it, for each
+    #: task that moved; never in `report()` (§H)
+    argument_values: dict[tuple[str, str], ArgumentValues] = field(default_factory=dict)
+
+    def examples(self, count: ChangeCount) -> list[tuple[str, ArgumentValues]]:
+        """The values behind a change in its first VALUE_TASKS tasks (taskId order), when kept."""
+        kept = self.argument_values
+        tasks = count.task_ids[:VALUE_TASKS]
+        return [(task, kept[task, count.key]) for task in tasks if (task, count.key) in kept]
 
     def report(self) -> dict[str, object]:
-        """The `changes` block of `regress --json` (docs/regress.md)."""
+        """The `changes` block of `regress --json` (docs/regress.md): no argument value."""
         return {
             "tasksDropped": self.dropped_count,
             "tasksRose": self.rose_count,
@@ -256,11 +304,13 @@ def call_changes(
     base_run: str,
     cand_calls: pl.DataFrame,
     cand_run: str,
-) -> pl.DataFrame:
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(task_id, change) for each call-level change of the tasks named: a tool the baseline
     called and the candidate never does (`no-longer-calls:TOOL`), the reverse
     (`newly-calls:TOOL`), and a tool both call whose argument values at a path differ between
-    the two sides (`other-args:TOOL:PATH`; values compared as sets over the task's trials)."""
+    the two sides (`other-args:TOOL:PATH`; values compared as sets over the task's trials).
+    Beside it, the values behind each `other-args` change (task_id, change, base, cand: each
+    side's JSON texts, sorted; null where it never sent the path), which E-141 may show."""
     sides = []
     for name, calls, run_id in (("base", base_calls, base_run), ("cand", cand_calls, cand_run)):
         sides.append(
@@ -305,9 +355,11 @@ def call_changes(
         .select(
             "task_id",
             change=pl.lit("other-args:") + pl.col("tool_name") + pl.lit(":") + pl.col("path"),
+            base="value",
+            cand="value_right",
         )
     )
-    return pl.concat([dropped, added, other]).unique()
+    return pl.concat([dropped, added, other.select("task_id", "change")]).unique(), other
 
 
 def _order(change: pl.Expr) -> pl.Expr:
@@ -329,11 +381,14 @@ def behaviour_changes(
     cand_trials: pl.DataFrame,
     cand_run: str,
     calls: tuple[pl.DataFrame, pl.DataFrame] | None = None,
+    argument_values: bool = False,
 ) -> Changes:
     """The changes behind one suite's comparison. `paired` is `paired_verdict.paired_tasks` of
     the two runs (candidate columns end in `_cand`) and `column` the score the verdict compares;
     a task moved when that score or its pass changed (candidate below or above the baseline).
-    With `calls` (each side's `shard.counted_calls`), the call-level changes are found too."""
+    With `calls` (each side's `shard.counted_calls`), the call-level changes are found too, and
+    with `argument_values` the values behind each changed argument path of a moved task are kept
+    (E-141: off unless a user asks, since they are the logs' content)."""
     tasks = paired.select(
         "task_id",
         difference=pl.col(f"{column}_cand") - pl.col(column),
@@ -363,9 +418,11 @@ def behaviour_changes(
         "task_id", *[pl.col(f"change:{key}").alias(key) for key in flags]
     ).unpivot(index="task_id", variable_name="change", value_name="shown")
     found = long.filter("shown").select("task_id", "change")
+    values = None
     if calls is not None:
         task_ids = both["task_id"].to_list()
-        found = pl.concat([found, call_changes(task_ids, calls[0], base_run, calls[1], cand_run)])
+        by_call, values = call_changes(task_ids, calls[0], base_run, calls[1], cand_run)
+        found = pl.concat([found, by_call])
     # a moved task with none of the changes: only the host's score moved
     quiet = both.filter(~pl.col("steady")).select("task_id").join(found, on="task_id", how="anti")
     found = pl.concat([found, quiet.with_columns(change=pl.lit("none"))]).with_columns(
@@ -407,6 +464,12 @@ def behaviour_changes(
             for row in ranked.iter_rows(named=True)
         )
     both = both.filter(~pl.col("steady"))
+    if argument_values and values is not None:
+        kept = values.join(both.select("task_id"), on="task_id")  # the moved tasks only
+        changes.argument_values = {
+            (task, change): ArgumentValues(_shown_values(base), _shown_values(cand))
+            for task, change, base, cand in kept.iter_rows()
+        }
     per_task = found.group_by("task_id", maintain_order=True).agg(pl.col("change"))
     listed = dict(per_task.iter_rows())
     for row in both.iter_rows(named=True):
