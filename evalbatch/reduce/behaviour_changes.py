@@ -15,6 +15,9 @@ The profiles come from the trials table the grading already wrote and the calls 
 grading itself (no second read of the logs), as Polars expressions over all tasks at once; only
 the arguments of the calls compared are parsed, in Python. The changes name tools and argument
 paths, never argument values, tool outputs or prompts (§H).
+
+Where a reader scans them, the first changes of each direction are worded and bounded once, by
+`direction_lines`.
 """
 
 from __future__ import annotations
@@ -58,6 +61,14 @@ FIGURES: dict[str, str] = {
 
 #: the trajectory reasons the trials table writes (docs/tables.md), in the order a tie is broken
 REASONS = ("forbidden", "missing", "order", "extra", "arguments", "no-bracket", "delegates-unseen")
+
+#: change lines shown per direction where a reader scans them (the terminal); the rest are
+#: counted
+SHOWN_CHANGES = 3
+
+#: what a comparison says when a side holds no calls (a tasks table): the changes stop at the
+#: tables, and the calls are compared only from the event logs
+CALLS_NOT_COMPARED = "calls not compared: a side is a tasks table; the calls need its event logs"
 
 
 def _profile_exprs() -> list[pl.Expr]:
@@ -211,6 +222,49 @@ class Changes:
             "rose": [c.report() for c in self.rose],
             "tasks": self.tasks,
         }
+
+
+@dataclass(frozen=True)
+class DirectionLines:
+    """One direction of the bounded summary (`direction_lines`): its heading, its first changes
+    as lines and how many it leaves out, in the words the terminal prints and the report
+    shows."""
+
+    heading: str
+    lines: list[str]
+    others: int
+
+    @property
+    def rest(self) -> str:
+        """The line that counts the changes left out (each front end says where they are)."""
+        return f"and {self.others} other change(s)"
+
+
+def change_line(count: ChangeCount) -> str:
+    """`fewer tool calls: 4 of 8`, with how many tasks that did not move show it too."""
+    line = f"{count.description}: {count.tasks} of {count.of}"
+    if count.steady:
+        line += f" (and {count.steady} of {count.steady_of} that did not move)"
+    return line
+
+
+def direction_lines(changes: Changes, limit: int = SHOWN_CHANGES) -> list[DirectionLines]:
+    """Per direction some task moved (drops first), its first `limit` changes in rank order and
+    a count of the rest: bounded however many tasks moved, one wording wherever it is read."""
+    found = []
+    for label, counts, moved in (
+        ("dropped", changes.dropped, changes.dropped_count),
+        ("rose", changes.rose, changes.rose_count),
+    ):
+        if moved:
+            found.append(
+                DirectionLines(
+                    f"changes in the {moved} task(s) that {label}:",
+                    [change_line(count) for count in counts[:limit]],
+                    max(len(counts) - limit, 0),
+                )
+            )
+    return found
 
 
 #: a side's profile as the `tasks` entries of the JSON show it: (JSON key, profile column)
