@@ -16,8 +16,9 @@ grading itself (no second read of the logs), as Polars expressions over all task
 the arguments of the calls compared are parsed, in Python. The changes name tools and argument
 paths, never argument values, tool outputs or prompts (§H).
 
-Where a reader scans them, the first changes of each direction are worded and bounded once, by
-`direction_lines`.
+Where a reader scans them (the terminal, the report), the first changes of each direction are
+worded and bounded once, by `direction_lines`; `table_changes` gives the report the changes of
+two runs graded into one output directory, as `regress` gives them for a tasks table (E-142).
 """
 
 from __future__ import annotations
@@ -62,8 +63,8 @@ FIGURES: dict[str, str] = {
 #: the trajectory reasons the trials table writes (docs/tables.md), in the order a tie is broken
 REASONS = ("forbidden", "missing", "order", "extra", "arguments", "no-bracket", "delegates-unseen")
 
-#: change lines shown per direction where a reader scans them (the terminal); the rest are
-#: counted
+#: change lines shown per direction where a reader scans them (the terminal, the report); the
+#: rest are counted
 SHOWN_CHANGES = 3
 
 #: what a comparison says when a side holds no calls (a tasks table): the changes stop at the
@@ -475,3 +476,14 @@ def behaviour_changes(
             }
         )
     return changes
+
+
+def table_changes(
+    paired: pl.DataFrame, column: str, trials: pl.DataFrame, base_run: str, cand_run: str
+) -> Changes:
+    """The changes between two runs whose counted trials are in one trials table (an output
+    directory of `evalbatch run`): what `regress` gives when its sides are the tables (the same
+    profiles and ranking), the calls not compared since the tables hold none (E-142). `paired`
+    and `column` are as `behaviour_changes` takes them."""
+    both = trials.filter(pl.col("run_id").is_in([base_run, cand_run])).select(list(TRIAL_COLUMNS))
+    return behaviour_changes(paired, column, both, base_run, both, cand_run)
