@@ -52,6 +52,8 @@ from tests.helpers import (
     write_events,
     write_json,
 )
+from tests.logbuilder import EPOCH, LogBuilder, golden, traj
+from tests.logbuilder import suite as suite_doc
 
 #: a slow family (the HTML report of a 500-run night, charts drawn):
 #: `make check` leaves it out, `make test` runs it
@@ -457,9 +459,10 @@ def _element(page: str, anchor: str) -> str:
 
 
 def _rows(fragment: str) -> list[list[str]]:
-    """Every body row of the tables in `fragment`, as cell texts."""
+    """Every body row of the tables in `fragment`, as cell texts; the row under a regression
+    saying what changed behind it is read by `_changes_rows` (E-142)."""
     rows = []
-    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", fragment, re.S):
+    for row in re.findall(r'<tr(?! class="changes")[^>]*>(.*?)</tr>', fragment, re.S):
         cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
         if cells:
             rows.append([html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in cells])
@@ -1004,3 +1007,245 @@ def test_e106_runs_data_holds_no_nan(tmp_path: Path) -> None:
     parsed = json.loads(data.group(1), parse_constant=reject)
     costs = {row[1]: row[12] for row in parsed["runs"]}
     assert costs[first["runId"]] is None
+
+
+# --------------------------------------------------------------------------------------------
+# What changed behind a regression (E-142)
+
+LOOKUP, REFUND, REFUND_ALL = (
+    "crm:lookup-SECRET",
+    "billing:refund-SECRET",
+    "billing:refund-all-SECRET",
+)
+PLANTED_TASKS = [f"task-{i:02d}" for i in range(12)]
+#: the candidate's id holds a space and glob characters: its commands must quote and escape it
+PLANTED_RUNS = {"base": "acme/run-base", "cand": "acme/run cand[2]*", "alike": "acme/run-alike"}
+#: how each run behaves, by task (any other task calls LOOKUP then REFUND, for $0.01): the
+#: candidate drops the refund on five tasks (and costs more there), calls a forbidden tool on
+#: two, costs more on one it still passes, and mends the order the baseline got wrong on one;
+#: the alike run behaves as the baseline
+PLANTED_BEHAVIOUR = {
+    "base": {PLANTED_TASKS[8]: "reordered"},
+    "cand": {
+        **dict.fromkeys(PLANTED_TASKS[0:5], "dropped-refund"),
+        **dict.fromkeys(PLANTED_TASKS[5:7], "forbidden"),
+        PLANTED_TASKS[7]: "costlier",
+    },
+    "alike": {PLANTED_TASKS[8]: "reordered"},
+}
+#: what the page says changed behind the candidate's regression: 7 tasks dropped, 1 rose, 4
+#: did not move (one of them costlier), in the terminal's words and bound (3 a direction)
+PLANTED_LINES = [
+    "changes in the 7 task(s) that dropped:",
+    "tool path no longer matches (missing): 5 of 7",
+    "fewer tool calls: 5 of 7",
+    "higher cost: 5 of 7 (and 1 of 4 that did not move)",
+    "and 3 other change(s) (the command below lists them with --json)",
+    "changes in the 1 task(s) that rose:",
+    "tool path matches where it did not: 1 of 1",
+]
+
+
+def _planted_calls(behaviour: str | None) -> list[str]:
+    return {
+        None: [LOOKUP, REFUND],
+        "dropped-refund": [LOOKUP],
+        "forbidden": [LOOKUP, REFUND, REFUND_ALL],
+        "reordered": [REFUND, LOOKUP],
+        "costlier": [LOOKUP, REFUND],
+    }[behaviour]
+
+
+def write_planted(root: Path) -> Path:
+    """The baseline, the planted candidate and the alike run (both naming the baseline, so both
+    carry a regression block) in one event file, graded into root/out with the library API,
+    which records the paths it was given (E-118)."""
+    rows: list[dict[str, Any]] = []
+    for day, (name, run_id) in enumerate(PLANTED_RUNS.items()):
+        log = LogBuilder(run_id, EPOCH + timedelta(days=day))
+        extra = {} if name == "base" else {"baselineRunId": PLANTED_RUNS["base"]}
+        log.eval_started(task_count=len(PLANTED_TASKS), **extra)
+        for task in PLANTED_TASKS:
+            behaviour = PLANTED_BEHAVIOUR[name].get(task)
+            cost = 0.05 if behaviour in ("dropped-refund", "costlier") else 0.01
+            log.trial(
+                task, _planted_calls(behaviour), [{"costEstimateUsd": cost}], duration_ms=1000
+            )
+        log.eval_completed()
+        rows += log.rows
+    events = write_events(root / "events" / "planted.parquet", rows)
+    path = traj("in-order", [LOOKUP, REFUND], forbidden=[REFUND_ALL])
+    doc = suite_doc(*(golden(task, path) for task in PLANTED_TASKS))
+    suites = write_json(root / "suites" / "planted.json", doc)
+    out = root / "out"
+    api.write_outputs([events], out, [suites])
+    return out
+
+
+@pytest.fixture(scope="module")
+def planted_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_planted(tmp_path_factory.mktemp("planted"))
+
+
+class _Lines(HTMLParser):
+    """The text of every `<p>` and `<li>` in a fragment, in order, as a browser shows it."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.lines: list[str] = []
+        self._depth = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("p", "li"):
+            self.lines.append("")
+            self._depth += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("p", "li"):
+            self._depth -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self._depth:
+            self.lines[-1] += data
+
+
+def _changes_rows(page: str) -> list[tuple[str, list[str]]]:
+    """Each regression row of the verdict with what changed behind it: (candidate run id, the
+    lines of the row under it)."""
+    part = _element(page, "regressions")
+    found = []
+    for run_id, row in re.findall(
+        r'<tr class="changed"><td><a [^>]*><code>([^<]*)</code>.*?</tr>'
+        r'(<tr class="changes">.*?</tr>)',
+        part,
+        re.S,
+    ):
+        lines = _Lines()
+        lines.feed(row)
+        lines.close()
+        found.append((html.unescape(run_id), lines.lines))
+    assert len(found) == part.count('<tr class="changes">')
+    return found
+
+
+def _terminal_changes(output: str) -> list[str]:
+    """The change lines `regress` prints (E-136), stripped of their indent."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("  changes in the "))
+    return [
+        line.strip() for line in lines[start:] if line.startswith("    ") or "changes in" in line
+    ]
+
+
+def test_e142_a_regression_says_what_changed_behind_it(planted_out: Path) -> None:
+    """E-142: under the candidate's regression the verdict says what changed, from the tables:
+    per direction the changes its tasks share most, with exact counts and their background, at
+    most three, the rest counted, in the words `regress` prints for the same tables; then that
+    the calls need the event logs. The run that behaves as its baseline (unchanged) shows none,
+    and no tool name reaches the page (§H)."""
+    page = reporting.write_report(planted_out)[0].read_text(encoding="utf-8")
+    ((run_id, lines),) = _changes_rows(page)
+    assert run_id == PLANTED_RUNS["cand"]
+    assert lines[:-1] == PLANTED_LINES
+    assert lines[-1].startswith(
+        "(calls not compared: a side is a tasks table; the calls need its event logs) From the "
+        "event logs, calls included: evalbatch regress "
+    )
+    listed = [row[0] for row in _rows(_element(page, "regressions"))]
+    assert listed == [PLANTED_RUNS["cand"]]  # the alike run is unchanged: no row, no changes
+    for marker in LEAK_MARKERS:
+        assert marker not in page
+
+    # the terminal's words and counts, from `regress` over the same tables (E-136)
+    tasks = planted_out / "tasks.parquet"
+    argv = ["regress", str(tasks), str(tasks)]
+    argv += ["--base-run-id", PLANTED_RUNS["base"], "--cand-run-id", PLANTED_RUNS["cand"]]
+    shown = CliRunner().invoke(cli.cli, argv)
+    assert shown.exit_code == 1, shown.output
+    terminal = _terminal_changes(shown.output)
+    assert terminal[:4] == PLANTED_LINES[:4]
+    assert terminal[4] == "and 3 other change(s) (--json lists them)"
+    assert terminal[5:7] == PLANTED_LINES[5:7]
+    assert (
+        terminal[7]
+        == "(calls not compared: a side is a tasks table; the calls need its event logs)"
+    )
+    # and every change, not only those shown: the one function behind both (E-142)
+    out = outdir.load(planted_out)
+    items = report_views.regression_views(
+        report_views.run_views(out), out.table("tasks"), trials=out.table("trials")
+    )
+    (item,) = [i for i in items if i.block["verdict"] == "regressed"]
+    report = api.regress_paths(
+        tasks, tasks, base_run=PLANTED_RUNS["base"], cand_run=PLANTED_RUNS["cand"]
+    )
+    (comparison,) = report.comparisons
+    assert item.changes is not None and comparison.changes is not None
+    assert item.changes.report() == comparison.changes.report()
+    assert [i.changes for i in items if i.block["verdict"] != "regressed"] == [None]
+
+
+def test_e142_the_regress_command_compares_the_calls(planted_out: Path) -> None:
+    """E-142: the command under a regression names the event and suite paths `run` was given
+    (E-118), reads only the two runs (their ids escaped as globs, quoted for the shell), runs as
+    it stands and gives the same changes and the calls behind them."""
+    page = reporting.write_report(planted_out)[0].read_text(encoding="utf-8")
+    (command,) = [code for code in _texts(page).codes if code.startswith("evalbatch regress ")]
+    words = shlex.split(command)
+    events = str(planted_out.parent / "events" / "planted.parquet")
+    base, cand = PLANTED_RUNS["base"], PLANTED_RUNS["cand"]
+    assert words == [
+        "evalbatch",
+        "regress",
+        events,
+        events,
+        "--suites",
+        str(planted_out.parent / "suites" / "planted.json"),
+        "--run-id",
+        base,
+        "--run-id",
+        "acme/run cand[[]2][*]",
+        "--base-run-id",
+        base,
+        "--cand-run-id",
+        cand,
+    ]
+    ran = CliRunner().invoke(cli.cli, [*words[1:], "--json"])
+    assert ran.exit_code == 1, ran.output
+    (comparison,) = json.loads(ran.output)["comparisons"]
+    changes = comparison["changes"]
+    assert (changes["tasksDropped"], changes["tasksRose"], changes["callLevel"]) == (7, 1, True)
+    counted = {c["change"]: c["tasks"] for c in changes["dropped"]}
+    assert counted["no-longer-calls:billing:refund-SECRET"] == 5
+    assert counted["newly-calls:billing:refund-all-SECRET"] == 2
+    assert {key: counted[key] for key in ("path-broke:missing", "tool-calls:fewer")} == {
+        "path-broke:missing": 5,
+        "tool-calls:fewer": 5,
+    }
+    assert len(counted) == 8  # the page's six, and the two calls only the logs hold
+
+
+def test_e142_a_pair_that_behaves_alike_shows_no_change(tmp_path: Path) -> None:
+    """E-142: a regression whose runs behave alike (only the host's score fell) says no change
+    in tool path or efficiency, and a pair that did not regress shows no changes at all."""
+    out = _compared_pair(tmp_path / "regressed", regressed=True)
+    page = reporting.write_report(out)[0].read_text(encoding="utf-8")
+    ((run_id, lines),) = _changes_rows(page)
+    assert run_id == "acme/pair-cand"
+    assert lines[:-1] == [
+        "changes in the 4 task(s) that dropped:",
+        "no change in tool path or efficiency (the host's score moved): 4 of 4",
+    ]
+    # the baseline's task rows gone: the changes are not known, and the row says why
+    loaded = outdir.load(out)
+    views = report_views.run_views(loaded)
+    tasks = loaded.table("tasks").filter(pl.col("run_id") != "acme/pair-base")
+    items = report_views.regression_views(views, tasks, trials=loaded.table("trials"))
+    verdict = verdict_section.verdict_section(views, items, [], loaded.inputs)
+    ((_, lines),) = _changes_rows(verdict)
+    assert lines == ["changes: not known: the baseline's task rows are not in this directory."]
+
+    out = _compared_pair(tmp_path / "unchanged", regressed=False)
+    page = reporting.write_report(out)[0].read_text(encoding="utf-8")
+    assert _changes_rows(page) == []
+    assert "changes in the" not in page and "calls not compared" not in page

@@ -26,7 +26,14 @@ from evalbatch.outputs import outdir
 from evalbatch.publish import html_report as reporting
 from evalbatch.publish import runs_table, svg_figures, worst_runs
 from tests.helpers import SAMPLE_EVENTS, SAMPLE_SUITES, SAMPLES, generated_log
-from tests.test_report import NIGHT_RUNS, SAMPLE_CHARTS, write_night
+from tests.test_report import (
+    NIGHT_RUNS,
+    PLANTED_LINES,
+    PLANTED_RUNS,
+    SAMPLE_CHARTS,
+    write_night,
+    write_planted,
+)
 
 #: a slow family (headless Chromium):
 #: `make check` leaves it out, `make test` runs it
@@ -199,7 +206,42 @@ def test_report_renders_in_headless_chromium(all_page: Path, tmp_path: Path) -> 
 # --------------------------------------------------------------------------------------------
 # A night of 500 runs (E-95)
 
-NIGHT_PROBE = """
+#: what each regression's changes look like laid out (E-142): their lines as shown, whether
+#: every line and command is drawn inside its cell, the cell between the Regressions heading
+#: and the next one, and whether anything makes the table scroll sideways
+CHANGES_PROBE = """
+  const CHANGES = () => {
+    const rect = e => e.getBoundingClientRect();
+    const within = (inner, outer) => inner.left >= outer.left - 1 && inner.right <= outer.right + 1
+      && inner.top >= outer.top - 1 && inner.bottom <= outer.bottom + 1;
+    const part = rect(doc.getElementById("regressions"));
+    const next = rect(doc.getElementById("failing-suites"));
+    return [...doc.querySelectorAll("#verdict tr.changes")].map(row => {
+      const cell = row.cells[0];
+      const parts = [...cell.querySelectorAll("p, li, code")];
+      const scroller = row.closest(".table-scroll");
+      return {
+        run: row.previousElementSibling.cells[0].textContent,
+        lines: [...cell.querySelectorAll("p, li")].map(e => e.innerText),
+        top: rect(cell).top, firstLine: rect(parts[0]).bottom,
+        inCell: parts.every(e => within(rect(e), rect(cell))),
+        inPart: rect(cell).top >= part.bottom && rect(cell).bottom <= next.top
+          && within(rect(cell), rect(doc.getElementById("verdict"))),
+        sideways: scroller.scrollWidth > scroller.clientWidth
+          || parts.some(e => e.scrollWidth > e.clientWidth + 1),
+        shown: parts.every(e => {
+          const style = win.getComputedStyle(e);
+          return style.visibility === "visible" && style.display !== "none"
+            && rect(e).width > 0 && rect(e).height > 0 && style.color !== style.backgroundColor;
+        }),
+      };
+    });
+  };
+"""
+
+NIGHT_PROBE = (
+    CHANGES_PROBE
+    + """
   const box = element => {
     const b = element.getBoundingClientRect();
     return {top: b.top, bottom: b.bottom, left: b.left, right: b.right};
@@ -232,9 +274,11 @@ NIGHT_PROBE = """
   filter.dispatchEvent(new win.Event("input"));
   doc.getElementById("runs-failed").click();
   found.failed = {runs: shown().length, count: count()};
+  found.changes = CHANGES();
   found.errors = errors;
   return found;
 """
+)
 
 
 @pytest.fixture(scope="module")
@@ -272,6 +316,55 @@ def test_e95_first_screen_holds_the_verdict(
     area = crop.size[0] * crop.size[1]
     assert _colour_pixels(crop, LEAD_FAIL_BACKGROUND, 6) > 0.6 * area
     assert _colour_pixels(crop, FAIL_INK, 30) > 0.02 * area
+
+
+def test_e142_night_changes_stay_in_their_box(
+    night: tuple[Path, Path, dict[str, Any]],
+) -> None:
+    """E-142 on 500 runs at 1280x800: each of the ten regressions says what changed under its
+    row, inside the verdict's Regressions part, drawn whole in its cell, nothing scrolling
+    sideways."""
+    out, _, found = night
+    regressed = sorted(
+        (s["regression"]["scoreDelta"], run_id)
+        for run_id, s in outdir.load(out).summaries
+        if s.get("regression", {}).get("verdict") == "regressed"
+    )
+    changes = found["changes"]
+    assert [c["run"] for c in changes] == [run_id for _, run_id in regressed]
+    for shown in changes:
+        assert shown["lines"][0].startswith("changes in the "), shown
+        assert shown["inCell"] and shown["inPart"] and shown["shown"], shown
+        assert not shown["sideways"], shown
+
+
+PLANTED_PROBE = (
+    CHANGES_PROBE
+    + """
+  return {screen: [win.innerWidth, win.innerHeight], changes: CHANGES(), errors: errors};
+"""
+)
+
+
+@pytest.mark.parametrize("screen", [SCREEN, (1280, 900)], ids=["1280x800", "1280x900"])
+def test_e142_what_changed_renders_under_the_regression(
+    screen: tuple[int, int], tmp_path: Path
+) -> None:
+    """E-142 in Chromium, at the sizes the page is checked at: the planted candidate's changes
+    render under its regression, in the verdict's Regressions part, every line as the HTML
+    holds it (tests/test_report.py), drawn inside its cell with nothing scrolling sideways, and
+    their first line on the first screen."""
+    page = reporting.write_report(write_planted(tmp_path))[0]
+    found = _probe(page, PLANTED_PROBE, tmp_path, *screen)
+    assert found["errors"] == [] and found["screen"] == list(screen)
+    (shown,) = found["changes"]
+    assert shown["run"] == PLANTED_RUNS["cand"]
+    assert shown["lines"][:-1] == PLANTED_LINES
+    assert shown["lines"][-1].startswith("(calls not compared: a side is a tasks table; the ")
+    assert "evalbatch regress " in shown["lines"][-1]
+    assert shown["inCell"] and shown["inPart"] and shown["shown"], shown
+    assert not shown["sideways"], shown
+    assert 0 <= shown["top"] < shown["firstLine"] <= screen[1]
 
 
 def test_e95_runs_table_sorts_and_filters_in_chromium(

@@ -338,35 +338,24 @@ def print_comparison(
         click.echo(f"  {suite_plan.line()}")
 
 
-#: change lines printed per direction; the rest are counted (`--json` lists them all)
-SHOWN_CHANGES = 3
-
-
 def _print_changes(c: paired_verdict.Comparison) -> None:
     """What the candidate did differently on the tasks that moved (E-136): per direction, the
     changes most of its tasks share, then how many more there are. Bounded however many tasks."""
+    from evalbatch.reduce import behaviour_changes  # its wording; polars is loaded by now
+
     if c.changes_unknown is not None:
         click.echo(f"  changes: not known: {printable(c.changes_unknown)}")
     changes = c.changes
     if changes is None or not (changes.dropped_count or changes.rose_count):
         return
-    for label, counts, moved in (
-        ("dropped", changes.dropped, changes.dropped_count),
-        ("rose", changes.rose, changes.rose_count),
-    ):
-        if not moved:
-            continue
-        click.echo(f"  changes in the {moved} task(s) that {label}:")
-        for count in counts[:SHOWN_CHANGES]:
-            also = f" (and {count.steady} of {count.steady_of} that did not move)"
-            shown = f"    {printable(count.description)}: {count.tasks} of {moved}"
-            click.echo(shown + (also if count.steady else ""))
-        if len(counts) > SHOWN_CHANGES:
-            click.echo(f"    and {len(counts) - SHOWN_CHANGES} other change(s) (--json lists them)")
+    for direction in behaviour_changes.direction_lines(changes):
+        click.echo(f"  {direction.heading}")
+        for line in direction.lines:
+            click.echo(f"    {printable(line)}")
+        if direction.others:
+            click.echo(f"    {direction.rest} (--json lists them)")
     if not changes.call_level:
-        click.echo(
-            "    (calls not compared: a side is a tasks table; the calls need its event logs)"
-        )
+        click.echo(f"    ({behaviour_changes.CALLS_NOT_COMPARED})")
 
 
 def _cell(value: Any) -> str:

@@ -107,6 +107,12 @@ article.run { border-top: 1px solid var(--line); padding: 6px 0 2px; }
 article.run h3 { margin: 4px 0 2px; }
 article.run p { margin: 0 0 6px; }
 code.cmd { white-space: normal; overflow-wrap: anywhere; }
+tr.changed > td { border-bottom: 0; }
+tr.changes > td { padding-top: 0; }
+div.changes { font-size: 13px; overflow-wrap: anywhere; }
+div.changes p { margin: 2px 0; }
+div.changes ul { margin: 0 0 4px; padding-left: 22px; }
+div.changes p.calls { color: var(--muted); }
 """
 
 
@@ -163,7 +169,9 @@ def build_report(
     for view in views:
         if view.run_id not in in_full:
             view.anchor = ""  # no section of its own: its links lead to #more-runs
-    items = regression_views(views, out.table("tasks"), compared=MAX_REGRESSIONS)
+    items = regression_views(
+        views, out.table("tasks"), compared=MAX_REGRESSIONS, trials=out.table("trials")
+    )
     failing = failing_tasks(out, views)
     with svg_figures.chart_style():
         charts = regression_charts(items, {v.run_id: v for v in views})
@@ -202,7 +210,7 @@ def build_report(
         "</header>",
         f'<nav aria-label="Contents"><div class="wrap"><ol>{nav}</ol></div></nav>',
         '<main class="wrap">',
-        verdict_section(views, items, failing),
+        verdict_section(views, items, failing, out.inputs),
         runs_section(views, out),
         *(_figure_html(chart) for chart in charts),
         ""

@@ -139,7 +139,8 @@ def _changes(c: paired_verdict.Comparison) -> list[str]:
         if rest > 0:
             lines += [f"and {rest} more (`--json` lists them all).", ""]
     if not changes.call_level:
-        lines.append("Calls not compared: a side is a tasks table; the calls need its event logs.")
+        told = behaviour_changes.CALLS_NOT_COMPARED
+        lines.append(f"{told[:1].upper()}{told[1:]}.")
     return lines
 
 

@@ -19,7 +19,7 @@ import polars as pl
 
 from evalbatch.outputs.outdir import RunOutputs
 from evalbatch.publish.worst_runs import by_score, regressions_first
-from evalbatch.reduce import paired_verdict, stats
+from evalbatch.reduce import behaviour_changes, paired_verdict, stats
 
 
 @dataclass(frozen=True)
@@ -347,23 +347,29 @@ def run_views(out: RunOutputs) -> list[RunView]:
 
 @dataclass
 class RegressionView:
-    """A candidate run's regression block with the paired differences behind it."""
+    """A candidate run's regression block with the paired differences behind it and, for a
+    regression, what changed behind it (E-142)."""
 
     candidate: RunView
     block: dict[str, Any]
     differences: list[tuple[str, float]]
     comparison: paired_verdict.Comparison | None
     note: str
+    changes: behaviour_changes.Changes | None = None
 
 
 def regression_views(
-    views: Sequence[RunView], tasks: pl.DataFrame, compared: int | None = None
+    views: Sequence[RunView],
+    tasks: pl.DataFrame,
+    compared: int | None = None,
+    trials: pl.DataFrame | None = None,
 ) -> list[RegressionView]:
     """Each run's regression block; for the first `compared` blocks in regression order (all
     when None: `worst_runs.regressions_first`, the ones the page draws and lists), the block's
     comparison recomputed (the options `run` uses, with the block's method and alpha) for the
-    per-task differences and the interval. A night of 10,000 candidates runs a few dozen
-    comparisons, not 10,000 (E-106)."""
+    per-task differences and the interval, and, given the `trials` table, a regressed block's
+    behaviour changes. A night of 10,000 candidates runs a few dozen comparisons, not 10,000
+    (E-106)."""
     items = [
         RegressionView(view, view.summary["regression"], [], None, "")
         for view in views
@@ -371,12 +377,13 @@ def regression_views(
     ]
     order = regressions_first(items)
     for item in order if compared is None else order[:compared]:
-        _compare(item, tasks)
+        _compare(item, tasks, trials)
     return items
 
 
-def _compare(item: RegressionView, tasks: pl.DataFrame) -> None:
-    """Recompute one block's comparison from the task rows of both runs, in place."""
+def _compare(item: RegressionView, tasks: pl.DataFrame, trials: pl.DataFrame | None) -> None:
+    """Recompute one block's comparison from the task rows of both runs, in place; a regressed
+    block's changes from the trials table, as `regress` reads a tasks table (E-142)."""
     view, block = item.candidate, item.block
     base = tasks.filter(pl.col("run_id") == block["baselineRunId"])
     cand = tasks.filter(pl.col("run_id") == view.run_id)
@@ -384,6 +391,15 @@ def _compare(item: RegressionView, tasks: pl.DataFrame) -> None:
         item.note = " The baseline's task rows are not in this directory."
         return
     options = paired_verdict.RegressOptions(method=block["method"], alpha=block["alpha"])
+    paired = paired_verdict.paired_tasks(base, cand)
+    if trials is not None and block["verdict"] == "regressed":
+        item.changes = behaviour_changes.table_changes(
+            paired,
+            paired_verdict.score_column(options),
+            trials,
+            block["baselineRunId"],
+            view.run_id,
+        )
     comparison = paired_verdict.compare(
         base,
         cand,
@@ -392,7 +408,6 @@ def _compare(item: RegressionView, tasks: pl.DataFrame) -> None:
         base_run=block["baselineRunId"],
         cand_run=view.run_id,
     )
-    paired = base.join(cand, on="task_id", suffix="_cand").sort("task_id")
     item.differences = [
         (task, float(c) - float(b))
         for task, b, c in paired.select("task_id", "gating_score", "gating_score_cand").iter_rows()

@@ -17,6 +17,10 @@ the arguments of the calls compared are parsed, in Python. The changes name tool
 paths, never argument values, tool outputs or prompts (§H). Only when asked (E-141) are the
 values behind each changed argument path kept beside them, bounded, for the files a user reads
 in private; the JSON of the changes never holds them.
+
+Where a reader scans them (the terminal, the report), the first changes of each direction are
+worded and bounded once, by `direction_lines`; `table_changes` gives the report the changes of
+two runs graded into one output directory, as `regress` gives them for a tasks table (E-142).
 """
 
 from __future__ import annotations
@@ -66,6 +70,14 @@ REASONS = ("forbidden", "missing", "order", "extra", "arguments", "no-bracket", 
 VALUE_TASKS = 3
 VALUES_SHOWN = 3
 VALUE_CHARS = 60
+
+#: change lines shown per direction where a reader scans them (the terminal, the report); the
+#: rest are counted
+SHOWN_CHANGES = 3
+
+#: what a comparison says when a side holds no calls (a tasks table): the changes stop at the
+#: tables, and the calls are compared only from the event logs
+CALLS_NOT_COMPARED = "calls not compared: a side is a tasks table; the calls need its event logs"
 
 
 def _profile_exprs() -> list[pl.Expr]:
@@ -259,6 +271,49 @@ class Changes:
             "rose": [c.report() for c in self.rose],
             "tasks": self.tasks,
         }
+
+
+@dataclass(frozen=True)
+class DirectionLines:
+    """One direction of the bounded summary (`direction_lines`): its heading, its first changes
+    as lines and how many it leaves out, in the words the terminal prints and the report
+    shows."""
+
+    heading: str
+    lines: list[str]
+    others: int
+
+    @property
+    def rest(self) -> str:
+        """The line that counts the changes left out (each front end says where they are)."""
+        return f"and {self.others} other change(s)"
+
+
+def change_line(count: ChangeCount) -> str:
+    """`fewer tool calls: 4 of 8`, with how many tasks that did not move show it too."""
+    line = f"{count.description}: {count.tasks} of {count.of}"
+    if count.steady:
+        line += f" (and {count.steady} of {count.steady_of} that did not move)"
+    return line
+
+
+def direction_lines(changes: Changes, limit: int = SHOWN_CHANGES) -> list[DirectionLines]:
+    """Per direction some task moved (drops first), its first `limit` changes in rank order and
+    a count of the rest: bounded however many tasks moved, one wording wherever it is read."""
+    found = []
+    for label, counts, moved in (
+        ("dropped", changes.dropped, changes.dropped_count),
+        ("rose", changes.rose, changes.rose_count),
+    ):
+        if moved:
+            found.append(
+                DirectionLines(
+                    f"changes in the {moved} task(s) that {label}:",
+                    [change_line(count) for count in counts[:limit]],
+                    max(len(counts) - limit, 0),
+                )
+            )
+    return found
 
 
 #: a side's profile as the `tasks` entries of the JSON show it: (JSON key, profile column)
@@ -484,3 +539,14 @@ def behaviour_changes(
             }
         )
     return changes
+
+
+def table_changes(
+    paired: pl.DataFrame, column: str, trials: pl.DataFrame, base_run: str, cand_run: str
+) -> Changes:
+    """The changes between two runs whose counted trials are in one trials table (an output
+    directory of `evalbatch run`): what `regress` gives when its sides are the tables (the same
+    profiles and ranking), the calls not compared since the tables hold none (E-142). `paired`
+    and `column` are as `behaviour_changes` takes them."""
+    both = trials.filter(pl.col("run_id").is_in([base_run, cand_run])).select(list(TRIAL_COLUMNS))
+    return behaviour_changes(paired, column, both, base_run, both, cand_run)
