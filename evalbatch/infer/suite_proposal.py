@@ -58,6 +58,7 @@ class SuiteProposal:
 
     @property
     def with_expectation(self) -> int:
+        """How many tasks got an expectation."""
         return sum(task.calls is not None for task in self.tasks)
 
     @property
@@ -101,12 +102,9 @@ def infer_paths(
         run_filter=run_filter,
         keep_calls=True,
     )
-    suite_id, version = _one_suite(result.runs, run_filter)
-    runs = result.runs.filter(
-        (pl.col("suite_id") == suite_id) & (pl.col("suite_version") == version)
-    )
-    graded = runs.filter(pl.col("graded").fill_null(False))
-    skipped = runs.filter(~pl.col("graded").fill_null(False))["run_id"].to_list()
+    suite_id, version = _one_suite(result.runs, run_filter)  # every run selected claims it
+    graded = result.runs.filter(pl.col("graded").fill_null(False))
+    skipped = result.runs.filter(~pl.col("graded").fill_null(False))["run_id"].to_list()
     if graded.height == 0:
         errors = result.problems.filter(
             pl.col("run_id").is_in(skipped) & (pl.col("severity") == "error")
@@ -120,14 +118,9 @@ def infer_paths(
     base = choice.doc if choice is not None else None
     task_ids = _task_ids(base, result.tasks, run_ids)
     proposals = _proposals(result, run_ids, task_ids)
-    if base is not None:
-        document = _with_expectations(base, proposals, options.mode)
-    else:
-        document = _made_from_log(suite_id, version, graded, result.tasks, grade_options)
-        document["tasks"] = [
-            {"taskId": task_id, "input": {}, "expected": {"kind": "golden"}} for task_id in task_ids
-        ]
-        document = _with_expectations(document, proposals, options.mode)
+    if base is None:
+        base = _made_from_log(suite_id, version, graded, result.tasks, task_ids, grade_options)
+    document = _with_expectations(base, proposals, options.mode)
     _check_valid(document, suite_id, version)
     return SuiteProposal(
         suite_id=suite_id,
@@ -135,7 +128,7 @@ def infer_paths(
         document=document,
         tasks=[proposals[task_id] for task_id in task_ids],
         mode=options.mode,
-        suite_paths=choice.paths if choice is not None and base is not None else (),
+        suite_paths=choice.paths if choice is not None and choice.doc is not None else (),
         run_ids=run_ids,
         skipped_runs=sorted(skipped),
         problems=result.problems,
@@ -244,10 +237,12 @@ def _made_from_log(
     version: str,
     runs: pl.DataFrame,
     tasks: pl.DataFrame,
+    task_ids: list[str],
     options: GradeOptions,
 ) -> dict[str, Any]:
-    """The top of a suite made from the log (its tasks are added by the caller): what the runs
-    were graded with under D-4, written down so a regrade with the suite reads them the same."""
+    """A suite made from the log, without expectations yet: what the runs were graded with
+    under D-4, written down so a regrade with the suite reads them the same, and a golden task
+    per taskId (its input is not in the log: `{}`)."""
     doc: dict[str, Any] = {"suiteId": suite_id, "version": version}
     agents = runs["target_agent_id"].drop_nulls().unique().to_list()
     if len(agents) == 1:
@@ -258,6 +253,9 @@ def _made_from_log(
         count = tasks.filter(pl.col("run_id").is_in(runs["run_id"].to_list()))["n"].max()
         if isinstance(count, int) and count >= 1:
             doc["trials"] = {"count": count}
+    doc["tasks"] = [
+        {"taskId": task_id, "input": {}, "expected": {"kind": "golden"}} for task_id in task_ids
+    ]
     return doc
 
 
