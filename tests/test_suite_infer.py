@@ -294,6 +294,7 @@ def test_e145_no_args_without_a_stable_path_and_the_reasons_in_order() -> None:
     assert empty.calls == ({"tool": "crm:a"},)
     cases = [
         (propose("t", 0, []), "no-passing-trial", "it has no counted trial"),
+        (propose("t", 1, []), "no-passing-trial", "its 1 counted trial did not pass"),
         (propose("t", 3, [_trial(bracket=False), _trial()]), "path-unknown", None),
         (propose("t", 2, [_trial(("crm:a", {})), _trial(("crm:b", {}))]), "no-common-call", None),
         (

@@ -83,7 +83,9 @@ def propose(task_id: str, trials: int, passing: Sequence[PassingTrial]) -> Propo
     if not passing:
         if not trials:
             return none(NO_PASSING_TRIAL, "it has no counted trial")
-        return none(NO_PASSING_TRIAL, f"none of its {_count(trials, 'counted trial')} passed")
+        if trials == 1:
+            return none(NO_PASSING_TRIAL, "its 1 counted trial did not pass")
+        return none(NO_PASSING_TRIAL, f"none of its {trials} counted trials passed")
     blind = sum(not trial.has_bracket for trial in passing)
     if blind:
         return none(
