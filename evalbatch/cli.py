@@ -25,6 +25,7 @@ from evalbatch.commands.regress import regress_command
 from evalbatch.commands.report import report
 from evalbatch.commands.run import run
 from evalbatch.commands.sql import sql_command
+from evalbatch.commands.suite import suite_group
 from evalbatch.commands.validate import validate
 from evalbatch.commands.verify import verify_command
 from evalbatch.errors import EXIT_UNUSABLE
@@ -67,6 +68,7 @@ for _command in (
     report,
     explain,
     history,
+    suite_group,
 ):
     cli.add_command(_command)
 

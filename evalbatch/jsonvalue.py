@@ -150,6 +150,13 @@ def inputs_of_payload(text: str) -> Any:
     return {}
 
 
+def observed_inputs(inputs: str, exact: str | None) -> Any:
+    """A tool call's input as every comparison reads it: its `inputs` text, or, where DuckDB
+    may have rounded a number of it, the input read again from the payload's own text
+    (`exact_payload`, D-7). Raises NotJson (also past the depth Python recurses to)."""
+    return inputs_of_payload(exact) if exact else parse_value(inputs)
+
+
 def args_match(mode: ArgsMatch, expected: Any, observed: Any) -> bool:
     """Whether observed inputs match expected args under `argsMatch` (both parsed values)."""
     if mode == "ignore":

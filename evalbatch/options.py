@@ -129,6 +129,29 @@ class GradeOptions:
         check_choice("GradeOptions", "on_miss_default", self.on_miss_default, ON_MISS_DEFAULTS)
 
 
+#: the trajectory match modes (§3.2); `suite infer` writes the one chosen (E-145)
+MatchMode = Literal["exact", "in-order", "any-order", "subset"]
+MATCH_MODES: tuple[MatchMode, ...] = ("exact", "in-order", "any-order", "subset")
+
+
+@dataclass(frozen=True)
+class InferOptions:
+    """How `suite infer` writes the expectations it proposes (E-145).
+
+    Attributes:
+        mode: the `trajectory.match` of every expectation written. `in-order` by default: it
+            requires every call the passing trials agreed on, in their order, and lets a later
+            run add a call (a retry, one more lookup) without failing; `exact` fails on any
+            added call, `any-order` drops the order they all kept, and `subset` is met by a
+            trial that makes no call at all.
+    """
+
+    mode: MatchMode = "in-order"
+
+    def __post_init__(self) -> None:
+        check_choice("InferOptions", "mode", self.mode, MATCH_MODES)
+
+
 #: how the events pass parses payloads (E-108): "auto" takes the native extractor where it is
 #: built, "native" requires it, "duckdb" is the reference query alone; one answer either way
 Extractor = Literal["auto", "native", "duckdb"]

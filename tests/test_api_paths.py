@@ -136,7 +136,8 @@ def test_suites_keyword_is_the_same_everywhere() -> None:
     parameter `suites`."""
     import inspect
 
-    for name in ("grade_paths", "write_outputs", "regress_paths", "verify_paths", "explain_paths"):
+    names = ("grade_paths", "write_outputs", "regress_paths", "verify_paths", "explain_paths")
+    for name in (*names, "infer_paths"):
         parameters = inspect.signature(getattr(evalbatch, name)).parameters
         assert "suites" in parameters and "suite_paths" not in parameters, name
     assert "suites" in inspect.signature(evalbatch.connect).parameters

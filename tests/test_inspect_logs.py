@@ -461,6 +461,52 @@ def test_e111_a_starting_suite_is_written_and_validates(
     assert graded.exit_code == 0
 
 
+@pytest.mark.slow
+def test_e145_ingest_infer_and_run_an_inspect_log(tmp_path: Path, logs: dict[str, Path]) -> None:
+    """E-145 where it is meant to help: an Inspect log, its starting suite, and the
+    expectations `suite infer` proposes. Each sample gets the tool calls Inspect's reader
+    records in every epoch it scored correct, with their arguments; the sample no epoch got
+    right gets none; graded again with the suite proposed, every epoch keeps Inspect's verdict
+    and matches the calls proposed (the wrong answers called `add` as the right ones did)."""
+    path = logs["arithmetic.eval"]
+    log = _read(path)
+    suites = tmp_path / "suites"
+    result, events = _ingest(tmp_path, path, extra=("--write-suites", str(suites)))
+    assert result.exit_code == 0, result.output
+    proposed = tmp_path / "proposed.json"
+    inferred = _invoke("suite", "infer", str(events), "--suites", str(suites), "-o", str(proposed))
+    assert inferred.exit_code == 0, inferred.output
+    passing: dict[str, list[list[dict[str, Any]]]] = {}
+    for sample in log.samples:
+        calls = [{"tool": e.function, "args": e.arguments} for e in _tool_events(sample)]
+        if sample.scores["match"].value == "C":
+            passing.setdefault(inspect_logs.task_id(sample.id), []).append(calls)
+    suite = json.loads(proposed.read_text(encoding="utf-8"))
+    for task in suite["tasks"]:
+        epochs = passing.get(task["taskId"], [])
+        if not epochs:
+            assert "trajectory" not in task["expected"], task
+            assert "none (no-passing-trial)" in inferred.output
+            continue
+        assert all(calls == epochs[0] for calls in epochs)  # they agree
+        expected = [{**call, "argsMatch": "subset"} for call in epochs[0]]
+        assert task["expected"]["trajectory"] == {"match": "in-order", "calls": expected}
+    assert sorted(passing) != sorted(t["taskId"] for t in suite["tasks"])  # one never passed
+    assert _invoke("validate", str(proposed)).exit_code == 0
+    out = tmp_path / "out"
+    graded = _invoke("run", str(events), "--suites", str(proposed), "--out", str(out), "--quiet")
+    assert graded.exit_code == 0, graded.output
+    rows = {
+        (r["task_id"], r["trial_index"]): r
+        for r in pl.read_parquet(out / "trials.parquet").iter_rows(named=True)
+    }
+    for sample in log.samples:
+        row = rows[(inspect_logs.task_id(sample.id), sample.epoch - 1)]
+        assert row["passed"] is (sample.scores["match"].value == "C")
+        has_expectation = inspect_logs.task_id(sample.id) in passing
+        assert row["trajectory_matched"] is (True if has_expectation else None)
+
+
 def test_e111_task_ids_are_valid_and_never_shared() -> None:
     ids = ["sum-1", 7, "Q_12", "q-12", "Q 12", "é", "A", "a-559aead0"]
     names = [inspect_logs.task_id(i) for i in ids]

@@ -39,6 +39,7 @@ RANKS: dict[str, int] = {
     "verify": 7,
     "explain": 7,
     "history": 7,
+    "infer": 7,
     # what reads those: the report (history's trends) and a notebook's connection
     "publish": 8,
     "notebook": 8,

@@ -1,6 +1,6 @@
 """What the commands print besides one-line messages: every `--json` document (`echo_json`),
 `run`'s runs table, totals and problem counts (and their JSON), `regress`'s comparisons and
-`verify`'s tables. Ids come from the log, so
+`verify`'s tables, `suite infer`'s tasks. Ids come from the log, so
 every cell and line that holds one is printed escaped (E-83)."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # polars and rich load when a command prints, not for --help
     import polars as pl
     from rich.console import Console
 
+    from evalbatch.infer.suite_proposal import SuiteProposal
     from evalbatch.pairing import sides
     from evalbatch.reduce import paired_verdict, verdict_plan
     from evalbatch.verify.audit_report import RunVerdict, VerifyReport
@@ -492,3 +493,36 @@ def print_conformance(report: ConformanceReport, table: bool = True) -> None:
     counts = Counter(row.verdict for row in report.rows)
     described = ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items()))
     click.echo(f"conformance: {report.verdict} ({described})")
+
+
+def _proposal_source(proposal: SuiteProposal) -> str:
+    if proposal.suite_paths:
+        return f"from {', '.join(proposal.suite_paths)}"
+    return "made from the log: no suite given for it, passed as the host recorded (D-4)"
+
+
+def print_proposal(proposal: SuiteProposal, written: str) -> None:
+    """The suite, a row per task (its trials, how many passed, what it got or why not), and
+    where the file went. Ids are escaped; no tool name is printed (they are in the file)."""
+    trials = sum(task.trials for task in proposal.tasks)
+    passing = sum(task.passing for task in proposal.tasks)
+    click.echo(
+        printable(
+            f"suite {proposal.suite_id} {proposal.version}: "
+            f"{plural(len(proposal.run_ids), 'run')}, "
+            f"{plural(trials, 'counted trial')}, {passing} passed "
+            f"({_proposal_source(proposal)})"
+        )
+    )
+    rows = []
+    for task in proposal.tasks:
+        if task.calls is not None:
+            got = f"{proposal.mode}: {plural(len(task.calls), 'call')}"
+        else:
+            got = f"none ({task.reason}): {task.detail}"
+        rows.append([task.task_id, str(task.trials), str(task.passing), got])
+    _table(["task", "trials", "passed", "expectation"], rows, right={1, 2})
+    click.echo(
+        f"wrote {printable(written)}: {proposal.with_expectation} of "
+        f"{plural(len(proposal.tasks), 'task')} with an expectation"
+    )

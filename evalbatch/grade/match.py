@@ -79,7 +79,7 @@ def _observed_value(inputs: str, exact: str | None) -> Any:
     """An observed input as the comparison reads it; inputs whose numbers DuckDB may have rounded
     are read again from the payload text (`exact_payload`)."""
     try:
-        return jsonvalue.inputs_of_payload(exact) if exact else jsonvalue.parse_value(inputs)
+        return jsonvalue.observed_inputs(inputs, exact)
     except jsonvalue.NotJson:  # nested past the parser's depth (E-60): cannot match
         return _UNPARSED
 

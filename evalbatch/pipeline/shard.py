@@ -39,7 +39,8 @@ class Batch:
     #: that was missing (E-102; an incremental run regrades the parent when one changes, E-50)
     delegates: dict[str, dict[str, str | None]] = field(default_factory=dict)
     #: the target agent's calls of every counted trial (run_id, task_id, trial, call_pos,
-    #: tool_name, inputs as JSON text), kept only when asked for (`regress`'s changes, E-136)
+    #: tool_name, inputs as JSON text, exact_payload), kept only when asked for (`regress`'s
+    #: changes, E-136; `suite infer`'s expectations, E-145)
     calls: pl.DataFrame | None = None
 
 
@@ -130,14 +131,16 @@ def grade_extracted(
 
 def counted_calls(trials: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
     """The target agent's calls in each counted trial's bracket, keyed by the trial (its
-    eval.scored sequence), in call order: what a trial did, for the changes behind a verdict."""
+    eval.scored sequence), in call order: what a trial did, for the changes behind a verdict
+    and the expectations `suite infer` proposes. `exact_payload` is the call's payload text
+    where DuckDB may have rounded a number of `inputs` (`jsonvalue.observed_inputs`, D-7)."""
     counted = trials.filter("counted").select(
         "run_id", "segment_no", "task_id", pl.col("scored_seq").alias("trial")
     )
     return (
         calls.filter("by_target")
         .join(counted, on=["run_id", "segment_no"], how="inner")
-        .select("run_id", "task_id", "trial", "call_pos", "tool_name", "inputs")
+        .select("run_id", "task_id", "trial", "call_pos", "tool_name", "inputs", "exact_payload")
         .sort("run_id", "trial", "call_pos")
     )
 
