@@ -22,10 +22,22 @@ import polars as pl
 from evalbatch import jsonvalue
 from evalbatch.inputs import event_files
 
+
+class Unknown:
+    """A payload whose suite only grading can tell (`claim_of`)."""
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = Unknown()
 #: what one `eval.started` row says of its run's suite: a suite id, None (no suite named: grading
 #: finds none there), or UNKNOWN (the payload is not a JSON object as grading reads one)
-UNKNOWN = object()
-Claim = str | None | object
+Claim = str | None | Unknown
+#: each eval run's claims, one per distinct claim of its rows
+Claims = dict[str, set[Claim]]
+#: the claims read, by what they were read from (`_read_key`)
+ClaimsRead = dict[tuple[object, ...], Claims]
 
 #: every eval.started row of the chosen runs, payload as grading reads it (`source_events`)
 _STARTED = "SELECT run_id, payload FROM source_events WHERE type = 'eval.started'"
@@ -47,7 +59,7 @@ def claim_of(payload: str | None) -> Claim:
     return suite if isinstance(suite, str) else None
 
 
-def runs_to_read(claims: dict[str, set[Claim]], named: str) -> tuple[frozenset[str], str] | None:
+def runs_to_read(claims: Claims, named: str) -> tuple[frozenset[str], str] | None:
     """The runs a side whose run `named` is chosen reads, and the suite the named run's rows
     name; None when the whole side is read: the named run is no eval run here (the message
     lists the side's runs), or its rows do not name one suite.
@@ -55,21 +67,15 @@ def runs_to_read(claims: dict[str, set[Claim]], named: str) -> tuple[frozenset[s
     `claims` holds every eval run's claims (`claim_of`). A run is left unread when each of its
     rows names the named run's suite or none: grading can give it no other suite."""
     own = claims.get(named)
-    if own is None or UNKNOWN in own:
+    if own is None:
         return None
-    named_suites = {c for c in own if c is not None}
-    if len(named_suites) != 1:
+    named_suites = [c for c in own if c is not None]
+    if len(named_suites) != 1 or not isinstance(named_suites[0], str):
         return None
-    (suite,) = named_suites
-    assert isinstance(suite, str)
+    suite = named_suites[0]
     harmless: set[Claim] = {suite, None}
     read = {run for run, said in claims.items() if run == named or not said <= harmless}
     return frozenset(read), suite
-
-
-#: each eval run's claims, for the files and runs they were read from (`_read_key`)
-Claims = dict[str, set[Claim]]
-ClaimsRead = dict[tuple[object, ...], Claims]
 
 
 def _read_key(sources: event_files.Sources) -> tuple[object, ...]:
@@ -89,7 +95,7 @@ def started_claims(con: Any, sources: event_files.Sources) -> Claims:
         return frame
 
     rows = event_files.leaving_out_damaged(con, sources, read)
-    claims: dict[str, set[Claim]] = defaultdict(set)
+    claims: Claims = defaultdict(set)
     for run_id, payload in rows.iter_rows():
         claims[run_id].add(claim_of(payload))
     return dict(claims)
