@@ -137,6 +137,13 @@ def logs(tmp_path: Path) -> dict[str, Path]:
     return {"base": base, "cand": cand, "suites": plain_suites(tmp_path / "suites")}
 
 
+def naming(logs: dict[str, Path], base_run: str, cand_run: str | None = None) -> list[Any]:
+    """`regress`'s arguments over `logs` with the baseline run (and the candidate's) named."""
+    args: list[Any] = [logs["base"], logs["cand"], "--suites", logs["suites"]]
+    args += ["--base-run-id", base_run]
+    return args + (["--cand-run-id", cand_run] if cand_run is not None else [])
+
+
 def test_e140_a_named_run_gives_the_whole_logs_answer(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -147,8 +154,7 @@ def test_e140_a_named_run_gives_the_whole_logs_answer(
     """E-140: both runs named out of logs of several runs and two suites: the terminal, --json,
     --markdown, --junit and the exit code are the whole logs' byte for byte (the other suite,
     one run a side, is compared too, and the two are gated as a family, E-98)."""
-    args = [logs["base"], logs["cand"], "--suites", logs["suites"]]
-    args += ["--base-run-id", "acme/base-2", "--cand-run-id", "acme/cand-1"]
+    args = naming(logs, "acme/base-2", "acme/cand-1")
     named = regress(monkeypatch, capsys, tmp_path / "named", *args)
     whole_log()
     whole = regress(monkeypatch, capsys, tmp_path / "whole", *args)
@@ -178,17 +184,7 @@ def test_e140_the_other_runs_of_the_named_suite_are_not_read(
 
     monkeypatch.setattr(event_files, "plan_batches", counting)
     code, _, err = run_main(
-        monkeypatch,
-        capsys,
-        "regress",
-        logs["base"],
-        logs["cand"],
-        "--suites",
-        logs["suites"],
-        "--base-run-id",
-        "acme/base-2",
-        "--cand-run-id",
-        "acme/cand-1",
+        monkeypatch, capsys, "regress", *naming(logs, "acme/base-2", "acme/cand-1")
     )
     assert code in (0, 1), err
     assert graded_runs == [["acme/base-2", "acme/base-other"], ["acme/cand-1", "acme/cand-other"]]
@@ -328,17 +324,7 @@ def test_e140_a_named_run_not_on_its_side_is_said_as_before(
         if way == "whole":
             whole_log()
         for run in ("acme/typo", "acme/base-chat"):
-            said[way, run] = run_main(
-                monkeypatch,
-                capsys,
-                "regress",
-                logs["base"],
-                logs["cand"],
-                "--suites",
-                logs["suites"],
-                "--base-run-id",
-                run,
-            )
+            said[way, run] = run_main(monkeypatch, capsys, "regress", *naming(logs, run))
     for run in ("acme/typo", "acme/base-chat"):
         assert said["named", run] == said["whole", run]
         code, out, err = said["named", run]
