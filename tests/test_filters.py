@@ -15,12 +15,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
 from evalbatch import api
 from evalbatch.cli import cli
+from evalbatch.inputs import event_files
 from evalbatch.inputs.event_files import RunFilter
 from tests.helpers import (
     SAMPLE_EVENTS,
@@ -32,6 +34,7 @@ from tests.helpers import (
     write_events,
     write_json,
 )
+from tests.logbuilder import write_raw_events
 
 #: a slow family (the run filters on every command):
 #: `make check` leaves it out, `make test` runs it
@@ -119,6 +122,46 @@ def test_filtered_out_runs_are_never_read(tmp_path: Path) -> None:
     alone = tmp_path / "alone"
     api.write_outputs([write_events(tmp_path / "g.parquet", good)], alone, [suites])
     assert read_outputs(out) == read_outputs(alone)
+
+
+def test_e140_run_ids_named_on_the_column_choose_the_same_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """E-140: the chosen run ids are also named on a text run-id column, where DuckDB skips the
+    rest unread; the outputs are those of the chosen runs matched through `selected_runs` alone,
+    with a blank run id (E-3) and an integer run-id column (read as its text) beside them."""
+    suites = tmp_path / "suites"
+    write_json(suites / "basic.json", make_suite())
+    events = tmp_path / "events"
+    blank = {**standard_run("acme/run-a").rows[0], "runId": " "}
+    text = standard_run("acme/run-a").rows + standard_run("acme/run-b").rows + [blank]
+    write_events(events / "text.parquet", text)
+    numbered = [{**row, "runId": 7} for row in standard_run("7").rows]
+    write_raw_events(events / "numbered.parquet", numbered, {"runId": pa.int64()})
+    written = {}
+    for pushed in (event_files.PUSHED_RUN_IDS, 0):
+        monkeypatch.setattr(event_files, "PUSHED_RUN_IDS", pushed)
+        out = tmp_path / f"out-{pushed}"
+        chosen = ["--run-id", "acme/run-a", "--run-id", "7"]
+        result = _invoke("run", events, "--suites", suites, "--out", out, "--quiet", *chosen)
+        assert result.exit_code == 0, result.output
+        written[pushed] = read_outputs(out)
+    assert written[event_files.PUSHED_RUN_IDS] == written[0]
+    lines = written[0]["summaries.jsonl"].decode().splitlines()
+    assert [json.loads(line)["runId"] for line in lines] == ["7", "acme/run-a"]
+
+
+def test_e140_only_a_text_run_id_column_is_named_the_chosen_ids() -> None:
+    """E-140: the ids are named on the column only where its value is the run id (text: a chosen
+    id is never blank), and only up to `PUSHED_RUN_IDS` of them."""
+    assert event_files._pushed_ids("runId", "VARCHAR", frozenset({"a", "o'b"})) == (
+        "\"runId\" IN ('a', 'o''b')"
+    )
+    assert event_files._pushed_ids("runId", "VARCHAR", frozenset()) == "false"
+    assert event_files._pushed_ids("runId", "BIGINT", frozenset({"7"})) is None
+    assert event_files._pushed_ids("runId", "VARCHAR", None) is None
+    many = frozenset(str(n) for n in range(event_files.PUSHED_RUN_IDS + 1))
+    assert event_files._pushed_ids("runId", "VARCHAR", many) is None
 
 
 def test_filter_with_incremental(tmp_path: Path) -> None:

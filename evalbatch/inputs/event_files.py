@@ -318,13 +318,39 @@ def _run_id_expr(run_col: str) -> str:
     )
 
 
-def _range_filter(run_col: str, runs: RunRange | None, only: bool = False) -> str:
+#: E-140: the most chosen run ids also named as literals on the run-id column itself, which
+#: DuckDB checks against each row group's statistics: a few runs of a large log are read without
+#: decompressing the others' rows (more ids are matched through `selected_runs` alone)
+PUSHED_RUN_IDS = 1000
+
+
+def _pushed_ids(run_col: str, run_type: str, only: frozenset[str] | None) -> str | None:
+    """The chosen runs as a condition on the run-id column as stored (E-140), where it is exactly
+    `_run_id_expr`'s: a text column, whose value is the run id unless it is blank (a chosen id
+    never is); None for other types, or too many ids."""
+    if only is None or run_type.upper() != "VARCHAR" or len(only) > PUSHED_RUN_IDS:
+        return None
+    if not only:
+        return "false"
+    return f"{_ident(run_col)} IN ({', '.join(_literal(run) for run in sorted(only))})"
+
+
+def _range_filter(
+    run_col: str,
+    runs: RunRange | None,
+    only: frozenset[str] | None = None,
+    run_type: str = "",
+) -> str:
     """Rows with a run id (a row without one belongs to no run: counted once by `plan_batches`),
-    inside the batch's range of run ids (and, with `only`, among the `selected_runs`)."""
+    inside the batch's range of run ids (and, with `only`, among the `selected_runs`, also named
+    on the column where DuckDB can skip the rest unread: `_pushed_ids`)."""
     col = _run_id_expr(run_col)
     low, high = runs or (None, None)
     where = [f"{col} IS NOT NULL"]
-    if only:
+    if only is not None:
+        pushed = _pushed_ids(run_col, run_type, only)
+        if pushed is not None:
+            where.insert(0, pushed)
         where.append(f"{col} IN (SELECT run_id FROM selected_runs)")
     if low is not None:
         where.append(f"{col} >= {_literal(low)}")
@@ -442,8 +468,8 @@ def _runs_union(sources: Sources, with_nulls: bool = False) -> str:
     """Just the run-id column of every usable file (one cheap column to read)."""
     selects = []
     for number, (plan, _) in enumerate(sources.groups.items()):
-        run_col = dict(plan)["runId"].split(":", 1)[0]
-        where = "" if with_nulls else _range_filter(run_col, None, sources.only_runs is not None)
+        run_col, run_type = dict(plan)["runId"].split(":", 1)
+        where = "" if with_nulls else _range_filter(run_col, None, sources.only_runs, run_type)
         selects.append(
             f"SELECT {_run_id_expr(run_col)} AS run_id FROM source_group_{number}{where}"
         )
@@ -487,7 +513,8 @@ def register(
             f"{_sequence_expr(seq_col, columns['sequence'][1])} IS NOT NULL AS sequence_ok, "
             f"CAST({_ident(type_col)} AS VARCHAR) AS type, "
             f"{_payload_expr(payload_col, payload_type)} AS payload, "
-            f"{ts} AS ts FROM {view}" + _range_filter(run_col, runs, sources.only_runs is not None)
+            f"{ts} AS ts FROM {view}"
+            + _range_filter(run_col, runs, sources.only_runs, columns["runId"][1])
         )
     con.execute("CREATE OR REPLACE TEMP VIEW source_events AS " + " UNION ALL ".join(selects))
     con.execute("CREATE OR REPLACE TEMP VIEW source_runs AS " + _runs_union(sources))

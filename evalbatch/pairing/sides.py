@@ -28,7 +28,8 @@ from evalbatch.inputs.path_forms import Paths, as_paths
 from evalbatch.inputs.suites import SuiteChoice, load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.output_format import RUN_SCHEMA
-from evalbatch.pipeline.collect import grade_loaded
+from evalbatch.pairing import named_runs
+from evalbatch.pipeline.collect import GradeResult, grade_loaded
 from evalbatch.reduce import behaviour_changes, paired_verdict
 from evalbatch.reduce import verdict_plan as planning
 from evalbatch.text import printable
@@ -305,23 +306,37 @@ def _side(
     options: GradeOptions | None,
     run_filter: event_files.RunFilter | None = None,
     resources: Resources | None = None,
+    named: named_runs.NamedRun | None = None,
 ) -> _Side:
     """One side of a comparison: a `tasks.parquet` written by `evalbatch run`, or event logs
-    graded here (§5), whose grading is then known from the grading itself."""
+    graded here (§5), whose grading is then known from the grading itself. With its run
+    `named`, event logs are read for that run and the runs that may hold another suite
+    (E-140); the answer is the whole log's."""
     label = ", ".join(str(p) for p in paths)
     one_parquet = len(paths) == 1 and str(paths[0]).endswith(".parquet")
     if one_parquet and Path(paths[0]).is_file() and _is_task_table(paths[0]):
         return _task_table_side(name, Path(paths[0]), run_filter)
-    result = grade_loaded(
-        paths,
-        suites.choices(),
-        options=options,
-        resources=resources,
-        run_filter=run_filter,
-        keep_calls=True,
-    )
+
+    def graded(choose: named_runs.NamedRun | None) -> GradeResult:
+        return grade_loaded(
+            paths,
+            suites.choices(),
+            options=options,
+            resources=resources,
+            run_filter=run_filter,
+            keep_calls=True,
+            choose_runs=choose.choose if choose is not None else None,
+        )
+
+    result = graded(named)
+    tasks, gradings, skipped = _with_runs(result.tasks, result.runs)
+    if named is not None and named.narrowed and not named.holds(tasks, _unread(result)):
+        # the named run is not on the side as its rows said, or a file failed: what is said of
+        # the side then lists every run and every file, so the whole side is read (E-140)
+        result = graded(None)
+        tasks, gradings, skipped = _with_runs(result.tasks, result.runs)
     errors = result.problems.filter(pl.col("severity") == "error")
-    unread = errors.filter(pl.col("run_id").is_null())
+    unread = _unread(result)
     if unread.height:
         # a file that could not be read may hold this side's run of any suite: comparing the
         # rest would let a lost run pass as "one side only" (E-65)
@@ -330,7 +345,6 @@ def _side(
             f"{_describe_side(name, label)}: {unread.height} event "
             f"file problem(s); nothing was compared:{listed}"
         )
-    tasks, gradings, skipped = _with_runs(result.tasks, result.runs)
     not_graded = {run: _why_not_graded(errors.filter(pl.col("run_id") == run)) for run in skipped}
     files = frozenset(Path(p).resolve() for p in event_files.expand_paths(list(paths)))
     return _Side(
@@ -344,6 +358,11 @@ def _side(
         files,
         result.calls,
     )
+
+
+def _unread(result: GradeResult) -> pl.DataFrame:
+    """The errors of no run: the event files (or their parts) that could not be read."""
+    return result.problems.filter((pl.col("severity") == "error") & pl.col("run_id").is_null())
 
 
 def _why_not_graded(errors: pl.DataFrame) -> str:
@@ -481,8 +500,15 @@ def regress_paths(
     """
     options = options or paired_verdict.RegressOptions()
     shared = _Suites(as_paths(suites))
-    base_side = _side("base", as_paths(base), shared, grade_options, run_filter, resources)
-    cand_side = _side("cand", as_paths(cand), shared, grade_options, run_filter, resources)
+    read: named_runs.ClaimsRead = {}  # one log named on both sides is looked over once
+    base_named = named_runs.NamedRun(base_run, read) if base_run is not None else None
+    cand_named = named_runs.NamedRun(cand_run, read) if cand_run is not None else None
+    base_side = _side(
+        "base", as_paths(base), shared, grade_options, run_filter, resources, base_named
+    )
+    cand_side = _side(
+        "cand", as_paths(cand), shared, grade_options, run_filter, resources, cand_named
+    )
     _check_named_run(base_side, base_run)
     _check_named_run(cand_side, cand_run)
     common = sorted(base_side.suites & cand_side.suites)

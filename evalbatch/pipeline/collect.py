@@ -20,7 +20,7 @@ from evalbatch.inputs.suites import SuiteChoice, load_suites
 from evalbatch.options import GradeOptions, Resources
 from evalbatch.outputs.output_format import TRIAL_SCHEMA
 from evalbatch.outputs.writer import OutputWriter, summary_line
-from evalbatch.pipeline.local import Pass, Progress, chooser, grading_pass
+from evalbatch.pipeline.local import ChooseRuns, Pass, Progress, chooser, grading_pass
 from evalbatch.pipeline.merge import Merged, batch_outputs
 from evalbatch.reduce import paired_verdict
 
@@ -96,10 +96,12 @@ def grade_loaded(
     ray_address: str | None = None,
     run_filter: event_files.RunFilter | None = None,
     keep_calls: bool = False,
+    choose_runs: ChooseRuns | None = None,
 ) -> GradeResult:
     """`grade_paths` with the suites already loaded (`load_suites`): a caller grading several
-    inputs against the same suites (`regress`'s two sides) reads and checks them once, and may
-    keep the counted trials' calls (`keep_calls`)."""
+    inputs against the same suites (`regress`'s two sides) reads and checks them once, may keep
+    the counted trials' calls (`keep_calls`) and may narrow the runs the filter kept further
+    (`choose_runs`: a side's named run, E-140)."""
     grading = grading_pass(
         list(events),
         choices,
@@ -107,7 +109,7 @@ def grade_loaded(
         engine,
         ray_address,
         resources or Resources(),
-        chooser(run_filter),
+        chooser(run_filter, choose_runs),
         keep_calls=keep_calls,
     )
     return collect(grading, regress_options or paired_verdict.RegressOptions(), on_batch)
