@@ -14,12 +14,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 
 from evalbatch import api
 from evalbatch.cli import cli
-from evalbatch.reduce.behaviour_changes import Changes
+from evalbatch.reduce.behaviour_changes import Changes, call_changes
 from tests.helpers import write_events, write_json
 from tests.logbuilder import EPOCH, LogBuilder, expect, golden, suite, traj
 
@@ -230,3 +231,39 @@ def test_e136_a_change_every_task_shows_ranks_below_one_only_moved_tasks_show(
     ranked = [(c.key, c.tasks, c.steady, c.steady_of) for c in changes.dropped]
     assert ranked[0] == ("no-longer-calls:billing:refund", 3, 0, 3)
     assert ranked[-1] == ("other-args:crm:lookup:requestId", 3, 3, 3)
+
+
+def test_e136_argument_values_are_compared_as_sets_per_path() -> None:
+    """Per task and tool, each argument path's values are compared as sets over the trials: the
+    same texts in another number or order change nothing; a path one side alone sends, a value
+    one side alone sends, a nested value that differs are each a change at their own path."""
+    sent = {  # task: (base inputs, candidate inputs), all calls of tool t
+        "same-set": (['{"a": 1}', '{"a": 1}', '{"b": 2}'], ['{"b": 2}', '{"a": 1}']),
+        "nested": (['{"a": 1, "b": {"c": 2}}'], ['{"a": 1, "b": {"c": 3}}']),
+        "new-path": (['{"a": 1}'], ['{"a": 1, "d": true}']),
+        "one-value-more": (['{"a": 1}', '{"a": 2}'], ['{"a": 2}']),
+    }
+
+    def calls(side: int, run_id: str) -> pl.DataFrame:
+        rows = [(task, inputs) for task, pair in sent.items() for inputs in pair[side]]
+        return pl.DataFrame(
+            {
+                "run_id": [run_id] * len(rows),
+                "task_id": [task for task, _ in rows],
+                "tool_name": ["t"] * len(rows),
+                "inputs": [inputs for _, inputs in rows],
+            }
+        )
+
+    changes, values = call_changes(list(sent), calls(0, "b"), "b", calls(1, "c"), "c")
+    assert sorted(changes.iter_rows()) == [
+        ("nested", "other-args:t:b.c"),
+        ("new-path", "other-args:t:d"),
+        ("one-value-more", "other-args:t:a"),
+    ]
+    shown = {(task, change): (base, cand) for task, change, base, cand in values.iter_rows()}
+    assert shown == {
+        ("nested", "other-args:t:b.c"): (["2"], ["3"]),
+        ("new-path", "other-args:t:d"): (None, ["true"]),
+        ("one-value-more", "other-args:t:a"): (["1", "2"], ["2"]),
+    }

@@ -383,35 +383,61 @@ def call_changes(
     added = tools.filter(~pl.col("base") & pl.col("cand")).select(
         "task_id", change=pl.lit("newly-calls:") + pl.col("tool_name")
     )
-    shared = calls.join(
-        tools.filter(pl.col("base") & pl.col("cand")).select("task_id", "tool_name"),
-        on=["task_id", "tool_name"],
+    key = ["task_id", "tool_name"]
+    # which side sent each distinct input text of a task's tool; a tool whose texts both sides
+    # sent alike holds the same values at every path, so only the others are parsed, each text
+    # once, and compared path by path (no sort of the calls: sets as side flags per value)
+    sent = calls.group_by(*key, "inputs").agg(
+        base=(pl.col("side") == "base").any(), cand=(pl.col("side") == "cand").any()
     )
-    # the argument values are parsed per call of a tool both sides call in a moved task only
-    values = (
-        shared.with_columns(
+    differing = (
+        sent.group_by(key)
+        .agg(
+            alike=(pl.col("base") & pl.col("cand")).all(),
+            both=pl.col("base").any() & pl.col("cand").any(),
+        )
+        .filter(pl.col("both") & ~pl.col("alike"))
+        .select(key)
+    )
+    sent = sent.join(differing, on=key)
+    parsed = (
+        sent.select("inputs")
+        .unique()
+        .with_columns(
             pairs=pl.col("inputs").map_elements(
                 _argument_values,
                 return_dtype=pl.List(pl.Struct({"path": pl.String, "value": pl.String})),
+                skip_nulls=False,
             )
         )
         .explode("pairs")
         .unnest("pairs")
-        .group_by("task_id", "tool_name", "path", "side")
-        .agg(pl.col("value").unique().sort())
     )
-    base_values = values.filter(pl.col("side") == "base").drop("side")
-    cand_values = values.filter(pl.col("side") == "cand").drop("side")
+    values = (
+        sent.join(parsed, on="inputs", how="left", nulls_equal=True)
+        .group_by(*key, "path", "value")
+        .agg(pl.col("base").any(), pl.col("cand").any())
+    )
+    paths = (
+        values.group_by(*key, "path")
+        .agg(alike=(pl.col("base") & pl.col("cand")).all())
+        .filter(~pl.col("alike"))
+        .select(*key, "path")
+    )
+    moved = values.join(paths, on=[*key, "path"])
+
+    def side_values(side: str) -> pl.DataFrame:
+        """Each changed path's values on `side`, sorted (a path it never sent has none)."""
+        return moved.filter(side).group_by(*key, "path").agg(pl.col("value").sort().alias(side))
+
     other = (
-        base_values.join(
-            cand_values, on=["task_id", "tool_name", "path"], how="full", coalesce=True
-        )
-        .filter(pl.col("value").ne_missing(pl.col("value_right")))
+        paths.join(side_values("base"), on=[*key, "path"], how="left")
+        .join(side_values("cand"), on=[*key, "path"], how="left")
         .select(
             "task_id",
             change=pl.lit("other-args:") + pl.col("tool_name") + pl.lit(":") + pl.col("path"),
-            base="value",
-            cand="value_right",
+            base="base",
+            cand="cand",
         )
     )
     return pl.concat([dropped, added, other.select("task_id", "change")]).unique(), other
