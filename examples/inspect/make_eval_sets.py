@@ -1,4 +1,4 @@
-"""Two Inspect eval sets, written by Inspect's own `eval_set`, for E-143.
+"""Two Inspect eval sets, written by Inspect's own `eval_set`, for E-143 and E-144.
 
     python examples/inspect/make_eval_sets.py OUT_DIR      # needs evalbatch[inspect]
 
