@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from evalbatch.cli import cli
 from evalbatch.inputs import inspect_cache, inspect_logs
 from evalbatch.inputs.inspect_logs import InspectOptions
-from tests.helpers import OUTPUT_FILES, ROOT, SAMPLE_EVENTS, written_by_inspect
+from tests.helpers import OUTPUT_FILES, ROOT, SAMPLE_EVENTS, SAMPLES, written_by_inspect
 
 MAKE_EVAL_SETS = ROOT / "examples" / "inspect" / "make_eval_sets.py"
 #: what an Inspect eval set keeps beside its logs (E-143)
@@ -362,3 +362,14 @@ def test_e144_two_commands_at_once_share_one_whole_entry(tmp_path: Path, sets: P
         for found in printed
         for name in found[1:]
     )
+
+
+def test_e144_the_readme_pair_is_two_runs_of_one_task() -> None:
+    """The README's `regress base.eval cand.eval`: two Inspect logs of one task, graded as the
+    README says (the candidate answers every sample right)."""
+    pair = SAMPLES / "inspect-regress"
+    result = _invoke("regress", pair / "base.eval", pair / "cand.eval", "--json")
+    assert result.exit_code == 0, result.output
+    (comparison,) = json.loads(result.stdout)["comparisons"]
+    assert comparison["suiteId"] == "inspect.evals.arithmetic"
+    assert comparison["regression"]["verdict"] == "improved"

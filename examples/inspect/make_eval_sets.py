@@ -11,6 +11,8 @@ model scripted as in make_logs.py (it calls `add`, then answers with the result)
   epoch; in `cand` it answers every sample right.
 - mean-scored, scored by a numeric scorer (1 for the right sum, 1/3 otherwise) with the same
   answers.
+
+data/samples/inspect-regress/base.eval and cand.eval are the two `arithmetic` logs.
 """
 
 from __future__ import annotations
