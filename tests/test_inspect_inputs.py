@@ -301,8 +301,8 @@ def test_e144_the_cache_lives_where_the_environment_says(
     assert inspect_cache.cache_root() == tmp_path / "home" / ".cache" / "evalbatch"
 
 
-@pytest.mark.slow  # explain, verify, sql and connect, each grading the logs
-def test_e144_explain_verify_sql_and_connect_take_logs_and_eval_sets(
+@pytest.mark.slow  # explain, verify, sql, suite infer and connect, each grading the logs
+def test_e144_explain_verify_sql_infer_and_connect_take_logs_and_eval_sets(
     tmp_path: Path, sets: Path
 ) -> None:
     """Every other command that reads event logs reads an eval set's directory and a log
@@ -325,6 +325,12 @@ def test_e144_explain_verify_sql_and_connect_take_logs_and_eval_sets(
         assert direct.stdout.replace(str(base), "IN") == ingested.stdout.replace(
             str(events), "IN"
         ), args
+    proposed = []
+    for source, name in ((base, "direct.json"), (events, "ingested.json")):
+        infer = ("suite", "infer", source, "--suite-id", "inspect.evals.arithmetic")
+        assert _invoke(*infer, "-o", tmp_path / name, "--quiet").exit_code == 0
+        proposed.append((tmp_path / name).read_bytes())
+    assert proposed[0] == proposed[1]
     query = "SELECT run_id, count(*) AS n FROM event_log GROUP BY ALL ORDER BY run_id"
     with evalbatch.connect([SAMPLE_EVENTS, log]) as con:
         direct_rows = con.sql(query).fetchall()
