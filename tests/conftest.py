@@ -14,6 +14,7 @@ import os
 # threads sets its own)
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("POLARS_MAX_THREADS", "1")
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -77,6 +78,15 @@ def _extractor_of_the_test_run(monkeypatch: pytest.MonkeyPatch) -> None:
         return resolve(RUN_EXTRACTOR if choice == "auto" else choice)
 
     monkeypatch.setattr(extractor, "resolve", resolve_for_the_run)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _inspect_cache_of_the_test_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The Inspect logs the tests grade are converted into a cache of the test run's own
+    (E-144), which every command it starts inherits: never the user's cache."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EVALBATCH_CACHE_DIR", str(tmp_path_factory.mktemp("evalbatch-cache")))
+        yield
 
 
 @pytest.fixture

@@ -15,13 +15,16 @@ message or output table leaks them (CONTRACT §4, docs/decisions.md "Problems").
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import math
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -431,6 +434,30 @@ def run_main(
         code = exc.code
     captured = capsys.readouterr()
     return (0 if code is None else int(code)), captured.out, captured.err
+
+
+def written_by_inspect(script: Path, cache_dir: Path) -> Path:
+    """What `script OUT_DIR` has Inspect write (its mock model, its log writer: logs as Inspect
+    writes them, never made by hand), kept in pytest's cache under a key of the example scripts'
+    bytes and Inspect's version: a warm tree does not run the evals again (seconds per test
+    run), a changed script or Inspect writes them anew. A directory is cached only whole."""
+    import importlib.metadata
+
+    scripts = sorted(script.parent.glob("*.py"))  # a script may import its neighbours
+    key = hashlib.sha256(
+        b"".join(path.read_bytes() for path in scripts)
+        + script.name.encode()
+        + importlib.metadata.version("inspect_ai").encode()
+    ).hexdigest()[:16]
+    kept = cache_dir / key
+    if not kept.is_dir():
+        writing = Path(tempfile.mkdtemp(dir=kept.parent))
+        subprocess.run([sys.executable, str(script), str(writing)], check=True, capture_output=True)
+        try:
+            writing.rename(kept)
+        except OSError:  # another run cached them first
+            shutil.rmtree(writing)
+    return kept
 
 
 def generated_log(

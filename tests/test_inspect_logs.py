@@ -8,15 +8,11 @@ project's reading of them.
 from __future__ import annotations
 
 import gzip
-import hashlib
-import importlib.metadata
 import json
 import math
 import shutil
 import struct
-import subprocess
 import sys
-import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,7 +30,7 @@ from evalbatch.cli import cli
 from evalbatch.inputs import inspect_logs
 from evalbatch.inputs.event_rows import RowSink
 from evalbatch.inputs.limits import InputLimits
-from tests.helpers import ROOT
+from tests.helpers import ROOT, written_by_inspect
 from tests.logbuilder import LogBuilder
 
 
@@ -49,26 +45,6 @@ def inspect_log() -> ModuleType:
 MAKE_LOGS = ROOT / "examples" / "inspect" / "make_logs.py"
 
 
-def written_by_inspect(cache_dir: Path) -> Path:
-    """The logs make_logs.py has Inspect write, kept in pytest's cache under a key of the
-    script's bytes and Inspect's version: a warm tree does not run the eval again (seconds per
-    test run), a changed script or Inspect writes them anew. A directory is cached only whole."""
-    key = hashlib.sha256(
-        MAKE_LOGS.read_bytes() + importlib.metadata.version("inspect_ai").encode()
-    ).hexdigest()[:16]
-    kept = cache_dir / key
-    if not kept.is_dir():
-        writing = Path(tempfile.mkdtemp(dir=kept.parent))
-        subprocess.run(
-            [sys.executable, str(MAKE_LOGS), str(writing)], check=True, capture_output=True
-        )
-        try:
-            writing.rename(kept)
-        except OSError:  # another run cached them first
-            shutil.rmtree(writing)
-    return kept
-
-
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> dict[str, Path]:
     """The example logs by name (`arithmetic.eval`, `arithmetic.json`, ...), as Inspect wrote
@@ -76,7 +52,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) 
     cache = getattr(pytestconfig, "cache", None)  # none under -p no:cacheprovider: this run only
     cache_dir = cache.mkdir("inspect-logs") if cache else tmp_path_factory.mktemp("inspect")
     out = tmp_path_factory.mktemp("inspect-logs") / "logs"
-    shutil.copytree(written_by_inspect(cache_dir), out)
+    shutil.copytree(written_by_inspect(MAKE_LOGS, cache_dir), out)
     found: dict[str, Path] = {}
     for path in sorted(out.iterdir()):
         task = path.stem.split("_")[1]

@@ -72,7 +72,7 @@ def explain(
     call, the order, the argument path that differed), fixture entries served or missed, judge
     calls, and the numbers the grade was made of. The grade is `evalbatch run`'s, made by the
     same code with the same options. Unlike the EvalSummary, this shows tool names and
-    arguments: it is for reading, not for publishing.
+    arguments: it is for reading, not for publishing. EVENTS may be Inspect eval logs (E-144).
 
     \b
     Example:

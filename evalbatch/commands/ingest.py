@@ -155,6 +155,8 @@ def ingest_command(
         )
         for suite in report.suites_written:
             click.echo(f"  starting suite written: {printable(suite)}")
+        if report.index_files and not quiet:
+            click.echo(f"  {_index_note(report)}")
         if report.events_already_there:
             click.echo(
                 f"  not added again: {plural(report.events_already_there, 'event')} already "
@@ -163,11 +165,27 @@ def ingest_command(
     sys.exit(report.exit_code)
 
 
+def _index_note(report: IngestReport) -> str:
+    """The note on an eval set's index files (E-143): how many, and their names, which are
+    Inspect's own (never a path's other parts, which may name a task)."""
+    return f"not events: {_index_files(report)} left alone"
+
+
+def _index_files(report: IngestReport) -> str:
+    names = ", ".join(sorted({Path(path).name for path in report.index_files}))
+    return f"{plural(len(report.index_files), 'Inspect eval-set index file')} ({names})"
+
+
 def _nothing_usable(report: IngestReport, inputs: tuple[str, ...]) -> str:
     """Exit code 2's line, naming the files read (the first few) or, when none was found,
     the inputs given: which input let the user down is never left to guess."""
+    given = ", ".join(printable(name) for name in inputs)
+    if not report.paths and report.index_files:
+        return (
+            f"evalbatch: no events in {given}, only {_index_files(report)}, left alone "
+            "(E-143); nothing written"
+        )
     if not report.paths:
-        given = ", ".join(printable(name) for name in inputs)
         return (
             f"evalbatch: no input file found in {given} (directories are searched for *.json, "
             "*.jsonl, *.ndjson, *.sse, optionally .gz, and *.eval); nothing written"
@@ -196,6 +214,7 @@ def _document(report: IngestReport) -> dict[str, Any]:
         "eventsAlreadyThere": report.events_already_there,
         "runsAlreadyThere": report.runs_already_there,
         "suitesWritten": [str(path) for path in report.suites_written],
+        "indexFiles": [str(path) for path in report.index_files],
         "problems": [
             {
                 "path": p.path,

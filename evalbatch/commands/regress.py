@@ -224,8 +224,9 @@ def regress_command(
 ) -> None:
     """Paired regression verdict of CAND against BASE, per suite (RFC 0244 §F).
 
-    Each side is an event log (file, directory or glob; graded with --suites, or from the host
-    record) or a tasks.parquet written by `evalbatch run` (with the runs.parquet beside it).
+    Each side is an event log (file, directory or glob: Parquet, or Inspect eval logs and
+    eval-set directories, E-144; graded with --suites, or from the host record) or a
+    tasks.parquet written by `evalbatch run` (with the runs.parquet beside it).
     Several suites tested at once are held to --alpha together (--correction); --plan says how
     many tasks or trials a verdict needs.
 

@@ -95,7 +95,8 @@ def run(
     quiet: bool,
     as_json: bool,
 ) -> None:
-    """Grade every eval run in EVENTS (Parquet files, directories or globs) into OUT.
+    """Grade every eval run in EVENTS (Parquet files, Inspect eval logs, directories or globs;
+    a log is converted once, as `ingest` converts it, into a cache: E-144) into OUT.
 
     \b
     Example:

@@ -329,7 +329,8 @@ def sql_command(
     until: datetime | None,
 ) -> None:
     """Run SQL over an output directory of `evalbatch run` (OUT_DIR, opened as it is, not
-    regraded) and/or over the eval runs in EVENTS (graded now, unless OUT_DIR is given too).
+    regraded) and/or over the eval runs in EVENTS (graded now, unless OUT_DIR is given too;
+    Parquet, or Inspect eval logs: E-144).
 
     \b
     Tables (SELECT * FROM evalbatch_tables lists them, with their rules):

@@ -78,7 +78,7 @@ def verify_command(
     EvalSummary given with --summaries, within RFC 0244 §B's tolerance (1e-9 relative), plus the
     stream rules of RFC 0244 §B/§E; with --capabilities, whether the host graded a run it had to
     refuse (RFC 0244 §G: a finding `unadvertised-feature-graded` per field). Every finding is
-    content-free.
+    content-free. EVENTS may be Inspect eval logs (E-144).
 
     \b
     Example:

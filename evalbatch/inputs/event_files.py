@@ -20,7 +20,7 @@ import duckdb
 import pyarrow as pa
 
 from evalbatch.errors import InputError
-from evalbatch.inputs import parquet_layout
+from evalbatch.inputs import inspect_cache, inspect_logs, parquet_layout
 from evalbatch.problems import MAX_SEQUENCE
 
 _T = TypeVar("_T")
@@ -62,7 +62,7 @@ class FileProblem:
     """A file that was left out, and why."""
 
     path: str
-    code: str  # file-unreadable | columns-missing
+    code: str  # file-unreadable | columns-missing, or ingest's code for an Inspect log (E-144)
     message: str
 
 
@@ -77,22 +77,33 @@ class Sources:
 
 
 def expand_paths(paths: list[str]) -> list[str]:
-    """Files named directly, every `*.parquet` below a directory, glob matches; sorted."""
+    """Files named directly, every `*.parquet` and every Inspect eval log (E-144) below a
+    directory, glob matches; sorted. The index files of an Inspect eval set hold no events and
+    are left out, however they were found (E-143)."""
     found: set[str] = set()
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found.update(str(p) for p in path.rglob("*.parquet") if p.is_file())
+            found.update(
+                str(p)
+                for p in path.rglob("*")
+                if (
+                    p.name.endswith(".parquet")
+                    or (inspect_cache.may_be_log(p.name) and inspect_cache.is_inspect_log(p))
+                )
+                and p.is_file()
+            )
         elif path.is_file():
             found.add(str(path))
         else:
             matches = [m for m in glob.glob(raw, recursive=True) if Path(m).is_file()]
             if not matches:
                 raise InputError(
-                    f"no event file at {raw!r}: give Parquet files, directories or globs"
+                    f"no event file at {raw!r}: give Parquet files, Inspect logs, directories "
+                    "or globs"
                 )
             found.update(matches)
-    return sorted(found)
+    return sorted(path for path in found if not inspect_logs.is_eval_set_index(path))
 
 
 def _pick(columns: dict[str, str], spellings: tuple[str, ...]) -> str | None:
@@ -176,10 +187,13 @@ def _kind_fault(canonical: str, chosen: str, type_name: str) -> str | None:
 def scan(con: duckdb.DuckDBPyConnection, paths: list[str]) -> Sources:
     """Look at every file's columns; group the usable ones, report the rest. The files below a
     directory an ingest is linking into, or was killed linking into, are left out, and the
-    directory is reported once (E-122): a run there may have only some of its parts."""
+    directory is reported once (E-122): a run there may have only some of its parts. An
+    Inspect eval log is read as the Parquet files `ingest` makes of it (E-144); one that
+    cannot be read is reported by its own path, and the other files are read."""
     sources = Sources()
     groups: dict[tuple[tuple[str, str], ...], list[str]] = defaultdict(list)
-    files = expand_paths(paths)
+    files, logs = inspect_cache.as_parquet(expand_paths(paths))
+    sources.problems += [problem for log in logs for problem in _log_problems(log)]
     interrupted = parquet_layout.interrupted_ingests(paths, files)
     for directory, below in interrupted.items():
         sources.problems.append(
@@ -202,6 +216,21 @@ def scan(con: duckdb.DuckDBPyConnection, paths: list[str]) -> Sources:
         groups[plan].append(path)
     sources.groups = dict(sorted(groups.items()))
     return sources
+
+
+def _log_problems(log: inspect_cache.Converted) -> list[FileProblem]:
+    """What converting an Inspect log skipped, as `ingest` says it (its code and reason), one
+    problem per code: the warnings are left to the grading, which reports the trials they
+    leave without a score and the eval left without eval.completed in its own words."""
+    reasons: dict[str, list[str]] = defaultdict(list)
+    for problem in log.errors:
+        reasons[problem.code].append(
+            f"{problem.where}: {problem.reason}" if problem.where else problem.reason
+        )
+    return [
+        FileProblem(log.log, code, f"{log.log}: {'; '.join(texts)}")
+        for code, texts in reasons.items()
+    ]
 
 
 def _interrupted_reason(directory: str, files: int) -> str:
@@ -485,7 +514,10 @@ def register(
     if not sources.groups:
         raise InputError(
             "no usable event file: "
-            + ("; ".join(p.message for p in sources.problems) or "no Parquet file found")
+            + (
+                "; ".join(p.message for p in sources.problems)
+                or "no Parquet file or Inspect log found"
+            )
         )
     if sources.only_runs is not None:
         selected = pa.table({"run_id": pa.array(sorted(sources.only_runs), pa.string())})

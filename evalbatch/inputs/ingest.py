@@ -45,6 +45,8 @@ class IngestReport:
     runs_already_there: int = 0
     #: starting suite files written for Inspect logs (`suites_dir`)
     suites_written: list[Path] = field(default_factory=list)
+    #: Inspect eval-set index files found among the inputs, left alone: no events (E-143)
+    index_files: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -70,7 +72,8 @@ def ingest_paths(
     A line, frame or item that cannot be used is reported (file, line or frame, reason) and
     skipped; every other event is written. Nothing is written when no event is usable. An
     Inspect eval log's scores are read as `inspect` says (E-111); with `suites_dir`, a starting
-    suite file is written there for each Inspect log's task. Every input is read within
+    suite file is written there for each Inspect log's task; the index files of an Inspect eval
+    set are left alone (`index_files`, E-143). Every input is read within
     `limits`: JSON nested or a line, frame, document or compressed file inflating past them is
     that item's or that file's problem (E-115, E-116).
 
@@ -78,9 +81,11 @@ def ingest_paths(
         InputError: an input path matches no file.
         OutputError: the events could not be written (a full disk); nothing was added.
     """
-    files = expand_inputs(as_paths(paths))
+    found = expand_inputs(as_paths(paths))
+    index = [path for path in found if path != "-" and inspect_logs.is_eval_set_index(path)]
+    files = [path for path in found if path not in index]
     out = Path(out_dir)
-    report = IngestReport(out_dir=out, files=len(files), paths=list(files))
+    report = IngestReport(out_dir=out, files=len(files), paths=files, index_files=index)
     writer = LayoutWriter(out, flush_rows, resources)
     try:
         for path in files:

@@ -106,6 +106,29 @@ def is_json_log(head: bytes) -> bool:
     return _JSON_LOG_HEAD.match(head.lstrip(b"\xef\xbb\xbf")) is not None
 
 
+#: the index files Inspect's `eval_set` writes beside its logs (E-143): `eval-set.json` (the
+#: tasks of the set), `logs.json` (every log's header, by file name) and, with its viewer,
+#: `listing.json` (the same, thinned); `.eval-set-id` has no suffix a directory is searched for
+EVAL_SET_INDEX_NAMES = frozenset({"eval-set.json", "logs.json", "listing.json"})
+_EVAL_SET_INDEX_HEAD = re.compile(
+    rb'\A\s*\{\s*(?:\}\s*\Z|"eval_set_id"\s*:|"(?:[^"\\]|\\.)*\.(?:eval|json)"\s*:\s*\{)'
+)
+
+
+def is_eval_set_index(path: str) -> bool:
+    """Whether `path` is one of the index files an Inspect eval set keeps (E-143): one of their
+    names, opening as Inspect writes them (`{"eval_set_id": ...`, or a log's file name as the
+    first key). An OpenWOP export under such a name opens otherwise and is read as events."""
+    if Path(path).name not in EVAL_SET_INDEX_NAMES:
+        return False
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(512)
+    except OSError:
+        return False
+    return _EVAL_SET_INDEX_HEAD.match(head.removeprefix(b"\xef\xbb\xbf")) is not None
+
+
 def _json_log_version(path: str) -> int | None:
     """The version a `.json` Inspect log opens with (None for an archive): Inspect's reader
     refuses a version it does not know without saying so, so it is read here first."""
