@@ -13,10 +13,10 @@ longer calls billing:refund: 7 of 9").
 
 The profiles come from the trials table the grading already wrote and the calls from the
 grading itself (no second read of the logs), as Polars expressions over all tasks at once; only
-the input texts the two sides sent differently are parsed, in Python, each once. The changes name tools and argument
-paths, never argument values, tool outputs or prompts (§H). Only when asked (E-141) are the
-values behind each changed argument path kept beside them, bounded, for the files a user reads
-in private; the JSON of the changes never holds them.
+the input texts the two sides sent differently are parsed, in Python, each once. The changes
+name tools and argument paths, never argument values, tool outputs or prompts (§H). Only when
+asked (E-141) are the values behind each changed argument path kept beside them, bounded, for
+the files a user reads in private; the JSON of the changes never holds them.
 
 Where a reader scans them (the terminal, the report), the first changes of each direction are
 worded and bounded once, by `direction_lines`; `table_changes` gives the report the changes of
