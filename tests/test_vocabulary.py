@@ -70,6 +70,7 @@ REQUIRED: dict[str, list[tuple[str | None, str]]] = {
     "history": [(None, "out")],
     "export otel": [(None, "out")],
     "export eee": [(None, "out"), ("--model-id", "acme/agent"), ("--org", "acme")],
+    "suite infer": [(None, "events"), ("--out", "inferred.json")],
 }
 
 #: a value to give each renamed option (two for the repeatable ones)
