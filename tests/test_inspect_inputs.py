@@ -92,6 +92,7 @@ def _conversions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 # --- E-143 the index files of an eval set ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_e143_an_eval_set_directory_ingests_with_no_problem(tmp_path: Path, sets: Path) -> None:
     """The directory `eval_set` wrote: its logs are ingested, its index files named in a note
     and in `indexFiles`, never read as events nor reported; exit 0."""
@@ -148,6 +149,7 @@ def test_e143_e144_run_grades_an_eval_set_directory_with_no_file_problem(
 # --- E-144 Inspect logs wherever a log goes ----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_e144_run_on_logs_writes_what_ingest_then_run_writes(tmp_path: Path, sets: Path) -> None:
     """A log named directly, an eval set's directory and Parquet, mixed: the outputs are those
     of `run` on the same Parquet and the directory `ingest` made of the logs, byte for byte."""
@@ -162,6 +164,7 @@ def test_e144_run_on_logs_writes_what_ingest_then_run_writes(tmp_path: Path, set
     assert runs.filter(pl.col("suite_id").str.starts_with("inspect.")).height == 3
 
 
+@pytest.mark.slow
 def test_e144_regress_on_two_logs_gives_the_ingested_verdict(tmp_path: Path, sets: Path) -> None:
     """`regress base.eval cand.eval` is `regress` on the two ingested directories: the same
     `--json` document, and the verdict the candidate earned (it answers every sample right)."""
@@ -370,6 +373,7 @@ def test_e144_two_commands_at_once_share_one_whole_entry(tmp_path: Path, sets: P
     )
 
 
+@pytest.mark.slow
 def test_e144_the_readme_pair_is_two_runs_of_one_task() -> None:
     """The README's `regress base.eval cand.eval`: two Inspect logs of one task, graded as the
     README says (the candidate answers every sample right)."""

@@ -144,6 +144,7 @@ def naming(logs: dict[str, Path], base_run: str, cand_run: str | None = None) ->
     return args + (["--cand-run-id", cand_run] if cand_run is not None else [])
 
 
+@pytest.mark.slow
 def test_e140_a_named_run_gives_the_whole_logs_answer(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -262,6 +263,7 @@ def child_run(run_id: str, *tools: str) -> LogBuilder:
     return log
 
 
+@pytest.mark.slow
 def test_e140_a_named_run_that_includes_delegates_still_reads_its_children(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -310,6 +312,7 @@ def test_e140_a_named_run_that_includes_delegates_still_reads_its_children(
     assert regress(monkeypatch, capsys, tmp_path / "whole", *args) == named
 
 
+@pytest.mark.slow
 def test_e140_a_named_run_not_on_its_side_is_said_as_before(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -335,6 +338,7 @@ def test_e140_a_named_run_not_on_its_side_is_said_as_before(
         ) in err
 
 
+@pytest.mark.slow
 def test_e140_a_named_run_its_rows_cannot_vouch_for_is_read_with_its_side(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],

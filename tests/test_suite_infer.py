@@ -177,6 +177,7 @@ def test_e145_tasks_that_cannot_be_inferred_are_named_with_their_reason(tmp_path
     assert validated.exit_code == 0, validated.output
 
 
+@pytest.mark.slow
 def test_e145_without_a_suite_the_host_record_decides_and_the_log_makes_the_suite(
     tmp_path: Path,
 ) -> None:
@@ -355,6 +356,7 @@ def test_e145_the_file_is_never_written_over_without_force_nor_over_an_input(
         write_proposal(infer_paths(events, suites), out)
 
 
+@pytest.mark.slow
 def test_e145_runs_of_several_suites_need_a_choice(tmp_path: Path) -> None:
     """A suite file describes one suite: runs of several are a usage error naming them, and
     --suite-id chooses."""
@@ -393,6 +395,7 @@ def test_e145_mode_is_one_of_the_match_modes() -> None:
     assert bad.exit_code == 2
 
 
+@pytest.mark.slow
 def test_e145_inputs_are_read_as_the_grader_reads_them(tmp_path: Path) -> None:
     """A number DuckDB may round is read from the payload text (D-7), so a big integer that
     never varied is kept digit for digit and graded again it matches."""
