@@ -96,7 +96,6 @@ class InspectOptions:
     scorer: the scorer whose score counts (`NAME`, or `NAME/KEY` for a scorer whose value is a
         dict of scores); None: the log's first scorer.
     pass_score: `passed` is `score >= pass_score` (1.0: only a full score passes, as `C` does).
-
     model_class: the OpenWOP model class (`reasoning`, `coding`, ...) of the model evaluated,
         written as every bracket's `modelClass` so that `evaluatedModelClass` says it (§3.6,
         E-14, E-146); None: an Inspect log does not say, so no bracket carries one.
@@ -374,15 +373,17 @@ def _trial(
     sample: EvalSample,
     scorer: str | None,
     key: str | None,
-    options: InspectOptions,
+    pass_score: float,
+    model_class: str | None = None,
 ) -> str | None:
-    """One sample x epoch as a trial's events; None when its score was read, else why not."""
+    """One sample x epoch as a trial's events; None when its score was read, else why not.
+    `model_class`, when given, is its bracket's `modelClass` (E-146)."""
     from inspect_ai.event import ModelEvent, SpanBeginEvent, ToolEvent
 
     invocation = f"{sample.id}#{sample.epoch}"
     started = Object([("agentId", AGENT_ID), ("invocationId", invocation)])
-    if options.model_class is not None:
-        started.append(("modelClass", options.model_class))
+    if model_class is not None:
+        started.append(("modelClass", model_class))
     writer.emit("agent.invocation-started", started, sample.started_at)
     why = _unusable(sample)
     outcome = "failed" if sample.error is not None else "completed"
@@ -416,7 +417,7 @@ def _trial(
     payload = Object([("taskId", task_id(sample.id)), ("trialIndex", _number(sample.epoch - 1))])
     if score is not None:
         payload.append(("score", _number(score)))
-        payload.append(("passed", score >= options.pass_score))
+        payload.append(("passed", score >= pass_score))
     if sample.total_time is not None and math.isfinite(sample.total_time):
         payload.append(("latencyMs", _number(round(sample.total_time * 1000, 3))))
     writer.emit("eval.scored", payload, sample.completed_at)
@@ -792,7 +793,8 @@ def _read(
                 unscored["past a cap"] += 1
                 continue
             read.inputs.setdefault(task_id(sample.id), _input(sample.input))
-            if (why := _trial(writer, sample, scorer, key, options)) is not None:
+            why = _trial(writer, sample, scorer, key, options.pass_score, options.model_class)
+            if why is not None:
                 unscored[why] += 1
     except Exception as exc:  # whatever Inspect's reader meets in a damaged file
         sink.problem(
