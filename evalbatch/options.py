@@ -109,6 +109,16 @@ SCORES: tuple[Score, ...] = ("gating", "output")
 #: how the p-values of several suites gated at once are adjusted
 Correction = Literal["holm", "bh", "none"]
 CORRECTIONS: tuple[Correction, ...] = ("holm", "bh", "none")
+#: OpenWOP's model classes: `evaluatedModelClass` and a bracket's `modelClass` (§3.6, E-14);
+#: what `ingest --inspect-model-class` may say of an Inspect log's model (E-146)
+MODEL_CLASSES: tuple[str, ...] = (
+    "reasoning",
+    "writing",
+    "coding",
+    "research",
+    "classification",
+    "general",
+)
 
 
 @dataclass(frozen=True)

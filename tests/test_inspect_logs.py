@@ -69,6 +69,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) 
         "scored-error.eval",
         "tool-error.eval",
         "sample-error.json",
+        "row-ids.eval",
     }
     return found
 

@@ -65,6 +65,7 @@ def test_e134_queries_read_f_by_declared_name_only() -> None:
         "scored_events",
         "started_events",
         "dispatch_events",
+        "inspect_events",
     }
 
 

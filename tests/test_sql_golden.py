@@ -442,6 +442,35 @@ def _started_events() -> tuple[Rows, Expected]:
     ]
 
 
+@golden(
+    "inspect_events",
+    "E-146",
+    "sequence, type, task_name, model, log_file, task_id, trial_index, sample_id, epoch",
+)
+def _inspect_events() -> tuple[Rows, Expected]:
+    """The names an ingested Inspect log ends with: its task, model and log file, and per trial
+    the taskId and trialIndex it names with its sample id (a string, or an integer read as its
+    text) and epoch; a field of another type is null, as is anything of any other event."""
+    log = LogBuilder("run-a")
+    log.add("eval.started", started())  # 0
+    log.add("eval.scored", scored())  # 1
+    names = {"task": "arith", "model": "mockllm/model", "logFile": "a.eval"}
+    log.add("evalbatch.inspect.eval", names)  # 2
+    sample = {"taskId": "row-1", "trialIndex": 0, "sampleId": "Row 1/B", "epoch": 1}
+    log.add("evalbatch.inspect.sample", sample)  # 3
+    log.add("evalbatch.inspect.sample", {**sample, "sampleId": 7, "epoch": 2.0})  # 4
+    odd = {"taskId": 3, "trialIndex": -1, "sampleId": 1.5, "epoch": 0}
+    log.add("evalbatch.inspect.sample", odd)  # 5: nothing of its type
+    log.add("evalbatch.inspect.eval", {"task": ["x"], "model": None})  # 6
+    return log.rows, [
+        (2, "evalbatch.inspect.eval", "arith", "mockllm/model", "a.eval", *[None] * 4),
+        (3, "evalbatch.inspect.sample", *[None] * 3, "row-1", 0, "Row 1/B", 1),
+        (4, "evalbatch.inspect.sample", *[None] * 3, "row-1", 0, "7", 2),
+        (5, "evalbatch.inspect.sample", *[None] * 7),
+        (6, "evalbatch.inspect.eval", *[None] * 7),
+    ]
+
+
 # -- extract/segments.py: eval runs, and events placed in eval spans and trial segments ----------
 
 
@@ -884,6 +913,7 @@ PAYLOAD_READERS = {
     "scored_events",
     "started_events",
     "dispatch_events",
+    "inspect_events",
 }
 
 

@@ -41,7 +41,8 @@ from evalbatch.options import GradeOptions, OnMissDefault, Resources
     "--task-id",
     "task_id",
     default=None,
-    help="Only the trials of this taskId (default: every task).",
+    help="Only the trials of this taskId, or of this Inspect sample id for a run ingested from "
+    "an Inspect log (default: every task).",
 )
 @click.option(
     "--trial",
@@ -49,6 +50,13 @@ from evalbatch.options import GradeOptions, OnMissDefault, Resources
     type=click.IntRange(0),
     default=None,
     help="Only the trial of this index, from 0 (default: every trial).",
+)
+@click.option(
+    "--epoch",
+    type=click.IntRange(1),
+    default=None,
+    help="Only the trials of this Inspect epoch, from 1 (a run ingested from an Inspect log: its "
+    "trial index is epoch - 1); not with --trial.",
 )
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the explanation as JSON (explainVersion 1)."
@@ -61,6 +69,7 @@ def explain(
     run_id: str,
     task_id: str | None,
     trial_index: int | None,
+    epoch: int | None,
     as_json: bool,
     default_pass_score: float,
     on_miss_default: OnMissDefault,
@@ -87,6 +96,8 @@ def explain(
     from evalbatch.explain.run_explanation import explain_paths
     from evalbatch.explain.text_rendering import render_text
 
+    if trial_index is not None and epoch is not None:
+        raise click.UsageError("give --trial or --epoch, not both")
     options = GradeOptions(
         default_pass_score=default_pass_score,
         on_miss_default=on_miss_default,
@@ -99,6 +110,7 @@ def explain(
         trial_index=trial_index,
         options=options,
         resources=resources,
+        epoch=epoch,
     )
     if as_json:
         printing.echo_json(to_json(explanation))

@@ -16,7 +16,7 @@ from evalbatch.commands.click_options import out_option, quiet_option
 from evalbatch.commands.printing import echo_json, plural
 from evalbatch.commands.types import ByteSize, FiniteFloatRange, printable
 from evalbatch.inputs.limits import DEFAULT_LIMITS, InputLimits, size_text
-from evalbatch.options import Resources
+from evalbatch.options import MODEL_CLASSES, Resources
 
 if TYPE_CHECKING:
     from evalbatch.inputs.ingest import IngestReport
@@ -60,6 +60,13 @@ def _size(count: int) -> str:
     help="Inspect logs: a sample passed when its score is at least this.",
 )
 @click.option(
+    "--inspect-model-class",
+    type=click.Choice(MODEL_CLASSES),
+    help="Inspect logs: the OpenWOP model class of the model evaluated, written on every "
+    "trial's bracket so the summary's evaluatedModelClass says it (an Inspect log does not "
+    "say; default: none, E-146).",
+)
+@click.option(
     "--write-suites",
     "suites_dir",
     type=click.Path(file_okay=False),
@@ -99,6 +106,7 @@ def ingest_command(
     as_json: bool,
     inspect_scorer: str | None,
     inspect_pass_score: float,
+    inspect_model_class: str | None,
     suites_dir: str | None,
     max_line_bytes: int,
     max_member_bytes: int,
@@ -131,7 +139,7 @@ def ingest_command(
         list(inputs),
         out_dir,
         resources=resources,
-        inspect=InspectOptions(inspect_scorer, inspect_pass_score),
+        inspect=InspectOptions(inspect_scorer, inspect_pass_score, inspect_model_class),
         suites_dir=suites_dir,
         limits=InputLimits(
             max_line_bytes=max_line_bytes, max_member_bytes=max_member_bytes, max_ratio=max_ratio

@@ -303,9 +303,10 @@ def print_comparison(
     for label, side in (("baseline", c.baseline), ("candidate", c.candidate)):
         if side is not None:
             mean = "-" if side.mean_score is None else f"{side.mean_score:.4f}"
+            names = side.names_text()  # an Inspect log's task and model (E-146)
             click.echo(
                 f"  {label + ':':<10} mean score {mean} over {side.task_count} task(s), "
-                f"{side.grading.describe()}"
+                f"{side.grading.describe()}" + (f"; {printable(names)}" if names else "")
             )
     line = f"  paired tasks {c.paired_task_count}, score delta {c.score_delta:+.4f}"
     if c.mean_difference is not None:

@@ -150,6 +150,9 @@ class TrialExplanation:
     fixtures: Fixtures | None
     judge: JudgeCalls | None
     problems: list[Problem]
+    #: the Inspect sample and epoch the trial ran (E-146); None for any other log's trial
+    sample_id: str | None = None
+    epoch: int | None = None
 
     @property
     def verdict(self) -> str:
@@ -185,3 +188,6 @@ class Explanation:
     tasks: list[TaskExplanation]
     problems: list[Problem]  # the run's problems no shown trial owns
     notes: list[str] = field(default_factory=list)  # input files left out, ...
+    #: what an Inspect log calls the run (`model`, `task_name`, `log_file`: the names it has,
+    #: E-146); empty for a run from any other log
+    names: dict[str, str] = field(default_factory=dict)

@@ -27,7 +27,11 @@
                 entries [{pos, tool, argsMatch, args, servedCallPos}],
                 calls [{callPos, sequence, tool, inputs, entryPos, miss: finding | null}]},
       judgeCalls {count, inputTokens, outputTokens, costUsd},
-      problems [problem]}
+      problems [problem],
+      inspect {sampleId, epoch, viewerUrl}}     <- only for a trial of an Inspect log (E-146)
+
+    and, only for a run from an Inspect log (E-146), after `tasks`:
+    inspect {task, model, logFile, viewCommand}  (each name only when the log gave it)
 
     finding: {code, why, message, expectedPos, observedPos, tool,
               diff {path, expected, observed} | null}
@@ -48,6 +52,7 @@ from typing import Any
 
 from evalbatch.explain.call_args import ArgsDiff
 from evalbatch.explain.explanation import Explanation, FailedCheck, Problem, TrialExplanation
+from evalbatch.explain.inspect_viewer import VIEW_COMMAND, sample_url
 from evalbatch.explain.observed_calls import ObservedCall
 
 EXPLAIN_VERSION = 1
@@ -116,7 +121,7 @@ GRADE_KEYS = {
 }
 
 
-def _trial_json(t: TrialExplanation) -> dict[str, Any]:
+def _trial_json(t: TrialExplanation, names: dict[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "taskId": t.task_id,
         "trialIndex": t.trial_index,
@@ -214,12 +219,25 @@ def _trial_json(t: TrialExplanation) -> dict[str, Any]:
             "outputTokens": t.judge.output_tokens,
             "costUsd": t.judge.cost_usd,
         }
+    if t.sample_id is not None:
+        log_file = names.get("log_file")
+        out["inspect"] = {
+            "sampleId": t.sample_id,
+            "epoch": t.epoch,
+            "viewerUrl": sample_url(log_file, t.sample_id, t.epoch)
+            if log_file is not None and t.epoch is not None
+            else None,
+        }
     return out
+
+
+#: runs-table column -> JSON key of a run's `inspect` block
+NAME_KEYS = {"task_name": "task", "model": "model", "log_file": "logFile"}
 
 
 def to_json(expl: Explanation) -> dict[str, Any]:
     """The explanation as plain JSON values, in the documented shape (module docstring)."""
-    return {
+    shown = {
         "explainVersion": EXPLAIN_VERSION,
         "runId": expl.run_id,
         "suiteId": expl.suite_id,
@@ -243,8 +261,13 @@ def to_json(expl: Explanation) -> dict[str, Any]:
                 "n": task.n,
                 "score": task.score,
                 "passed": task.passed,
-                "trials": [_trial_json(t) for t in task.trials],
+                "trials": [_trial_json(t, expl.names) for t in task.trials],
             }
             for task in expl.tasks
         ],
     }
+    if expl.names:
+        shown["inspect"] = {
+            key: expl.names[column] for column, key in NAME_KEYS.items() if column in expl.names
+        } | {"viewCommand": VIEW_COMMAND}
+    return shown

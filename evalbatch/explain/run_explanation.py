@@ -14,12 +14,16 @@ the tests check it for every sample trial.
 What an explanation holds is in `explanation`; `text_rendering` and `json_shape` show it. This
 module reads the run: it extracts and grades only the one run asked for (E-55), names the eval
 runs the events do hold when it is not one of them, keeps the trials of the task and index asked
-for, and lists each task's trials, the missing ones too (D-12, D-13), in the suite's order.
+for, and lists each task's trials, the missing ones too (D-12, D-13), in the suite's order. For
+a run ingested from an Inspect log, a task is also found by its sample id and a trial by its
+epoch, and the explanation carries the names Inspect gave them (E-146).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
+from dataclasses import replace
 from typing import Any
 
 import polars as pl
@@ -34,7 +38,7 @@ from evalbatch.explain.explanation import (
 )
 from evalbatch.explain.observed_calls import calls_by_segment, read_calls
 from evalbatch.explain.trial_explanation import explain_trial, missing_trial
-from evalbatch.extract import sql_files, trial_tables
+from evalbatch.extract import inspect_names, sql_files, trial_tables
 from evalbatch.extract.delegates import DelegateFrames
 from evalbatch.grade import trial_grading
 from evalbatch.grade.suite_tables import SuiteTables
@@ -93,22 +97,29 @@ def explain_paths(
     trial_index: int | None = None,
     options: GradeOptions | None = None,
     resources: Resources | None = None,
+    epoch: int | None = None,
 ) -> Explanation:
     """Explain how one eval run's trials graded, with the grader's own code (see module doc).
 
     `events` and `suites` are each one path (a `str` or a `Path`) or a list of them. `run_id`
     is required. `task_id` and `trial_index` keep only the trials of
-    that task and/or index.
+    that task and/or index. For a run from an Inspect log (E-146), `task_id` may be a sample id
+    as Inspect has it, and `epoch` (from 1) keeps the trials of that epoch, whose trial index
+    is `epoch - 1` (E-111); give `epoch` or `trial_index`, not both.
 
     Raises:
-        TypeError: no `run_id`.
+        TypeError: no `run_id`, or both `trial_index` and `epoch`.
         UnknownRun: `run_id` is not an eval run of the events.
-        UnknownSelection: no trial of the run has that task or index.
+        UnknownSelection: no trial of the run has that task or index, `task_id` names two
+            tasks (a taskId and another task's sample id), or `epoch` is given for a run that is
+            not from an Inspect log.
         InputError: no event file can be used at all.
         SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
     """
     if run_id is None:
         raise TypeError("explain_paths() needs run_id=")
+    if trial_index is not None and epoch is not None:
+        raise TypeError("explain_paths() takes trial_index= or epoch=, not both")
     suite_files = as_paths(suites)
     options = options or GradeOptions()
     choices = load_suites(suite_files)
@@ -130,6 +141,15 @@ def explain_paths(
         con.close()
     notes = [problem_message(None, None, p.code, p.path) for p in batch.file_problems]
     run = batch.eval_runs.filter(pl.col("run_id") == run_id).row(0, named=True)
+    columns = batch.run_columns.get(run_id, {})
+    names = {n: columns[n] for n in inspect_names.RUN_NAMES if columns.get(n) is not None}
+    if epoch is not None:
+        if not names:
+            raise UnknownSelection(
+                f"--epoch: run {run_id} is not from an Inspect log, so its trials have no "
+                "epoch; --trial selects one by its index"
+            )
+        trial_index = epoch - 1  # the trial index an Inspect epoch is given (E-111)
     run_problems = [_problem(r, s, c, d) for r, s, c, d in batch.problem_rows if r == run_id]
     plan = batch.plans.get(run_id)
     if plan is None or run_id in batch.fatal_runs:
@@ -146,11 +166,12 @@ def explain_paths(
             tasks=[],
             problems=[p for p in run_problems if p.severity != "error"],
             notes=notes,
+            names=names,
         )
     key = plan.suite_key
     tables = SuiteTables.build({key: plan.doc} if key is not None and plan.doc is not None else {})
     trials = batch.trials.filter(pl.col("run_id") == run_id)
-    return _explain_run(
+    explanation = _explain_run(
         run_id,
         plan,
         trials,
@@ -165,6 +186,23 @@ def explain_paths(
         trial_index,
         notes,
     )
+    return replace(explanation, names=names)
+
+
+def _chosen_task(
+    run_id: str, asked: str, trials: pl.DataFrame, tasks: Collection[str]
+) -> str | None:
+    """The taskId `--task-id` names: a taskId of the run, or the task an Inspect sample id is
+    (E-146); None when it names neither. One that is a taskId and another task's sample id
+    names two: an error naming both by taskId."""
+    by_sample = trials.filter(pl.col("sample_id") == asked)["task_id"].unique().to_list()
+    found = sorted(({asked} & set(tasks)) | set(by_sample))
+    if len(found) > 1:
+        raise UnknownSelection(
+            f"run {run_id}: --task-id {asked} names {len(found)} tasks, as a taskId and as an "
+            f"Inspect sample id; give one of their taskIds: {', '.join(found)}"
+        )
+    return found[0] if found else None
 
 
 def _explain_run(
@@ -192,6 +230,11 @@ def _explain_run(
     judge_by_segment = {r["segment_no"]: r for r in judges.iter_rows(named=True)}
     bracket_calls = calls_by_segment(calls, run_id)
     entries = {e["taskId"]: e for e in summary["tasks"]}
+    if task_id is not None:
+        known = set(trials["task_id"].to_list()) | set(entries)
+        if has_suite:
+            known |= set(tables.tasks["task_id"].to_list())
+        task_id = _chosen_task(run_id, task_id, trials, known) or task_id
     first_by_index: dict[tuple[str, int], int] = {}
     for t in trials.filter("counted").iter_rows(named=True):
         first_by_index[(t["task_id"], t["trial_index"])] = t["scored_seq"]

@@ -17,6 +17,7 @@ from evalbatch.explain.explanation import (
     Trajectory,
     TrialExplanation,
 )
+from evalbatch.explain.inspect_viewer import VIEW_COMMAND, sample_url
 from evalbatch.explain.observed_calls import ObservedCall
 from evalbatch.explain.wording import count_of, shown_number, yes_no
 from evalbatch.options import GradeOptions
@@ -226,8 +227,42 @@ def _usage_line(trial: TrialExplanation) -> list[str]:
     return lines
 
 
-def _trial_lines(trial: TrialExplanation) -> list[str]:
-    lines = [_headline(trial)]
+def _sample_line(trial: TrialExplanation, names: dict[str, str]) -> list[str]:
+    """A trial of an Inspect log: its sample, epoch and model, and its page in Inspect's viewer
+    (E-146)."""
+    if trial.sample_id is None:
+        return []
+    line = f"    Inspect sample {trial.sample_id}"
+    if trial.epoch is not None:
+        line += f", epoch {trial.epoch}"
+    if "model" in names:
+        line += f", model {names['model']}"
+    if "log_file" in names and trial.epoch is not None:
+        line += f": {sample_url(names['log_file'], trial.sample_id, trial.epoch)}"
+    return [line]
+
+
+def _names_lines(names: dict[str, str]) -> list[str]:
+    """A run from an Inspect log: what Inspect calls it, and the command that serves its log to
+    Inspect's viewer, where each trial's line below is a page (E-146)."""
+    if not names:
+        return []
+    told = [
+        f"{label} {names[key]}"
+        for key, label in (("task_name", "task"), ("model", "model"), ("log_file", "log"))
+        if key in names
+    ]
+    lines = [f"Inspect: {', '.join(told)}"]
+    if "log_file" in names:
+        lines.append(
+            f"  to see its samples: {VIEW_COMMAND} (LOG_DIR: the directory holding "
+            f"{names['log_file']}), then open a trial's address below"
+        )
+    return lines
+
+
+def _trial_lines(trial: TrialExplanation, names: dict[str, str] | None = None) -> list[str]:
+    lines = [_headline(trial), *_sample_line(trial, names or {})]
     if trial.grade is not None:
         row = trial.grade.row
         g = trial.grade
@@ -293,6 +328,7 @@ def render_text(expl: Explanation) -> str:
             f"{p.code} (event {p.sequence})" if p.sequence is not None else p.code for p in shown
         )
         lines.append(f"run problems: {listed}")
+    lines += _names_lines(expl.names)
     lines += [f"note: {note}" for note in expl.notes]
     for task in expl.tasks:
         lines.append("")
@@ -300,5 +336,5 @@ def render_text(expl: Explanation) -> str:
         if not task.trials:
             lines.append("  no trial")
         for trial in task.trials:
-            lines += _trial_lines(trial)
+            lines += _trial_lines(trial, expl.names)
     return "\n".join(lines) + "\n"

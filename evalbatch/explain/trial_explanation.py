@@ -96,6 +96,8 @@ def explain_trial(
         "trial_index": t["trial_index"],
         "sequence": t["scored_seq"],
         "problems": trial_problems,
+        "sample_id": t.get("sample_id"),
+        "epoch": t.get("epoch"),
     }
     if not t["counted"]:
         why = LEFT_OUT_WHY.get(t["left_out"], t["left_out"])

@@ -72,7 +72,8 @@ struct Strings {
 // paths, in its order; "agent.agentId" is the one nested path). The one list of them is
 // evalbatch/extract/scan_fields.py (E-134): a library whose table differs is not loaded.
 enum Kind : int { OTHER, TOOL_CALLED, USAGE, INV_STARTED, INV_COMPLETED, SCORED, EVAL_STARTED,
-                  NODE_DISPATCHED, CHAIN_EVENT, DISPATCH_JOINED, EVAL_COMPLETED };
+                  NODE_DISPATCHED, CHAIN_EVENT, DISPATCH_JOINED, EVAL_COMPLETED, INSPECT_EVAL,
+                  INSPECT_SAMPLE };
 
 struct KindFields {
   std::string_view type;
@@ -96,6 +97,9 @@ const std::vector<KindFields>& kinds() {
       {"workflow-chain.event", CHAIN_EVENT, {"childRunId"}},
       {"dispatch.joined", DISPATCH_JOINED, {"mergeOrder"}},
       {"eval.completed", EVAL_COMPLETED, {}},
+      // what an Inspect log calls its run and each trial (E-146)
+      {"evalbatch.inspect.eval", INSPECT_EVAL, {"task", "model", "logFile"}},
+      {"evalbatch.inspect.sample", INSPECT_SAMPLE, {"taskId", "trialIndex", "sampleId", "epoch"}},
   };
   return table;
 }

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import duckdb
 import polars as pl
 
-from evalbatch.extract import delegates, events_pass, segments, sql_files
+from evalbatch.extract import delegates, events_pass, inspect_names, segments, sql_files
 from evalbatch.extract.events_pass import register_frame
 from evalbatch.inputs import event_files
 
@@ -40,13 +40,21 @@ PIPELINE = (
     "bracket_events",
     "scored_events",
     "started_events",
+    "inspect_events",
     "run_cost_source",
 )
 #: the queries of `PIPELINE` whose rows are fetched once into Polars (for `segments`) and
 #: registered under their own name, rather than stored in DuckDB as well: named, so a query
 #: added to `PIPELINE` is stored unless it is named here too (E-134)
 FETCHED = frozenset(
-    {"tool_called_events", "usage_events", "bracket_events", "scored_events", "started_events"}
+    {
+        "tool_called_events",
+        "usage_events",
+        "bracket_events",
+        "scored_events",
+        "started_events",
+        "inspect_events",
+    }
 )
 #: what the stage's queries read that no query of the stage defines: the batch's event files
 STAGE_INPUTS = frozenset({"source_events"})
@@ -68,6 +76,10 @@ class Extraction:
     usage_problems: pl.DataFrame  # run_id, segment_no, sequence, code
     #: what trials read from child runs (E-102): empty unless a suite includes delegates
     delegates: delegates.DelegateFrames = field(default_factory=delegates.DelegateFrames)
+    #: what an ingested Inspect log calls each run and trial (E-146): `inspect_names`' frames,
+    #: empty for any other log
+    run_names: pl.DataFrame = field(default_factory=pl.DataFrame)
+    trial_names: pl.DataFrame = field(default_factory=pl.DataFrame)
 
 
 @dataclass
@@ -141,6 +153,8 @@ def _extraction(
         event_problems=tables.event_problems,
         usage_problems=sql_files.relation(con, "usage_problems").pl(),
         delegates=read,
+        run_names=inspect_names.run_names(tables.typed["inspect_events"]),
+        trial_names=inspect_names.trial_names(tables.typed["inspect_events"]),
     )
 
 

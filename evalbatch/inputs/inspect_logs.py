@@ -14,6 +14,8 @@ id is the run id), and each sample x epoch one trial:
       provider.usage               the scorers' own model calls (a judge's cost: D-6)
       eval.scored                  taskId from the sample id, trialIndex = epoch - 1, score, passed
     eval.completed    only when the eval finished (status `success`)
+    evalbatch.inspect.eval         after every other event: the task, model and log file (E-146)
+    evalbatch.inspect.sample       then per trial: its taskId and trialIndex, sample id and epoch
 
 How a score that is not a number is read, which scorer counts and what is lost are in
 docs/decisions.md (E-111); which of Inspect's own figures becomes aggregateScore is E-117. Every
@@ -56,6 +58,7 @@ from evalbatch.inputs.limits import (
     check_inflated,
 )
 from evalbatch.inputs.lossless_json import Number, Object, parse
+from evalbatch.options import MODEL_CLASSES, check_choice
 
 if TYPE_CHECKING:
     from inspect_ai.event import ModelEvent
@@ -66,10 +69,17 @@ if TYPE_CHECKING:
 AGENT_ID = "inspect.agent"
 #: what Inspect's reader is told a log is
 Format: TypeAlias = Literal["eval", "json"]
+#: a sample of a log: its id as Inspect typed it and its epoch (from 1)
+SampleKey: TypeAlias = tuple[int | str, int]
 #: the log versions this reader knows (Inspect writes 2; 1 is read by Inspect as well)
 KNOWN_VERSIONS = frozenset({1, 2})
 #: what the suite id of a log is built from (RFC 0244 suiteId: `<namespace>.evals.<name>`)
 SUITE_NAMESPACE = "inspect"
+#: the vendor event types (`<org>.<name>.<sub>`: OpenWOP's payloads are closed, so Inspect's names
+#: ride in events of their own) that carry a log's names and each trial's sample and epoch
+#: (E-146); evalbatch/extract/scan_fields.py declares the fields grading reads of them
+EVAL_NAMES = "evalbatch.inspect.eval"
+SAMPLE_NAMES = "evalbatch.inspect.sample"
 
 _TASK_ID = re.compile(r"[a-z0-9][a-z0-9-]*\Z")
 #: how a taskId made from another sample id ends: an id that ends so is hashed too
@@ -86,10 +96,18 @@ class InspectOptions:
     scorer: the scorer whose score counts (`NAME`, or `NAME/KEY` for a scorer whose value is a
         dict of scores); None: the log's first scorer.
     pass_score: `passed` is `score >= pass_score` (1.0: only a full score passes, as `C` does).
+    model_class: the OpenWOP model class (`reasoning`, `coding`, ...) of the model evaluated,
+        written as every bracket's `modelClass` so that `evaluatedModelClass` says it (§3.6,
+        E-14, E-146); None: an Inspect log does not say, so no bracket carries one.
     """
 
     scorer: str | None = None
     pass_score: float = 1.0
+    model_class: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.model_class is not None:
+            check_choice("InspectOptions", "model_class", self.model_class, MODEL_CLASSES)
 
 
 def is_eval_archive(head: bytes) -> bool:
@@ -221,6 +239,8 @@ class _RunWriter:
         self.sink = sink
         self.run_id = run_id
         self.sequence = 0
+        #: the (sample id, epoch) of each trial written, in order, for its names (E-146)
+        self.samples: list[SampleKey] = []
 
     def emit(self, type_: str, payload: Object, timestamp: datetime | str | None) -> None:
         event = Object(
@@ -368,20 +388,26 @@ def _refused_trial(writer: _RunWriter, refused: _Refused) -> None:
     """A refused sample's eval.scored, without score or passed: its trial fails closed (D-11)."""
     payload = Object([("taskId", task_id(refused.id)), ("trialIndex", _number(refused.epoch - 1))])
     writer.emit("eval.scored", payload, None)
+    writer.samples.append((refused.id, refused.epoch))
 
 
 def _trial(
-    writer: _RunWriter, sample: EvalSample, scorer: str | None, key: str | None, pass_score: float
+    writer: _RunWriter,
+    sample: EvalSample,
+    scorer: str | None,
+    key: str | None,
+    pass_score: float,
+    model_class: str | None = None,
 ) -> str | None:
-    """One sample x epoch as a trial's events; None when its score was read, else why not."""
+    """One sample x epoch as a trial's events; None when its score was read, else why not.
+    `model_class`, when given, is its bracket's `modelClass` (E-146)."""
     from inspect_ai.event import ModelEvent, SpanBeginEvent, ToolEvent
 
     invocation = f"{sample.id}#{sample.epoch}"
-    writer.emit(
-        "agent.invocation-started",
-        Object([("agentId", AGENT_ID), ("invocationId", invocation)]),
-        sample.started_at,
-    )
+    started = Object([("agentId", AGENT_ID), ("invocationId", invocation)])
+    if model_class is not None:
+        started.append(("modelClass", model_class))
+    writer.emit("agent.invocation-started", started, sample.started_at)
     why = _unusable(sample)
     outcome = "failed" if sample.error is not None else "completed"
     completed = Object([("invocationId", invocation), ("agentId", AGENT_ID), ("outcome", outcome)])
@@ -418,6 +444,7 @@ def _trial(
     if sample.total_time is not None and math.isfinite(sample.total_time):
         payload.append(("latencyMs", _number(round(sample.total_time * 1000, 3))))
     writer.emit("eval.scored", payload, sample.completed_at)
+    writer.samples.append((sample.id, sample.epoch))
     if score is not None:
         return None
     return why or "unscored"
@@ -622,9 +649,6 @@ def _measured(path: str, limits: InputLimits) -> _Members:
     return members
 
 
-SampleKey: TypeAlias = tuple[int | str, int]
-
-
 def _sample_keys(source: str) -> list[SampleKey] | None:
     """The (id, epoch) of every sample of an archive, in its order; None for an archive without
     sample summaries (an older log, read whole)."""
@@ -792,7 +816,8 @@ def _read(
                 unscored["past a cap"] += 1
                 continue
             read.inputs.setdefault(task_id(sample.id), _input(sample.input))
-            if (why := _trial(writer, sample, scorer, key, options.pass_score)) is not None:
+            why = _trial(writer, sample, scorer, key, options.pass_score, options.model_class)
+            if why is not None:
                 unscored[why] += 1
     except Exception as exc:  # whatever Inspect's reader meets in a damaged file
         sink.problem(
@@ -801,6 +826,7 @@ def _read(
             f"the rest of the samples cannot be read ({type(exc).__name__}); "
             "those read are kept, the eval is left without eval.completed",
         )
+        _names(writer, log, sink.path)
         return read
     if unscored:
         counts = ", ".join(f"{n} {why}" for why, n in sorted(unscored.items()))
@@ -825,7 +851,34 @@ def _read(
             f"the eval's status is {log.status}: its scored samples are graded, and the eval is "
             "left without eval.completed",
         )
+    _names(writer, log, sink.path)
     return read
+
+
+def _names(writer: _RunWriter, log: EvalLog, path: str) -> None:
+    """What Inspect calls the run and its trials (E-146), after every other event of the log, so
+    the events before them are the ones an earlier evalbatch wrote (an ingest into the same
+    directory adds these beside them, D-3, E-34): the task, the model (`provider/model`) and the
+    log file's name, then per trial its sample id (as Inspect typed it) and epoch. Ids and names
+    in vendor events of their own, since OpenWOP's eval payloads are closed (§H)."""
+    names = Object(
+        [
+            ("task", log.eval.task),
+            ("model", log.eval.model),
+            ("logFile", os.path.basename(path)),
+        ]
+    )
+    writer.emit(EVAL_NAMES, names, None)
+    for sample_id, epoch in writer.samples:
+        trial = Object(
+            [
+                ("taskId", task_id(sample_id)),
+                ("trialIndex", _number(epoch - 1)),
+                ("sampleId", sample_id if isinstance(sample_id, str) else _number(sample_id)),
+                ("epoch", _number(epoch)),
+            ]
+        )
+        writer.emit(SAMPLE_NAMES, trial, None)
 
 
 def starting_suite(path: str, limits: InputLimits = DEFAULT_LIMITS) -> dict[str, Any] | None:

@@ -18,8 +18,10 @@ import polars as pl
 
 #: 2: tasks gained pass_at_k_by_k and pass_hat_k_by_k; 3: runs gained the provenance columns;
 #: 4: runs gained the eval's times, target agent, baseline and regression verdict and delta, and
-#: the by-k columns became lists of doubles (README "Schema versions")
-SCHEMA_VERSION = 4
+#: the by-k columns became lists of doubles; 5: runs gained model, task_name and log_file, tasks
+#: sample_id, trials sample_id and epoch: an Inspect log's names (E-146) (docs/outputs.md
+#: "Schema versions")
+SCHEMA_VERSION = 5
 
 # --------------------------------------------------------------------------------------------
 # Files
@@ -110,6 +112,13 @@ RUNS: Columns = {
         pl.Float64(),
         "EvalSummary regression.scoreDelta (candidate minus baseline); null without a block",
     ),
+    "model": (
+        pl.String(),
+        "the model an Inspect log evaluated, as Inspect names it (provider/model, E-146); null "
+        "for a run from any other log",
+    ),
+    "task_name": (pl.String(), "the Inspect task it ran, as Inspect names it (E-146); else null"),
+    "log_file": (pl.String(), "the file name of the Inspect log it came from (E-146); else null"),
     "evalbatch_version": (pl.String(), "the evalbatch version that graded it (E-54)"),
     "suite_sha256": (
         pl.String(),
@@ -156,6 +165,11 @@ TASKS: Columns = {
     "latency_ms": (pl.Int64(), "latencyMs of the task entry"),
     "trajectory_matched": (pl.Boolean(), "trajectory.matched of the task entry (last trial)"),
     "fixture_miss_count": (pl.Int64(), "fixtureMissCount of the task entry"),
+    "sample_id": (
+        pl.String(),
+        "the Inspect sample the task is, its id as Inspect has it (an integer as its text; "
+        "E-146); null for a task of any other log or without a trial",
+    ),
 }
 
 TRIALS: Columns = {
@@ -190,6 +204,16 @@ TRIALS: Columns = {
     "input_tokens": (pl.Int64(), "input tokens, judge calls excluded"),
     "output_tokens": (pl.Int64(), "output tokens, judge calls excluded"),
     "usage_cost_usd": (pl.Float64(), "provider.usage cost in the trial, judge calls included"),
+    "sample_id": (
+        pl.String(),
+        "the Inspect sample the trial ran (an integer id as its text; E-146); null for a trial "
+        "of any other log",
+    ),
+    "epoch": (
+        pl.Int64(),
+        "the Inspect epoch the trial was, from 1 (its trial_index is epoch - 1; E-146); null "
+        "for a trial of any other log",
+    ),
 }
 
 PROBLEMS: Columns = {

@@ -112,6 +112,8 @@ class _Side:
     files: frozenset[Path] = frozenset()
     #: the counted trials' calls (E-136), from event logs graded here; None from a tasks table
     calls: pl.DataFrame | None = None
+    #: each run's model and Inspect task (runs table, E-146), for a run from an Inspect log
+    names: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
     def runs_of(self, suite_id: str) -> list[str]:
         return self.tasks.filter(pl.col("suite_id") == suite_id)["run_id"].unique().sort().to_list()
@@ -228,7 +230,18 @@ def _task_table_side(name: str, path: Path, run_filter: event_files.RunFilter | 
         _trials_beside(path),
         _fingerprints(runs),
         frozenset({path.resolve()}),
+        names=_names(runs),
     )
+
+
+def _names(runs: pl.DataFrame | None) -> dict[str, dict[str, str | None]]:
+    """Each run's `model` and `task_name` from a runs table, for the runs that have one (an
+    older table has neither column: E-146)."""
+    columns = [c for c in ("model", "task_name") if runs is not None and c in runs.columns]
+    if runs is None or not columns:
+        return {}
+    known = runs.filter(pl.any_horizontal(pl.col(c).is_not_null() for c in columns))
+    return {row["run_id"]: row for row in known.select("run_id", *columns).iter_rows(named=True)}
 
 
 def _fingerprints(runs: pl.DataFrame | None) -> dict[str, str]:
@@ -357,6 +370,7 @@ def _side(
         _fingerprints(result.runs),
         files,
         result.calls,
+        _names(result.runs),
     )
 
 
@@ -678,8 +692,12 @@ def _compare_suite(
             cand_run=cand_id,
             family=family,
         )
-    comparison.baseline = paired_verdict.SideSummary.of(base_rows, base_id, base.gradings[base_id])
-    comparison.candidate = paired_verdict.SideSummary.of(cand_rows, cand_id, cand.gradings[cand_id])
+    comparison.baseline = paired_verdict.SideSummary.of(
+        base_rows, base_id, base.gradings[base_id], base.names.get(base_id)
+    )
+    comparison.candidate = paired_verdict.SideSummary.of(
+        cand_rows, cand_id, cand.gradings[cand_id], cand.names.get(cand_id)
+    )
     if with_changes and comparison.paired_task_count and not comparison.nothing_compared:
         if _has_behaviour(base.trials) and _has_behaviour(cand.trials):
             assert base.trials is not None and cand.trials is not None

@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 
 from evalbatch import problems
+from evalbatch.extract import inspect_names
 from evalbatch.inputs import event_files
 from evalbatch.outputs.output_format import (
     PROBLEM_SCHEMA,
@@ -92,7 +93,13 @@ def batch_output(part: Batch) -> BatchOutput:
         ]
     )
     tasks = conform(
-        "tasks", columns.tasks.filter(pl.col("run_id").is_in(written["run_id"].implode()))
+        "tasks",
+        columns.tasks.filter(pl.col("run_id").is_in(written["run_id"].implode())).join(
+            inspect_names.task_sample_ids(part.trials),
+            on=["run_id", "task_id"],
+            how="left",
+            maintain_order="left",
+        ),
     )
     return BatchOutput(
         summaries=summaries,
@@ -157,6 +164,7 @@ def trial_table(trials: pl.DataFrame) -> pl.DataFrame:
             "input_tokens",
             "output_tokens",
             pl.col("usage_cost_usd").cast(pl.Float64),
+            *inspect_names.TRIAL_NAMES,
         )
         .cast(TRIAL_SCHEMA)
         .sort("run_id", "sequence")

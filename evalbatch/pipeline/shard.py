@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from evalbatch import problems
-from evalbatch.extract import delegates, sql_files, trial_tables
+from evalbatch.extract import delegates, inspect_names, sql_files, trial_tables
 from evalbatch.grade.suite_tables import SuiteTables, suite_key
 from evalbatch.grade.trial_grading import grade_trials
 from evalbatch.inputs import event_files, suites
@@ -33,7 +33,7 @@ class Batch:
     fatal_runs: set[str]
     file_problems: list[event_files.FileProblem] = field(default_factory=list)
     #: run -> its runs-table columns that are not in its summary: when its eval ran, its target
-    #: agent and baseline, and its provenance (E-54)
+    #: agent and baseline, what an Inspect log calls it (E-146), and its provenance (E-54)
     run_columns: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: eval run -> each child run its trials read and that child's fingerprint, None for a log
     #: that was missing (E-102; an incremental run regrades the parent when one changes, E-50)
@@ -99,6 +99,7 @@ def grade_extracted(
     if isinstance(ext, trial_tables.EventTables):
         ext = trial_tables.segment_trials(con, ext)
     part = _grade_batch(ext, choices, options)
+    part.trials = inspect_names.with_trial_names(part.trials, ext.trial_names)
     if keep_calls:
         part.calls = counted_calls(part.trials, ext.trial_calls)
     part.file_problems = extracted.file_problems
@@ -110,6 +111,7 @@ def grade_extracted(
         part.delegates.setdefault(run_id, {})[child] = fingerprint
     version = package_version()
     times = {row["run_id"]: row for row in extracted.eval_times.iter_rows(named=True)}
+    names = {row["run_id"]: row for row in ext.run_names.iter_rows(named=True)}
     agents = task_reductions.target_agents(part.trials)
     for run in ext.eval_runs.iter_rows(named=True):
         run_id = run["run_id"]
@@ -120,6 +122,7 @@ def grade_extracted(
             "eval_completed_at": when.get("eval_completed_at"),
             "target_agent_id": agents.get(run_id),
             "baseline_run_id": run["baseline_run_id"],
+            **{name: names.get(run_id, {}).get(name) for name in inspect_names.RUN_NAMES},
             "evalbatch_version": version,
             "suite_sha256": choice.sha256 if choice is not None else None,
             "default_pass_score": options.default_pass_score,

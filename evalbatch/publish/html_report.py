@@ -107,6 +107,7 @@ article.run { border-top: 1px solid var(--line); padding: 6px 0 2px; }
 article.run h3 { margin: 4px 0 2px; }
 article.run p { margin: 0 0 6px; }
 code.cmd { white-space: normal; overflow-wrap: anywhere; }
+small.names { display: block; color: var(--muted); overflow-wrap: anywhere; }
 tr.changed > td { border-bottom: 0; }
 tr.changes > td { padding-top: 0; }
 div.changes { font-size: 13px; overflow-wrap: anywhere; }

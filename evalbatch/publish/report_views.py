@@ -33,6 +33,9 @@ class FailingTrial:
     score: float | None = None
     gating_score: float | None = None
     count: int = 1
+    #: the Inspect sample and epoch the trial ran (E-146); None for any other log's
+    sample_id: str | None = None
+    epoch: int | None = None
 
 
 class _Details:
@@ -94,6 +97,9 @@ class RunView:
     failed_trials: int = 0
     #: whether any of its tasks has a cost (D-14)
     task_cost: bool = False
+    #: what an Inspect log calls it (runs.parquet's model, task_name, log_file, E-146): only
+    #: the names it has, none for a run from any other log
+    names: dict[str, str] = field(default_factory=dict)
     details: _Details | None = None
     _rows: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
     _failing: list[FailingTrial] | None = None
@@ -124,6 +130,16 @@ class RunView:
     @property
     def suite(self) -> str:
         return f"{self.summary['suiteId']}@{self.summary['suiteVersion']}"
+
+    @property
+    def names_text(self) -> str | None:
+        """`task T · M`: the Inspect task and model a run's row names (E-146); None for a run
+        from any other log."""
+        parts = [
+            f"task {self.names['task_name']}" if "task_name" in self.names else None,
+            self.names.get("model"),
+        ]
+        return " · ".join(p for p in parts if p) or None
 
 
 def _fraction_mean(values: Iterable[Fraction]) -> float:
@@ -200,6 +216,8 @@ def failing_trials(
                     trial["reason"],
                     trial["score"],
                     trial["gating_score"],
+                    sample_id=trial.get("sample_id"),
+                    epoch=trial.get("epoch"),
                 )
             )
     found: list[FailingTrial] = []
@@ -316,11 +334,17 @@ def run_views(out: RunOutputs) -> list[RunView]:
     costed = details.with_task_cost()
     runs = out.tables.get("runs")
     options_of: dict[str, dict[str, Any]] = {}
+    names_of: dict[str, dict[str, str]] = {}
     if runs is not None:
         wanted = [c for c in ("default_pass_score", "on_miss_default") if c in runs.columns]
         options_of = {
             row["run_id"]: {c: row[c] for c in wanted}
             for row in runs.select("run_id", *wanted).to_dicts()
+        }
+        named = [c for c in ("model", "task_name", "log_file") if c in runs.columns]
+        names_of = {
+            row["run_id"]: {c: row[c] for c in named if row[c] is not None}
+            for row in runs.select("run_id", *named).to_dicts()
         }
     by_suite = Counter(summary["suiteId"] for _, summary in out.summaries)
     taken: set[str] = set()
@@ -337,6 +361,7 @@ def run_views(out: RunOutputs) -> list[RunView]:
                 tick=tick,
                 anchor=_anchor(run_id, taken),
                 options=options_of.get(run_id, {}),
+                names=names_of.get(run_id, {}),
                 failed_trials=failed.get(run_id, 0),
                 task_cost=run_id in costed,
                 details=details,

@@ -25,7 +25,7 @@ from evalbatch.publish.page_markup import (
     usd,
     verdict_cell,
 )
-from evalbatch.publish.report_views import RunView
+from evalbatch.publish.report_views import FailingTrial, RunView
 from evalbatch.publish.worst_runs import (
     MAX_TASKS_LISTED,
     Picked,
@@ -87,6 +87,14 @@ def explain_command(
     return shlex.join(words)
 
 
+def _sample_cell(trial: FailingTrial) -> str:
+    """Under a failed trial's taskId, the Inspect sample and epoch it ran (E-146)."""
+    if trial.sample_id is None:
+        return ""
+    epoch = f", epoch {trial.epoch}" if trial.epoch is not None else ""
+    return f'<small class="names">sample {esc(trial.sample_id)}{epoch}</small>'
+
+
 def run_section(
     view: RunView,
     views_by_id: dict[str, RunView],
@@ -105,6 +113,10 @@ def run_section(
         f"{s['passedCount']} of {esc(quantity(int(s['taskCount']), 'task'))} passed",
         esc(quantity(view.failed_trials, "failed trial")),
     ]
+    # what an Inspect log calls the run (E-146)
+    for column, label in (("task_name", "Inspect task"), ("model", "model"), ("log_file", "log")):
+        if column in view.names:
+            facts.append(f"{label} <code>{esc(view.names[column])}</code>")
     reg = s.get("regression")
     if reg:
         facts.append(
@@ -113,7 +125,7 @@ def run_section(
         )
     rows = [
         "<tr>"
-        f"<td>{esc(f.task_id)}</td>"
+        f"<td>{esc(f.task_id)}{_sample_cell(f)}</td>"
         + (
             num_cell(f.trial_index, str(f.trial_index))
             if f.trial_index is not None

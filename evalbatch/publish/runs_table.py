@@ -63,10 +63,11 @@ def _short(value: Any) -> Any:
 def _record(view: RunView, suite_number: int) -> list[Any]:
     """One run as the script reads it: its suite (a number into the suites list), its cells'
     values (for sorting) and where its link leads (its section's anchor, or null for the command
-    that writes it)."""
+    that writes it); last, for a run from an Inspect log, its task and model (E-146)."""
     s = view.summary
     st = s.get("trialStats") or {}
     reg = s.get("regression")
+    names = [view.names_text] if view.names_text else []
     return [
         suite_number,
         view.run_id,
@@ -82,6 +83,7 @@ def _record(view: RunView, suite_number: int) -> list[Any]:
         _short(st.get("scoreStderr")),
         _short(s.get("totalCostUsd")),
         f"{reg['verdict']} ({float(reg['scoreDelta']):+.3f})" if reg else None,
+        *names,
     ]
 
 
@@ -128,7 +130,7 @@ def runs_table(views: Sequence[RunView]) -> str:
         regression_text = f"{reg['verdict']} ({float(reg['scoreDelta']):+.3f})" if reg else "–"
         rows.append(
             f'<tr data-passed="{"yes" if s["passed"] else "no"}">'
-            f"<td>{esc(view.suite)}</td><td>{run_link(view)}</td>"
+            f"<td>{esc(view.suite)}</td><td>{run_link(view)}{_names_cell(view)}</td>"
             + num_cell(s["aggregateScore"], fmt(float(s["aggregateScore"])))
             + verdict_cell(s["passed"], sortable=True)
             + num_cell(s["passedCount"], f"{s['passedCount']}/{s['taskCount']}")
@@ -144,6 +146,12 @@ def runs_table(views: Sequence[RunView]) -> str:
     return table([name for name, _ in COLUMNS], rows, numeric).replace(
         "<table>", '<table id="runs-table">', 1
     )
+
+
+def _names_cell(view: RunView) -> str:
+    """Under a run's id, the Inspect task and model it ran (E-146); nothing for other runs."""
+    text = view.names_text
+    return f'<small class="names">{esc(text)}</small>' if text else ""
 
 
 def problems_paragraph(out: RunOutputs) -> str:
@@ -183,7 +191,7 @@ RUNS_SCRIPT = """
   const usd = v => v === null ? "\\u2013" : v === 0 ? "$0" :
     ("$" + v.toFixed(4)).replace(/0+$/, "").replace(/\\.$/, "");
   const text = r => (r[0] + " " + r[1] + " " + (r[4] ? "passed" : "failed") + " " +
-    (r[13] || "")).toLowerCase();
+    (r[13] || "") + " " + (r[14] || "")).toLowerCase();
   const texts = data.map(text);
   // the value each column sorts on: text columns by their text, numbers by their value
   const keys = [r => r[0].toLowerCase(), r => r[1].toLowerCase(), r => r[3], r => r[4] ? 1 : 0,
@@ -221,11 +229,18 @@ RUNS_SCRIPT = """
     link.append(code);
     if (r[2] === null) { link.href = "#more-runs"; link.dataset.run = r[1]; }
     else link.href = "#" + r[2];
+    const run = cell(link);
+    if (r[14]) {  // an Inspect log's task and model (E-146)
+      const names = document.createElement("small");
+      names.className = "names";
+      names.textContent = r[14];
+      run.append(names);
+    }
     const verdict = document.createElement("td");
     verdict.className = r[4] ? "pass" : "fail";
     verdict.dataset.v = r[4] ? 1 : 0;
     verdict.textContent = r[4] ? "passed" : "failed";
-    tr.append(cell(r[0]), cell(link), cell(fmt(r[3], 3), true, r[3]), verdict,
+    tr.append(cell(r[0]), run, cell(fmt(r[3], 3), true, r[3]), verdict,
       cell(r[5] + "/" + r[6], true, r[5]), cell(String(r[7]), true, r[7]),
       cell(fmt(r[8], 3), true, r[8]), cell(fmt(r[9], 3), true, r[9]),
       cell(fmt(r[10], 3), true, r[10]), cell(fmt(r[11], 3), true, r[11]),

@@ -145,34 +145,61 @@ class Grading:
 class SideSummary:
     """One side of a suite's comparison as the output shows it: the run, how it was graded and
     its mean scores (the means over all its tasks; `scoreDelta` is the difference of
-    `meanScore`)."""
+    `meanScore`), and for a run from an Inspect log the model and task Inspect names (E-146)."""
 
     run_id: str
     grading: Grading
     task_count: int
     mean_score: float | None
     mean_gating_score: float | None
+    model: str | None = None
+    task_name: str | None = None
 
     @classmethod
-    def of(cls, rows: pl.DataFrame, run_id: str, grading: Grading) -> SideSummary:
-        """`rows`: the run's task rows (none, or one row with null scores, when not graded)."""
+    def of(
+        cls,
+        rows: pl.DataFrame,
+        run_id: str,
+        grading: Grading,
+        names: Mapping[str, str | None] | None = None,
+    ) -> SideSummary:
+        """`rows`: the run's task rows (none, or one row with null scores, when not graded);
+        `names`: its runs-table row's `model` and `task_name`, where it has them."""
         scored = rows.filter(pl.col("score").is_not_null())
+        names = names or {}
         return cls(
             run_id=run_id,
             grading=grading,
             task_count=scored.height,
             mean_score=_mean(scored["score"]),
             mean_gating_score=_mean(scored["gating_score"]),
+            model=names.get("model"),
+            task_name=names.get("task_name"),
         )
 
     def report(self) -> dict[str, object]:
-        return {
+        """The side in `--json`: `model` and `taskName` only when known (E-146)."""
+        shown: dict[str, object] = {
             "runId": self.run_id,
             "grading": self.grading.report(),
             "taskCount": self.task_count,
             "meanScore": self.mean_score,
             "meanGatingScore": self.mean_gating_score,
         }
+        if self.model is not None:
+            shown["model"] = self.model
+        if self.task_name is not None:
+            shown["taskName"] = self.task_name
+        return shown
+
+    def names_text(self) -> str | None:
+        """`Inspect task T, model M` for a run from an Inspect log, None for any other (E-146)."""
+        known = [
+            f"{what} {value}"
+            for what, value in (("Inspect task", self.task_name), ("model", self.model))
+            if value is not None
+        ]
+        return ", ".join(known) or None
 
 
 def _mean(column: pl.Series) -> float | None:

@@ -21,13 +21,12 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
+from evalbatch import options
 from evalbatch.grade.suite_tables import suite_key
 from evalbatch.inputs.suites import Fault, validate_summary
 from evalbatch.reduce import stats
 
-MODEL_CLASSES = frozenset(
-    {"reasoning", "writing", "coding", "research", "classification", "general"}
-)
+MODEL_CLASSES = frozenset(options.MODEL_CLASSES)
 
 
 @dataclass(frozen=True)

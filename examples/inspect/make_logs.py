@@ -26,6 +26,9 @@ archives and `.json` logs. What the logs hold:
   (`score_on_error=True`) with a scorer that marks every answer correct.
 - interrupted (.eval): the eval is interrupted (as by Ctrl-C) at its third sample; Inspect leaves
   the log as `started`, with the two samples it finished.
+- row-ids (2 epochs, .eval): samples whose ids are no taskIds, `Row 1/B` and `Row 2/B` (a space
+  and a slash) and the number 7, given through Inspect's dataset API: the names `ingest` keeps
+  beside the taskIds it makes (E-146).
 
 Samples run one at a time (`max_samples=1`), so the scripted answers land on the same epochs on
 every run.
@@ -41,7 +44,7 @@ from typing import Any
 
 from inspect_ai import Epochs, Task
 from inspect_ai import eval as inspect_eval
-from inspect_ai.dataset import Sample
+from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageTool, ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import (
     Score,
@@ -132,6 +135,18 @@ def samples() -> list[Sample]:
     ]
 
 
+def row_samples() -> MemoryDataset:
+    """Samples named as a spreadsheet names its rows, and one by a number."""
+    return MemoryDataset(
+        [
+            Sample(id="Row 1/B", input="add 1 2", target="3"),
+            Sample(id="Row 2/B", input="add 2 3", target="5"),
+            Sample(id=7, input="add 3 4", target="7"),
+        ],
+        name="rows",
+    )
+
+
 @scorer(metrics={"exact": [accuracy(), stderr()], "close": [accuracy()]})
 def graded():  # type: ignore[no-untyped-def]
     """A scorer whose value is a dict of scores: `exact` (C/I) and `close` (1, 0.5 or 0)."""
@@ -211,6 +226,8 @@ def write_logs(out: Path) -> None:
     run(arithmetic("best-epoch"), Epochs(2, "max"))
     run(arithmetic("two-scorers", [match(), graded()]), 2)
     run(arithmetic("judged", [model_graded_qa(model=scripted_judge())]), 2)
+    solver = [use_tools([add()]), generate()]
+    run(Task(name="row-ids", dataset=row_samples(), solver=solver, scorer=match()), 2)
     FAILING_TOOL = True
     try:
         run(arithmetic("tool-error"), 1, fail_on_error=True)

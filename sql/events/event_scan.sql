@@ -7,7 +7,8 @@
 -- from one TRY(json_extract(...)), which is NULL exactly when the text is
 -- not JSON: it is also the validity check (payload_json); other types are only checked
 -- (json_valid), eval.completed included; the three dispatch types also hold the child runs they
--- name (E-102), read only when a suite includes delegates. The strict checks (D-7, E-26, E-61) flag the payloads
+-- name (E-102), read only when a suite includes delegates, and the two vendor types of an ingested
+-- Inspect log hold its names (E-146). The strict checks (D-7, E-26, E-61) flag the payloads
 -- DuckDB's lenient parser may read differently from JSON (payload_suspect), with their text
 -- (suspect_payload) for the strict second reading. Reads scan_rows (run_id, sequence,
 -- sequence_ok, type, payload, ts, row_hash), or rows re-read for a second look in its place.
@@ -41,6 +42,13 @@ extracted AS (
             WHEN 'node.dispatched' THEN TRY(json_extract(payload, ['$.childRunId']))
             WHEN 'workflow-chain.event' THEN TRY(json_extract(payload, ['$.childRunId']))
             WHEN 'dispatch.joined' THEN TRY(json_extract(payload, ['$.mergeOrder']))
+            -- what an Inspect log calls its run and each trial (E-146)
+            WHEN 'evalbatch.inspect.eval' THEN TRY(json_extract(payload, [
+                '$.task', '$.model', '$.logFile'
+            ]))
+            WHEN 'evalbatch.inspect.sample' THEN TRY(json_extract(payload, [
+                '$.taskId', '$.trialIndex', '$.sampleId', '$.epoch'
+            ]))
         END AS f
     FROM rows
 ),
