@@ -56,7 +56,7 @@ from evalbatch.options import GradeOptions, OnMissDefault, Resources
     type=click.IntRange(1),
     default=None,
     help="Only the trials of this Inspect epoch, from 1 (a run ingested from an Inspect log: its "
-    "trial index is epoch - 1); not with --trial.",
+    "trial index is epoch - 1); not with --trial (default: every epoch).",
 )
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the explanation as JSON (explainVersion 1)."
