@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -657,3 +658,44 @@ def slow_except(cases: Iterable[Any], fast: Iterable[Any]) -> list[Any]:
         return pytest.param(*values, marks=marks)
 
     return [param(row) if row in keep else param(row, pytest.mark.slow) for row in rows]
+
+
+def dropped_pair(task_ids: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """A baseline and a candidate run of one suite as `regress` reads them from tasks tables
+    (the baseline passes every task, the candidate none), and one plain counted trial of each
+    task on each side: what the changes behind a drop of every task are computed from."""
+    n = len(task_ids)
+    base, cand = (
+        pl.DataFrame(
+            {
+                "run_id": run,
+                "suite_id": "acme.team.evals.support",
+                "suite_version": "1.0.0",
+                "task_id": task_ids,
+                "score": [score] * n,
+                "gating_score": [score] * n,
+                "passed": [score == 1.0] * n,
+            }
+        )
+        for run, score in (("acme/base", 1.0), ("acme/cand", 0.0))
+    )
+    trials = pl.concat(
+        [
+            side.select("run_id", "task_id").with_columns(
+                counted=True,
+                trajectory_matched=pl.lit(None, pl.Boolean),
+                trajectory_reason=pl.lit(None, pl.String),
+                forbidden_count=0,
+                fixture_misses=0,
+                failed_closed=False,
+                tool_call_count=1,
+                model_call_count=1,
+                input_tokens=10,
+                output_tokens=5,
+                usage_cost_usd=0.0,
+                latency_ms=1000.0,
+            )
+            for side in (base, cand)
+        ]
+    )
+    return base, cand, trials

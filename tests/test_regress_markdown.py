@@ -19,7 +19,7 @@ from evalbatch.commands import printing
 from evalbatch.pairing.sides import RegressionReport
 from evalbatch.publish.regress_markdown import markdown_summary
 from evalbatch.reduce import behaviour_changes, paired_verdict
-from tests.helpers import SAMPLES, write_events, write_json
+from tests.helpers import SAMPLES, dropped_pair, write_events, write_json
 from tests.logbuilder import EPOCH, LogBuilder, golden, suite, traj
 
 LOOKUP, REFUND = "crm:lookup", "billing:refund"
@@ -151,40 +151,7 @@ def test_e138_ten_thousand_tasks_keep_the_terminal_and_the_summary_bounded(
     other task sends): the terminal prints a handful of lines and the Markdown stays small."""
     n = 10_000
     ids = [f"t{i:05d}" for i in range(n)]
-    rows = []
-    for run, score in (("acme/base", 1.0), ("acme/cand", 0.0)):
-        rows.append(
-            pl.DataFrame(
-                {
-                    "run_id": run,
-                    "suite_id": "acme.team.evals.support",
-                    "suite_version": "1.0.0",
-                    "task_id": ids,
-                    "score": [score] * n,
-                    "gating_score": [score] * n,
-                    "passed": [score == 1.0] * n,
-                }
-            )
-        )
-    trials = pl.concat(
-        [
-            r.select("run_id", "task_id").with_columns(
-                counted=True,
-                trajectory_matched=pl.lit(None, pl.Boolean),
-                trajectory_reason=pl.lit(None, pl.String),
-                forbidden_count=0,
-                fixture_misses=0,
-                failed_closed=False,
-                tool_call_count=1,
-                model_call_count=1,
-                input_tokens=10,
-                output_tokens=5,
-                usage_cost_usd=0.0,
-                latency_ms=1000.0,
-            )
-            for r in rows
-        ]
-    )
+    base, cand, trials = dropped_pair(ids)
     calls = pl.DataFrame(
         {
             "run_id": ["acme/base"] * n + ["acme/cand"] * n,
@@ -197,15 +164,15 @@ def test_e138_ten_thousand_tasks_keep_the_terminal_and_the_summary_bounded(
     )
     options = paired_verdict.RegressOptions(method="paired-t")
     comparison = paired_verdict.compare(
-        rows[0],
-        rows[1],
+        base,
+        cand,
         options,
         suite_id="acme.team.evals.support",
         base_run="acme/base",
         cand_run="acme/cand",
     )
     comparison.changes = behaviour_changes.behaviour_changes(
-        paired_verdict.paired_tasks(rows[0], rows[1]),
+        paired_verdict.paired_tasks(base, cand),
         "gating_score",
         trials,
         "acme/base",

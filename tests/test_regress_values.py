@@ -27,7 +27,7 @@ from evalbatch.cli import cli
 from evalbatch.pairing.sides import RegressionReport
 from evalbatch.publish.regress_markdown import markdown_summary
 from evalbatch.reduce import behaviour_changes, paired_verdict
-from tests.helpers import write_events, write_json
+from tests.helpers import dropped_pair, write_events, write_json
 from tests.logbuilder import EPOCH, LogBuilder, expect, golden, suite, traj
 from tests.test_regress_markdown import headings, tables
 
@@ -209,39 +209,7 @@ def _frames(n: int, values: dict[str, list[str]]) -> tuple[pl.DataFrame, ...]:
     """Tasks, trials and calls of two runs of `n` tasks that all drop, each task calling one tool
     with the `values` (JSON texts of `inputs`, or text that is not JSON) its side sends."""
     ids = [f"t{i:04d}" for i in range(n)]
-    rows = [
-        pl.DataFrame(
-            {
-                "run_id": run,
-                "suite_id": "acme.team.evals.support",
-                "suite_version": "1.0.0",
-                "task_id": ids,
-                "score": [score] * n,
-                "gating_score": [score] * n,
-                "passed": [score == 1.0] * n,
-            }
-        )
-        for run, score in (("acme/base", 1.0), ("acme/cand", 0.0))
-    ]
-    trials = pl.concat(
-        [
-            r.select("run_id", "task_id").with_columns(
-                counted=True,
-                trajectory_matched=pl.lit(None, pl.Boolean),
-                trajectory_reason=pl.lit(None, pl.String),
-                forbidden_count=0,
-                fixture_misses=0,
-                failed_closed=False,
-                tool_call_count=1,
-                model_call_count=1,
-                input_tokens=10,
-                output_tokens=5,
-                usage_cost_usd=0.0,
-                latency_ms=1000.0,
-            )
-            for r in rows
-        ]
-    )
+    base, cand, trials = dropped_pair(ids)
     calls = pl.DataFrame(
         [
             {"run_id": f"acme/{side}", "task_id": task, "trial": t, "call_pos": 0}
@@ -251,7 +219,7 @@ def _frames(n: int, values: dict[str, list[str]]) -> tuple[pl.DataFrame, ...]:
             for t, inputs in enumerate(sent)
         ]
     )
-    return rows[0], rows[1], trials, calls
+    return base, cand, trials, calls
 
 
 def _changes(n: int, values: dict[str, list[str]], kept: bool) -> behaviour_changes.Changes:
