@@ -192,6 +192,7 @@ UNUSABLE_ARGS: dict[str, list[str]] = {
     "history": ["{missing}"],
     "export otel": ["{missing}"],
     "export eee": ["{missing}", "--model-id", "acme/agent", "--org", "acme"],
+    "suite infer": ["{missing}", "--out", "{tmp}/inferred.json"],
 }
 
 

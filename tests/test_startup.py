@@ -87,6 +87,8 @@ def _loaded_after(tmp_path: Path, *args: str | Path) -> tuple[int, list[str], st
                 "export eee",
                 "report",
                 "explain",
+                "suite",
+                "suite infer",
             )
         ),
     ],
