@@ -392,10 +392,12 @@ def test_e92_ingest_json_and_plurals(tmp_path: Path) -> None:
         "eventsAlreadyThere",
         "runsAlreadyThere",
         "suitesWritten",
+        "indexFiles",
         "problems",
         "exitCode",
     ]
     assert (doc["files"], doc["events"], doc["runs"], doc["exitCode"]) == (1, 2, 1, 3)
+    assert doc["indexFiles"] == []  # no Inspect eval-set index among the inputs (E-143)
     assert [Path(p).name for p in doc["written"]] == ["part-0.parquet"]
     (problem,) = doc["problems"]
     assert problem["path"] == str(export) and problem["where"] == "line 2"
