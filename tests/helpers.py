@@ -699,3 +699,15 @@ def dropped_pair(task_ids: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, pl.Da
         ]
     )
     return base, cand, trials
+
+
+def planted_calls(behaviour: str | None, lookup: str, refund: str, refund_all: str) -> list[str]:
+    """A task's calls under a planted behaviour (None: as the baseline calls them), for the
+    tests that plant changes behind a drop and look for them (E-136, E-142)."""
+    return {
+        None: [lookup, refund],
+        "dropped-refund": [lookup],
+        "forbidden": [lookup, refund, refund_all],
+        "reordered": [refund, lookup],
+        "costlier": [lookup, refund],
+    }[behaviour]

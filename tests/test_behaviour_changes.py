@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from evalbatch import api
 from evalbatch.cli import cli
 from evalbatch.reduce.behaviour_changes import Changes, call_changes
-from tests.helpers import write_events, write_json
+from tests.helpers import planted_calls, write_events, write_json
 from tests.logbuilder import EPOCH, LogBuilder, expect, golden, suite, traj
 
 LOOKUP, REFUND, REFUND_ALL = "crm:lookup", "billing:refund", "billing:refund-all"
@@ -42,13 +42,7 @@ def _calls(behaviour: str | None, task: str) -> list[str | tuple[str, Any]]:
     if task == TASKS[8]:
         side = "cand" if behaviour == "other-order-id" else "base"
         return [(LOOKUP, {"orderId": ORDER_IDS[side], "locale": "en"}), REFUND]
-    return {
-        None: [LOOKUP, REFUND],
-        "dropped-refund": [LOOKUP],
-        "forbidden": [LOOKUP, REFUND, REFUND_ALL],
-        "reordered": [REFUND, LOOKUP],
-        "costlier": [LOOKUP, REFUND],
-    }[behaviour]
+    return list(planted_calls(behaviour, LOOKUP, REFUND, REFUND_ALL))
 
 
 def _run(run_id: str, planted: dict[str, str], day: int = 0) -> list[dict[str, Any]]:

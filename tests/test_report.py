@@ -48,6 +48,7 @@ from tests.helpers import (
     RunLog,
     generated_log,
     make_suite,
+    planted_calls,
     standard_run,
     write_events,
     write_json,
@@ -1046,16 +1047,6 @@ PLANTED_LINES = [
 ]
 
 
-def _planted_calls(behaviour: str | None) -> list[str]:
-    return {
-        None: [LOOKUP, REFUND],
-        "dropped-refund": [LOOKUP],
-        "forbidden": [LOOKUP, REFUND, REFUND_ALL],
-        "reordered": [REFUND, LOOKUP],
-        "costlier": [LOOKUP, REFUND],
-    }[behaviour]
-
-
 def write_planted(root: Path) -> Path:
     """The baseline, the planted candidate and the alike run (both naming the baseline, so both
     carry a regression block) in one event file, graded into root/out with the library API,
@@ -1069,7 +1060,10 @@ def write_planted(root: Path) -> Path:
             behaviour = PLANTED_BEHAVIOUR[name].get(task)
             cost = 0.05 if behaviour in ("dropped-refund", "costlier") else 0.01
             log.trial(
-                task, _planted_calls(behaviour), [{"costEstimateUsd": cost}], duration_ms=1000
+                task,
+                planted_calls(behaviour, LOOKUP, REFUND, REFUND_ALL),
+                [{"costEstimateUsd": cost}],
+                duration_ms=1000,
             )
         log.eval_completed()
         rows += log.rows
