@@ -120,6 +120,11 @@ MODEL_CLASSES: tuple[str, ...] = (
     "general",
 )
 
+#: what becomes of an Inspect sample that errored (E-147): written and failed, or left out of
+#: the run as Inspect leaves it out of its figures
+ErroredSamples = Literal["fail", "leave-out"]
+ERRORED_CHOICES: tuple[ErroredSamples, ...] = ("fail", "leave-out")
+
 
 @dataclass(frozen=True)
 class GradeOptions:

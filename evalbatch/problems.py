@@ -122,6 +122,10 @@ CODES: dict[str, tuple[Severity, str]] = {
     # host record and usage
     "score-invalid": ("warning", "eval.scored.score missing, not a number or outside 0..1 (D-11)"),
     "passed-invalid": ("warning", "eval.scored.passed missing or not a boolean (D-11)"),
+    "sample-errored": (
+        "warning",
+        "the Inspect sample of the trial errored: the trial fails with score 0 (E-147)",
+    ),
     "usage-tokens-invalid": (
         "warning",
         f"provider.usage token count not an integral number 0..{MAX_TOKENS} (§2.2, E-77)",
@@ -183,6 +187,11 @@ CODES: dict[str, tuple[Severity, str]] = {
     "inspect-sample-unscored": (
         "warning",
         "Inspect samples without a usable score from the scorer used: each fails closed (D-11)",
+    ),
+    "inspect-sample-left-out": (
+        "warning",
+        "errored Inspect samples left out of the run, as Inspect leaves them out of its figures "
+        "(--inspect-errored leave-out, E-147)",
     ),
     "inspect-eval-unfinished": (
         "warning",

@@ -741,6 +741,24 @@ def _p95(latencies: list[int]) -> int:
 # --------------------------------------------------------------------------------------------------
 
 
+#: the vendor event `ingest` writes per trial of an Inspect log (E-146), marking an errored sample
+INSPECT_SAMPLE = "evalbatch.inspect.sample"
+
+
+def _errored_trials(events: Sequence[_Event]) -> set[tuple[str, int]]:
+    """E-147: the trials an Inspect log's mapping marked as errored: the first
+    evalbatch.inspect.sample (by sequence) naming a (taskId, trialIndex), when its `errored` is
+    true."""
+    seen: dict[tuple[str, int], bool] = {}
+    for event in events:
+        if event.type != INSPECT_SAMPLE or not isinstance(event.fields, dict):
+            continue
+        task, index = event.fields.get("taskId"), event.fields.get("trialIndex")
+        if isinstance(task, str) and _is_integral(index) and index >= 0:
+            seen.setdefault((task, int(index)), event.fields.get("errored") is True)
+    return {key for key, errored in seen.items() if errored}
+
+
 class _RunGrader:
     """Grades one eval run; collects its problems as it goes."""
 
@@ -762,6 +780,8 @@ class _RunGrader:
         self.suite_key: tuple[str, str] | None = None  # the suite this run's eval.started names
         self.problems: list[dict[str, Any]] = []
         self.summary: dict[str, Any] | None = None
+        #: the (taskId, trialIndex) of each trial whose Inspect sample errored (E-147)
+        self.errored: set[tuple[str, int]] = set()
 
     # ---- problems -------------------------------------------------------------------------------
 
@@ -811,6 +831,7 @@ class _RunGrader:
 
     def grade(self) -> None:
         events = self._events()
+        self.errored = _errored_trials(events)
 
         # The eval span (§2.1, E-2).
         starts = [e for e in events if e.type == EVAL_STARTED]
@@ -1063,8 +1084,12 @@ class _RunGrader:
                 on_miss = "fail" if self.options.on_miss_default == "fail" else "count"
             fail_closed = misses > 0 and on_miss == "fail"
 
-        # Score, pass, gating score (§3.4, D-10, D-11).
-        if kind == "trajectory":
+        # Score, pass, gating score (§3.4, D-10, D-11; an errored Inspect sample, E-147).
+        errored = (trial.task_id, trial.index) in self.errored
+        if errored:
+            self.problem("sample-errored", trial.scored.sequence)
+            score, passed = Fraction(0), False
+        elif kind == "trajectory":
             score = Fraction(1 if matched else 0)
             passed = matched
         else:
@@ -1084,7 +1109,7 @@ class _RunGrader:
                 passed = False
         if fail_closed:
             score, passed = Fraction(0), False
-        gating = Fraction(0) if (not matched or fail_closed) else score
+        gating = Fraction(0) if (not matched or fail_closed or errored) else score
 
         # Latency (§3.5, E-17).
         latency: Fraction | None = None

@@ -444,30 +444,33 @@ def _started_events() -> tuple[Rows, Expected]:
 
 @golden(
     "inspect_events",
-    "E-146",
-    "sequence, type, task_name, model, log_file, task_id, trial_index, sample_id, epoch",
+    "E-146, E-147",
+    "sequence, type, task_name, model, log_file, errored_left_out, task_id, trial_index, "
+    "sample_id, epoch, errored",
 )
 def _inspect_events() -> tuple[Rows, Expected]:
-    """The names an ingested Inspect log ends with: its task, model and log file, and per trial
-    the taskId and trialIndex it names with its sample id (a string, or an integer read as its
-    text) and epoch; a field of another type is null, as is anything of any other event."""
+    """The names an ingested Inspect log ends with: its task, model and log file (and how many
+    errored samples were left out), and per trial the taskId and trialIndex it names with its
+    sample id (a string, or an integer read as its text), epoch and whether it errored (only
+    JSON `true` says so); a field of another type is null (false for `errored`), as is anything
+    of any other event."""
     log = LogBuilder("run-a")
     log.add("eval.started", started())  # 0
     log.add("eval.scored", scored())  # 1
-    names = {"task": "arith", "model": "mockllm/model", "logFile": "a.eval"}
+    names = {"task": "arith", "model": "mockllm/model", "logFile": "a.eval", "erroredLeftOut": 2}
     log.add("evalbatch.inspect.eval", names)  # 2
     sample = {"taskId": "row-1", "trialIndex": 0, "sampleId": "Row 1/B", "epoch": 1}
     log.add("evalbatch.inspect.sample", sample)  # 3
-    log.add("evalbatch.inspect.sample", {**sample, "sampleId": 7, "epoch": 2.0})  # 4
-    odd = {"taskId": 3, "trialIndex": -1, "sampleId": 1.5, "epoch": 0}
+    log.add("evalbatch.inspect.sample", {**sample, "sampleId": 7, "epoch": 2.0, "errored": True})
+    odd = {"taskId": 3, "trialIndex": -1, "sampleId": 1.5, "epoch": 0, "errored": "true"}
     log.add("evalbatch.inspect.sample", odd)  # 5: nothing of its type
-    log.add("evalbatch.inspect.eval", {"task": ["x"], "model": None})  # 6
+    log.add("evalbatch.inspect.eval", {"task": ["x"], "model": None, "erroredLeftOut": 1.5})  # 6
     return log.rows, [
-        (2, "evalbatch.inspect.eval", "arith", "mockllm/model", "a.eval", *[None] * 4),
-        (3, "evalbatch.inspect.sample", *[None] * 3, "row-1", 0, "Row 1/B", 1),
-        (4, "evalbatch.inspect.sample", *[None] * 3, "row-1", 0, "7", 2),
-        (5, "evalbatch.inspect.sample", *[None] * 7),
-        (6, "evalbatch.inspect.eval", *[None] * 7),
+        (2, "evalbatch.inspect.eval", "arith", "mockllm/model", "a.eval", 2, *[None] * 4, False),
+        (3, "evalbatch.inspect.sample", *[None] * 4, "row-1", 0, "Row 1/B", 1, False),
+        (4, "evalbatch.inspect.sample", *[None] * 4, "row-1", 0, "7", 2, True),
+        (5, "evalbatch.inspect.sample", *[None] * 8, False),
+        (6, "evalbatch.inspect.eval", *[None] * 8, False),
     ]
 
 

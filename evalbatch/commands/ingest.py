@@ -16,7 +16,7 @@ from evalbatch.commands.click_options import out_option, quiet_option
 from evalbatch.commands.printing import echo_json, plural
 from evalbatch.commands.types import ByteSize, FiniteFloatRange, printable
 from evalbatch.inputs.limits import DEFAULT_LIMITS, InputLimits, size_text
-from evalbatch.options import MODEL_CLASSES, Resources
+from evalbatch.options import ERRORED_CHOICES, MODEL_CLASSES, ErroredSamples, Resources
 
 if TYPE_CHECKING:
     from evalbatch.inputs.ingest import IngestReport
@@ -67,6 +67,14 @@ def _size(count: int) -> str:
     "say; default: none, E-146).",
 )
 @click.option(
+    "--inspect-errored",
+    type=click.Choice(ERRORED_CHOICES),
+    default="fail",
+    show_default=True,
+    help="Inspect logs: a sample that errored is written and fails (fail), or is left out of "
+    "the run, as Inspect leaves it out of its figures (leave-out) (E-147).",
+)
+@click.option(
     "--write-suites",
     "suites_dir",
     type=click.Path(file_okay=False),
@@ -107,6 +115,7 @@ def ingest_command(
     inspect_scorer: str | None,
     inspect_pass_score: float,
     inspect_model_class: str | None,
+    inspect_errored: ErroredSamples,
     suites_dir: str | None,
     max_line_bytes: int,
     max_member_bytes: int,
@@ -139,7 +148,9 @@ def ingest_command(
         list(inputs),
         out_dir,
         resources=resources,
-        inspect=InspectOptions(inspect_scorer, inspect_pass_score, inspect_model_class),
+        inspect=InspectOptions(
+            inspect_scorer, inspect_pass_score, inspect_model_class, inspect_errored
+        ),
         suites_dir=suites_dir,
         limits=InputLimits(
             max_line_bytes=max_line_bytes, max_member_bytes=max_member_bytes, max_ratio=max_ratio

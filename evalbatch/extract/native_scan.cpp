@@ -97,9 +97,10 @@ const std::vector<KindFields>& kinds() {
       {"workflow-chain.event", CHAIN_EVENT, {"childRunId"}},
       {"dispatch.joined", DISPATCH_JOINED, {"mergeOrder"}},
       {"eval.completed", EVAL_COMPLETED, {}},
-      // what an Inspect log calls its run and each trial (E-146)
-      {"evalbatch.inspect.eval", INSPECT_EVAL, {"task", "model", "logFile"}},
-      {"evalbatch.inspect.sample", INSPECT_SAMPLE, {"taskId", "trialIndex", "sampleId", "epoch"}},
+      // what an Inspect log calls its run and each trial (E-146), and what errored (E-147)
+      {"evalbatch.inspect.eval", INSPECT_EVAL, {"task", "model", "logFile", "erroredLeftOut"}},
+      {"evalbatch.inspect.sample", INSPECT_SAMPLE,
+       {"taskId", "trialIndex", "sampleId", "epoch", "errored"}},
   };
   return table;
 }

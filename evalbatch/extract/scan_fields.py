@@ -55,12 +55,15 @@ SCAN_FIELDS: tuple[TypeFields, ...] = (
     TypeFields("node.dispatched", "dispatched", ("childRunId",)),
     TypeFields("workflow-chain.event", "chain", ("childRunId",)),
     TypeFields("dispatch.joined", "joined", ("mergeOrder",)),
-    # what an Inspect log calls its run and each trial (E-146): vendor events of the mapping
-    TypeFields("evalbatch.inspect.eval", "inspect_eval", ("task", "model", "logFile")),
+    # what an Inspect log calls its run and each trial: vendor events of the mapping
+    # (E-146), and the samples that errored (E-147)
+    TypeFields(
+        "evalbatch.inspect.eval", "inspect_eval", ("task", "model", "logFile", "erroredLeftOut")
+    ),
     TypeFields(
         "evalbatch.inspect.sample",
         "inspect_sample",
-        ("taskId", "trialIndex", "sampleId", "epoch"),
+        ("taskId", "trialIndex", "sampleId", "epoch", "errored"),
     ),
 )
 

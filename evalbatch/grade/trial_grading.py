@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from evalbatch.extract import inspect_names
 from evalbatch.extract.trial_tables import Extraction
 from evalbatch.grade import match
 from evalbatch.grade.suite_tables import SuiteTables
@@ -425,6 +426,7 @@ def grade_trials(
 ) -> pl.DataFrame:
     """Every eval.scored of the graded runs, placed (D-5) and, when counted, graded (§3.4)."""
     trials = with_delegate_faults(place_trials(ext.trial_segments, plan, tables), ext)
+    trials = inspect_names.with_errored(trials, ext.trial_names)
     calls = keyed_calls(trials, ext.trial_calls, ext.delegates.calls)
     trajectories = grade_trajectories(trials, calls, tables)
     misses = count_fixture_misses(trials, calls, tables)
@@ -453,13 +455,17 @@ def grade_trials(
             & pl.col("matched")
         )
     )
+    # a fixture miss that fails closed (D-9), or a sample that errored (E-147), fails the trial
+    # whatever its path or the host's record
+    failed = pl.col("failed_closed") | pl.col("errored")
     trials = trials.with_columns(
-        pl.when(pl.col("failed_closed")).then(0.0).otherwise(score).alias("score"),
-        pl.when(pl.col("failed_closed")).then(False).otherwise(passed).alias("passed"),
-        (host_kind & pl.col("host_score").is_null()).alias("score_invalid"),
-        (host_kind & pl.col("host_passed").is_null()).alias("passed_invalid"),
+        pl.when(failed).then(0.0).otherwise(score).alias("score"),
+        pl.when(failed).then(False).otherwise(passed).alias("passed"),
+        # an errored sample has no score by nature: named `sample-errored`, not D-11's codes
+        (host_kind & pl.col("host_score").is_null() & ~pl.col("errored")).alias("score_invalid"),
+        (host_kind & pl.col("host_passed").is_null() & ~pl.col("errored")).alias("passed_invalid"),
     ).with_columns(
-        pl.when(pl.col("failed_closed") | (pl.col("has_trajectory") & ~pl.col("matched")))
+        pl.when(failed | (pl.col("has_trajectory") & ~pl.col("matched")))
         .then(0.0)
         .otherwise(pl.col("score"))
         .alias("gating_score"),

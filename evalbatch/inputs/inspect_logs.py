@@ -58,7 +58,7 @@ from evalbatch.inputs.limits import (
     check_inflated,
 )
 from evalbatch.inputs.lossless_json import Number, Object, parse
-from evalbatch.options import MODEL_CLASSES, check_choice
+from evalbatch.options import ERRORED_CHOICES, MODEL_CLASSES, ErroredSamples, check_choice
 
 if TYPE_CHECKING:
     from inspect_ai.event import ModelEvent
@@ -99,15 +99,20 @@ class InspectOptions:
     model_class: the OpenWOP model class (`reasoning`, `coding`, ...) of the model evaluated,
         written as every bracket's `modelClass` so that `evaluatedModelClass` says it (§3.6,
         E-14, E-146); None: an Inspect log does not say, so no bracket carries one.
+    errored: what becomes of a sample that errored (E-147): `fail`, its trial is written and
+        marked errored, and fails (fail closed); `leave-out`, it is not written at all, as
+        Inspect leaves it out of its own figures.
     """
 
     scorer: str | None = None
     pass_score: float = 1.0
     model_class: str | None = None
+    errored: ErroredSamples = "fail"
 
     def __post_init__(self) -> None:
         if self.model_class is not None:
             check_choice("InspectOptions", "model_class", self.model_class, MODEL_CLASSES)
+        check_choice("InspectOptions", "errored", self.errored, ERRORED_CHOICES)
 
 
 def is_eval_archive(head: bytes) -> bool:
@@ -241,20 +246,35 @@ class _RunWriter:
         self.sequence = 0
         #: the (sample id, epoch) of each trial written, in order, for its names (E-146)
         self.samples: list[SampleKey] = []
+        #: the trials written whose sample errored (E-147)
+        self.errored: set[SampleKey] = set()
 
-    def emit(self, type_: str, payload: Object, timestamp: datetime | str | None) -> None:
+    def emit(
+        self,
+        type_: str,
+        payload: Object,
+        timestamp: datetime | str | None,
+        sequence: int | None = None,
+    ) -> None:
+        """One event, numbered next, or `sequence` (a number kept for it by `reserve`)."""
+        if sequence is None:
+            sequence = self.reserve()
         event = Object(
             [
                 ("runId", self.run_id),
-                ("sequence", Number(str(self.sequence))),
+                ("sequence", Number(str(sequence))),
                 ("type", type_),
                 ("payload", payload),
             ]
         )
         if (stamp := _timestamp(timestamp)) is not None:
             event.append(("timestamp", stamp))
-        self.sink.event(event, f"event {self.sequence}")
+        self.sink.event(event, f"event {sequence}")
+
+    def reserve(self) -> int:
+        """The next sequence number, kept for an event written later."""
         self.sequence += 1
+        return self.sequence - 1
 
 
 def _usage(writer: _RunWriter, event: ModelEvent) -> None:
@@ -409,6 +429,8 @@ def _trial(
         started.append(("modelClass", model_class))
     writer.emit("agent.invocation-started", started, sample.started_at)
     why = _unusable(sample)
+    if sample.error is not None:
+        writer.errored.add((sample.id, sample.epoch))
     outcome = "failed" if sample.error is not None else "completed"
     completed = Object([("invocationId", invocation), ("agentId", AGENT_ID), ("outcome", outcome)])
     closed = False
@@ -796,18 +818,10 @@ def _read(
         )
     sizes = {key: members.sizes.get(name, 0) for name, key in (names or {}).items()}
     writer = _RunWriter(sink, log.eval.eval_id)
-    tasks = _number(_task_count(log))
-    started = Object(
-        [
-            ("suiteId", suite_id(log.eval.task)),
-            ("suiteVersion", suite_version(log.eval.task_version)),
-            ("taskCount", tasks),
-            ("trialCount", _number(log.eval.config.epochs or 1)),
-        ]
-    )
-    writer.emit("eval.started", started, log.eval.created)
+    start = writer.reserve()  # eval.started is first, written once the counts are known
     scorer, key = _scorer_name(log, options)
     unscored: Counter[str] = Counter()
+    left_out = _LeftOut()
     read = LogRead(log, {})
     try:
         for sample in _samples(source, form, keys, sizes, refused):
@@ -816,6 +830,10 @@ def _read(
                 unscored["past a cap"] += 1
                 continue
             read.inputs.setdefault(task_id(sample.id), _input(sample.input))
+            if options.errored == "leave-out" and sample.error is not None:
+                left_out.trials[sample.id] += 1
+                continue
+            left_out.kept[sample.id] += 1
             why = _trial(writer, sample, scorer, key, options.pass_score, options.model_class)
             if why is not None:
                 unscored[why] += 1
@@ -826,8 +844,17 @@ def _read(
             f"the rest of the samples cannot be read ({type(exc).__name__}); "
             "those read are kept, the eval is left without eval.completed",
         )
-        _names(writer, log, sink.path)
+        _started(writer, start, log, left_out)
+        _names(writer, log, sink.path, left_out)
         return read
+    tasks = _started(writer, start, log, left_out)
+    if left_out.trials:
+        sink.problem(
+            None,
+            "inspect-sample-left-out",
+            f"{left_out.count} errored sample(s) left out, as Inspect leaves them out of its "
+            "figures (--inspect-errored leave-out, E-147)",
+        )
     if unscored:
         counts = ", ".join(f"{n} {why}" for why, n in sorted(unscored.items()))
         sink.problem(
@@ -839,7 +866,7 @@ def _read(
     if log.status == "success":
         # a log not read whole has no eval.completed: Inspect's figures cover what was not read
         if not members.refused:
-            completed = Object([("taskCount", tasks)])
+            completed = Object([("taskCount", _number(tasks))])
             mean = inspect_mean(log, scorer, key)
             if mean is not None:
                 completed.insert(0, ("aggregateScore", _number(mean)))
@@ -851,11 +878,49 @@ def _read(
             f"the eval's status is {log.status}: its scored samples are graded, and the eval is "
             "left without eval.completed",
         )
-    _names(writer, log, sink.path)
+    _names(writer, log, sink.path, left_out)
     return read
 
 
-def _names(writer: _RunWriter, log: EvalLog, path: str) -> None:
+@dataclass
+class _LeftOut:
+    """Per sample id, the trials written and the errored ones left out (E-147)."""
+
+    kept: Counter[int | str] = field(default_factory=Counter)
+    trials: Counter[int | str] = field(default_factory=Counter)
+
+    @property
+    def count(self) -> int:
+        return sum(self.trials.values())
+
+    def whole_samples(self) -> int:
+        """Samples every epoch of which was left out: no task of the run."""
+        return sum(1 for sample_id in self.trials if not self.kept[sample_id])
+
+    def some_epochs(self) -> bool:
+        """Whether a sample written lost some of its epochs."""
+        return any(self.kept[sample_id] for sample_id in self.trials)
+
+
+def _started(writer: _RunWriter, sequence: int, log: EvalLog, left_out: _LeftOut) -> int:
+    """The eval.started at its kept `sequence`; its taskCount, returned. Samples left out whole
+    (E-147) are not tasks of the run; where a sample written lost some epochs, the trials differ
+    from task to task and no trialCount is written (each task then has the trials it kept, D-4)."""
+    tasks = _task_count(log) - left_out.whole_samples()
+    started = Object(
+        [
+            ("suiteId", suite_id(log.eval.task)),
+            ("suiteVersion", suite_version(log.eval.task_version)),
+            ("taskCount", _number(tasks)),
+        ]
+    )
+    if not left_out.some_epochs():
+        started.append(("trialCount", _number(log.eval.config.epochs or 1)))
+    writer.emit("eval.started", started, log.eval.created, sequence)
+    return tasks
+
+
+def _names(writer: _RunWriter, log: EvalLog, path: str, left_out: _LeftOut) -> None:
     """What Inspect calls the run and its trials (E-146), after every other event of the log, so
     the events before them are the ones an earlier evalbatch wrote (an ingest into the same
     directory adds these beside them, D-3, E-34): the task, the model (`provider/model`) and the
@@ -868,6 +933,8 @@ def _names(writer: _RunWriter, log: EvalLog, path: str) -> None:
             ("logFile", os.path.basename(path)),
         ]
     )
+    if left_out.trials:
+        names.append(("erroredLeftOut", _number(left_out.count)))
     writer.emit(EVAL_NAMES, names, None)
     for sample_id, epoch in writer.samples:
         trial = Object(
@@ -878,6 +945,8 @@ def _names(writer: _RunWriter, log: EvalLog, path: str) -> None:
                 ("epoch", _number(epoch)),
             ]
         )
+        if (sample_id, epoch) in writer.errored:
+            trial.append(("errored", True))
         writer.emit(SAMPLE_NAMES, trial, None)
 
 

@@ -19,9 +19,10 @@ import polars as pl
 #: 2: tasks gained pass_at_k_by_k and pass_hat_k_by_k; 3: runs gained the provenance columns;
 #: 4: runs gained the eval's times, target agent, baseline and regression verdict and delta, and
 #: the by-k columns became lists of doubles; 5: runs gained model, task_name and log_file, tasks
-#: sample_id, trials sample_id and epoch: an Inspect log's names (E-146) (docs/outputs.md
-#: "Schema versions")
-SCHEMA_VERSION = 5
+#: sample_id, trials sample_id and epoch: an Inspect log's names (E-146); 6: runs gained
+#: errored_trials, mean_without_errored and errored_left_out, trials errored (E-147)
+#: (docs/outputs.md "Schema versions")
+SCHEMA_VERSION = 6
 
 # --------------------------------------------------------------------------------------------
 # Files
@@ -119,6 +120,22 @@ RUNS: Columns = {
     ),
     "task_name": (pl.String(), "the Inspect task it ran, as Inspect names it (E-146); else null"),
     "log_file": (pl.String(), "the file name of the Inspect log it came from (E-146); else null"),
+    "errored_trials": (
+        pl.Int64(),
+        "counted trials whose Inspect sample errored, each failed with score 0 (E-147); 0 for a "
+        "run from any other log",
+    ),
+    "mean_without_errored": (
+        pl.Float64(),
+        "the aggregate score with those trials left out, as Inspect counts: the mean over the "
+        "tasks with another counted trial of their other trials' mean score (E-147); null when "
+        "no trial errored",
+    ),
+    "errored_left_out": (
+        pl.Int64(),
+        "errored Inspect samples left out of the run when its log was read "
+        "(--inspect-errored leave-out, E-147); null when none was",
+    ),
     "evalbatch_version": (pl.String(), "the evalbatch version that graded it (E-54)"),
     "suite_sha256": (
         pl.String(),
@@ -213,6 +230,11 @@ TRIALS: Columns = {
         pl.Int64(),
         "the Inspect epoch the trial was, from 1 (its trial_index is epoch - 1; E-146); null "
         "for a trial of any other log",
+    ),
+    "errored": (
+        pl.Boolean(),
+        "its Inspect sample errored: the trial failed with score 0 (E-147); false for a trial "
+        "of any other log",
     ),
 }
 

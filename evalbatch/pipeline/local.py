@@ -353,6 +353,8 @@ class MergedBatches:
     skipped_files: list[event_files.FileProblem]
     #: each run with a child run it could not read (E-102) -> those problem codes, as found
     delegate_problems: dict[str, list[str]] = field(default_factory=dict)
+    #: each run's runs-table columns from outside its summary (`Batch.run_columns`)
+    run_columns: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, parts: Sequence[Batch]) -> MergedBatches:
@@ -382,4 +384,5 @@ class MergedBatches:
             fatal=fatal,
             skipped_files=list(parts[0].file_problems) if parts else [],
             delegate_problems=delegate_problems,
+            run_columns={run: c for part in parts for run, c in part.run_columns.items()},
         )

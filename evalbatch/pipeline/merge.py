@@ -165,6 +165,7 @@ def trial_table(trials: pl.DataFrame) -> pl.DataFrame:
             "output_tokens",
             pl.col("usage_cost_usd").cast(pl.Float64),
             *inspect_names.TRIAL_NAMES,
+            "errored",
         )
         .cast(TRIAL_SCHEMA)
         .sort("run_id", "sequence")

@@ -113,6 +113,7 @@ def grade_extracted(
     times = {row["run_id"]: row for row in extracted.eval_times.iter_rows(named=True)}
     names = {row["run_id"]: row for row in ext.run_names.iter_rows(named=True)}
     agents = task_reductions.target_agents(part.trials)
+    errored = task_reductions.errored_figures(part.trials)
     for run in ext.eval_runs.iter_rows(named=True):
         run_id = run["run_id"]
         choice = choices.get((run["suite_id"], run["suite_version"]))
@@ -123,6 +124,8 @@ def grade_extracted(
             "target_agent_id": agents.get(run_id),
             "baseline_run_id": run["baseline_run_id"],
             **{name: names.get(run_id, {}).get(name) for name in inspect_names.RUN_NAMES},
+            **errored.get(run_id, task_reductions.NO_ERRORED),
+            inspect_names.LEFT_OUT: names.get(run_id, {}).get(inspect_names.LEFT_OUT),
             "evalbatch_version": version,
             "suite_sha256": choice.sha256 if choice is not None else None,
             "default_pass_score": options.default_pass_score,
@@ -273,8 +276,19 @@ def _trial_problems(trials: pl.DataFrame, target_agents: dict[str, str]) -> list
             "target-agent-mismatch",
             "",
         ),
-        (counted & host_kind & pl.col("host_score").is_null(), "scored_seq", "score-invalid", ""),
-        (counted & host_kind & pl.col("host_passed").is_null(), "scored_seq", "passed-invalid", ""),
+        (
+            counted & host_kind & pl.col("host_score").is_null() & ~pl.col("errored"),
+            "scored_seq",
+            "score-invalid",
+            "",
+        ),
+        (
+            counted & host_kind & pl.col("host_passed").is_null() & ~pl.col("errored"),
+            "scored_seq",
+            "passed-invalid",
+            "",
+        ),
+        (counted & pl.col("errored"), "scored_seq", "sample-errored", ""),
         (
             counted & pl.col("host_cost_present") & pl.col("host_cost_usd").is_null(),
             "scored_seq",

@@ -249,6 +249,40 @@ def target_agents(trials: pl.DataFrame) -> dict[str, str]:
     return _agreed(trials, "target_agent_id")
 
 
+#: the runs table's errored columns of a run none of whose trials errored (E-147)
+NO_ERRORED: dict[str, int | float | None] = {"errored_trials": 0, "mean_without_errored": None}
+
+
+def errored_figures(trials: pl.DataFrame) -> dict[str, dict[str, int | float | None]]:
+    """Per run with an errored counted trial (E-147): how many, and the aggregate score as
+    Inspect counts it, those trials left out: the mean, over the tasks with another counted
+    trial, of their other trials' mean score (sums in sorted order, as the aggregate's)."""
+    counted = trials.filter("counted")
+    runs = counted.filter("errored").group_by("run_id").agg(pl.len().alias("errored_trials"))
+    if runs.is_empty():
+        return {}
+    per_task = (
+        counted.filter(~pl.col("errored"))
+        .join(runs.select("run_id"), on="run_id")
+        .group_by("run_id", "task_id")
+        .agg(_ordered_sum(pl.col("score")).alias("total"), pl.len().alias("trials"))
+        .with_columns(_divide(pl.col("total"), pl.col("trials")).alias("mean"))
+    )
+    means = per_task.group_by("run_id").agg(
+        _ordered_sum(pl.col("mean")).alias("total"), pl.len().alias("tasks")
+    )
+    figures = runs.join(means, on="run_id", how="left").with_columns(
+        _divide(pl.col("total"), pl.col("tasks")).alias("mean_without_errored")
+    )
+    return {
+        row["run_id"]: {
+            "errored_trials": row["errored_trials"],
+            "mean_without_errored": row["mean_without_errored"],
+        }
+        for row in figures.iter_rows(named=True)
+    }
+
+
 def missing_trial_problems(tasks: pl.DataFrame) -> list[tuple[str, None, str, str]]:
     """D-12/D-13: `task-missing` for tasks with no kept trial, `trial-missing` per absent index."""
     problems: list[tuple[str, None, str, str]] = [

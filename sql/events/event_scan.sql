@@ -42,12 +42,12 @@ extracted AS (
             WHEN 'node.dispatched' THEN TRY(json_extract(payload, ['$.childRunId']))
             WHEN 'workflow-chain.event' THEN TRY(json_extract(payload, ['$.childRunId']))
             WHEN 'dispatch.joined' THEN TRY(json_extract(payload, ['$.mergeOrder']))
-            -- what an Inspect log calls its run and each trial (E-146)
+            -- what an Inspect log calls its run and each trial (E-146), what errored (E-147)
             WHEN 'evalbatch.inspect.eval' THEN TRY(json_extract(payload, [
-                '$.task', '$.model', '$.logFile'
+                '$.task', '$.model', '$.logFile', '$.erroredLeftOut'
             ]))
             WHEN 'evalbatch.inspect.sample' THEN TRY(json_extract(payload, [
-                '$.taskId', '$.trialIndex', '$.sampleId', '$.epoch'
+                '$.taskId', '$.trialIndex', '$.sampleId', '$.epoch', '$.errored'
             ]))
         END AS f
     FROM rows
