@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from evalbatch.commands.types import printable
+from evalbatch.text import errored_note
 
 if TYPE_CHECKING:  # polars and rich load when a command prints, not for --help
     import polars as pl
@@ -103,12 +104,26 @@ class RunTotals:
     mean_score: float | None  # over the graded runs
     total_cost_usd: float | None  # over the graded runs that know their cost
     costed_runs: int
+    #: trials whose Inspect sample errored (E-147), and the mean score with them left out
+    errored_trials: int = 0
+    mean_without_errored: float | None = None
+    errored_left_out: int = 0
 
     @classmethod
     def of(cls, runs: pl.DataFrame) -> RunTotals:
+        import polars as pl
+
         graded = runs.filter("graded")
         costed = graded["total_cost_usd"].drop_nulls()
         passed = int(graded["passed"].sum())
+        errored = int(graded["errored_trials"].sum()) if "errored_trials" in graded.columns else 0
+        without = None
+        if errored:
+            means = graded.select(
+                pl.coalesce("mean_without_errored", "aggregate_score").alias("mean")
+            )["mean"]
+            without = float(means.sum()) / graded.height
+        left_out = graded["errored_left_out"].sum() if "errored_left_out" in graded.columns else 0
         return cls(
             eval_runs=runs.height,
             graded=graded.height,
@@ -120,6 +135,9 @@ class RunTotals:
             else None,
             total_cost_usd=float(costed.sum()) if costed.len() else None,
             costed_runs=costed.len(),
+            errored_trials=errored,
+            mean_without_errored=without,
+            errored_left_out=int(left_out or 0),
         )
 
     def line(self) -> str:
@@ -147,7 +165,17 @@ class RunTotals:
             "meanScore": self.mean_score,
             "totalCostUsd": self.total_cost_usd,
             "costedRuns": self.costed_runs,
+            "erroredTrials": self.errored_trials,
+            "meanScoreWithoutErrored": self.mean_without_errored,
+            "erroredLeftOut": self.errored_left_out,
         }
+
+    def errored_line(self) -> str | None:
+        """What errored Inspect samples did to the mean score (E-147), None when none did."""
+        note = errored_note(
+            self.errored_trials, self.mean_without_errored, self.errored_left_out, digits=3
+        )
+        return None if note is None else f"{note} (E-147)"
 
 
 #: rows of `run`'s table; the rest are counted on the line after it (and are in runs.parquet)
@@ -196,7 +224,10 @@ def print_runs(runs: pl.DataFrame, console: Console | None = None, limit: int = 
         click.echo(
             f"... and {plural(ordered.height - limit, 'more run')} ({described}); see runs.parquet"
         )
-    click.echo(RunTotals.of(runs).line())
+    totals = RunTotals.of(runs)
+    click.echo(totals.line())
+    if (errored := totals.errored_line()) is not None:
+        click.echo(errored)
 
 
 #: the severities in the order they are told
@@ -308,6 +339,8 @@ def print_comparison(
                 f"  {label + ':':<10} mean score {mean} over {side.task_count} task(s), "
                 f"{side.grading.describe()}" + (f"; {printable(names)}" if names else "")
             )
+            if (errored := side.errored_text()) is not None:
+                click.echo(f"  {'':<10} {errored}")
     line = f"  paired tasks {c.paired_task_count}, score delta {c.score_delta:+.4f}"
     if c.mean_difference is not None:
         line += f", mean paired difference {c.mean_difference:+.4f}"
@@ -395,6 +428,16 @@ def _run_notes(run: RunVerdict) -> str:
         notes.append(f"absent onMiss read as {run.on_miss_reading}")
     if run.summary_checked:
         notes.append("summary checked")
+    unwritten = [f.rsplit(".", 1)[-1] for f in sorted(run.not_written) if "completed" in f]
+    if unwritten:
+        notes.append(f"Inspect writes no {', '.join(unwritten)}: not compared (E-148)")
+    errored = run.not_written.get("eval.scored.score", 0)
+    if errored or run.errored_left_out:
+        count = max(errored, run.errored_left_out)
+        text = f"{plural(count, 'errored sample')}: no score from Inspect, failed here"
+        if run.errored_left_out:
+            text += "; aggregateScore compared without them, as Inspect computes it"
+        notes.append(f"{text} (E-147)")
     return "; ".join(notes)
 
 

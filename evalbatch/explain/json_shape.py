@@ -110,6 +110,7 @@ GRADE_KEYS = {
     "forbidden_count": "forbiddenCount",
     "fixture_misses": "fixtureMisses",
     "failed_closed": "failedClosed",
+    "errored": "errored",
     "has_bracket": "hasBracket",
     "bracket_closed": "bracketClosed",
     "latency_ms": "latencyMs",

@@ -178,6 +178,8 @@ def _headline(trial: TrialExplanation) -> str:
         tags.append(row["trajectory_reason"])
     if row["failed_closed"]:
         tags.append("failed closed")
+    if row.get("errored"):
+        tags.append("errored")
     if not tags and not row["passed"]:
         tags.append("output grade")
     bracket = trial.bracket

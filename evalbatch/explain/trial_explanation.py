@@ -41,7 +41,8 @@ def _number(value: Any) -> float | None:
 
 
 def why_lines(row: dict[str, Any], trial: dict[str, Any], has_suite: bool) -> list[str]:
-    """How the trial's score, passed and gating score came about (§3.4, D-4, D-9..D-11)."""
+    """How the trial's score, passed and gating score came about (§3.4, D-4, D-9..D-11,
+    E-147)."""
     lines = []
     kind = trial["kind"]
     matched = row["trajectory_matched"]
@@ -63,7 +64,12 @@ def why_lines(row: dict[str, Any], trial: dict[str, Any], has_suite: bool) -> li
     else:
         rule = "host passed" + (" and trajectory matched" if trial["has_trajectory"] else "")
         lines.append(f"{kind} task: score = host score; passed = {rule} (§3.4)")
-    if kind != "trajectory" and not row["failed_closed"]:
+    if row.get("errored"):
+        lines.append(
+            "the Inspect sample errored: score 0, passed false, gating 0, whatever its path "
+            "(sample-errored, E-147)"
+        )
+    elif kind != "trajectory" and not row["failed_closed"]:
         if trial["host_score"] is None:
             lines.append(
                 "the host score is missing or not a number in 0..1: score 0, passed false (D-11)"

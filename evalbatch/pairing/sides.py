@@ -11,6 +11,7 @@ import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -113,7 +114,7 @@ class _Side:
     #: the counted trials' calls (E-136), from event logs graded here; None from a tasks table
     calls: pl.DataFrame | None = None
     #: each run's model and Inspect task (runs table, E-146), for a run from an Inspect log
-    names: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    names: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def runs_of(self, suite_id: str) -> list[str]:
         return self.tasks.filter(pl.col("suite_id") == suite_id)["run_id"].unique().sort().to_list()
@@ -234,14 +235,22 @@ def _task_table_side(name: str, path: Path, run_filter: event_files.RunFilter | 
     )
 
 
-def _names(runs: pl.DataFrame | None) -> dict[str, dict[str, str | None]]:
-    """Each run's `model` and `task_name` from a runs table, for the runs that have one (an
-    older table has neither column: E-146)."""
-    columns = [c for c in ("model", "task_name") if runs is not None and c in runs.columns]
+#: the runs-table columns a side shows besides its grades: an Inspect log's task and model
+#: (E-146) and its errored samples (E-147)
+SIDE_FACTS = ("model", "task_name", "errored_trials", "mean_without_errored", "errored_left_out")
+
+
+def _names(runs: pl.DataFrame | None) -> dict[str, dict[str, Any]]:
+    """Each run's `SIDE_FACTS` from a runs table, for the runs that have one (an older table
+    has none of these columns: E-146, E-147)."""
+    columns = [c for c in SIDE_FACTS if runs is not None and c in runs.columns]
     if runs is None or not columns:
         return {}
-    known = runs.filter(pl.any_horizontal(pl.col(c).is_not_null() for c in columns))
-    return {row["run_id"]: row for row in known.select("run_id", *columns).iter_rows(named=True)}
+    facts = [pl.col(c) if c != "errored_trials" else pl.col(c).replace(0, None) for c in columns]
+    known = runs.select("run_id", *facts).filter(
+        pl.any_horizontal(pl.col(c).is_not_null() for c in columns)
+    )
+    return {row["run_id"]: row for row in known.iter_rows(named=True)}
 
 
 def _fingerprints(runs: pl.DataFrame | None) -> dict[str, str]:

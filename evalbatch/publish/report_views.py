@@ -20,6 +20,10 @@ import polars as pl
 from evalbatch.outputs.outdir import RunOutputs
 from evalbatch.publish.worst_runs import by_score, regressions_first
 from evalbatch.reduce import behaviour_changes, paired_verdict, stats
+from evalbatch.text import errored_note
+
+#: the runs-table columns of a run's errored Inspect samples (E-147)
+ERRORED_COLUMNS = ("errored_trials", "mean_without_errored", "errored_left_out")
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,9 @@ class RunView:
     #: what an Inspect log calls it (runs.parquet's model, task_name, log_file, E-146): only
     #: the names it has, none for a run from any other log
     names: dict[str, str] = field(default_factory=dict)
+    #: its errored Inspect samples (runs.parquet's errored_trials, mean_without_errored,
+    #: errored_left_out, E-147): only those it has
+    errored: dict[str, Any] = field(default_factory=dict)
     details: _Details | None = None
     _rows: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
     _failing: list[FailingTrial] | None = None
@@ -141,6 +148,16 @@ class RunView:
         ]
         return " · ".join(p for p in parts if p) or None
 
+    @property
+    def errored_text(self) -> str | None:
+        """How the run's errored Inspect samples count (E-147); None when none errored."""
+        return errored_note(
+            self.errored.get("errored_trials"),
+            self.errored.get("mean_without_errored"),
+            self.errored.get("errored_left_out"),
+            digits=3,
+        )
+
 
 def _fraction_mean(values: Iterable[Fraction]) -> float:
     items = list(values)
@@ -166,8 +183,9 @@ def pass_curves(tasks: Sequence[dict[str, Any]]) -> list[tuple[int, float, float
 
 #: why a trial failed: reason code -> label, in the order the failure chart stacks them (its
 #: colours are `run_charts.REASON_COLOURS`). The trajectory codes are the trials table's (E-58);
-#: a trial that failed closed on a fixture miss (D-9) is `failed-closed`, a trial the log lacks
-#: (D-12) `trial-missing`, and any other failed trial failed on its output grade (E-47's order).
+#: a trial whose Inspect sample errored is `sample-errored` (E-147), one that failed closed on a
+#: fixture miss (D-9) `failed-closed`, a trial the log lacks (D-12) `trial-missing`, and any
+#: other failed trial failed on its output grade (E-47's order).
 REASONS: dict[str, str] = {
     "forbidden": "trajectory: forbidden",
     "missing": "trajectory: missing",
@@ -176,6 +194,7 @@ REASONS: dict[str, str] = {
     "no-bracket": "trajectory: no-bracket",
     "delegates-unseen": "trajectory: delegates unseen",
     "trajectory": "trajectory: other",
+    "sample-errored": "Inspect sample errored",
     "failed-closed": "fixture miss (failed closed)",
     "trial-missing": "trial missing from the log",
     "output": "graded fail on output",
@@ -184,10 +203,11 @@ REASONS: dict[str, str] = {
 
 def trial_reason(trial: dict[str, Any]) -> str:
     """The reason code of a failed trial row of `trials.parquet` (`reason_expr`, over one row)."""
-    columns = ("failed_closed", "trajectory_matched", "trajectory_reason")
+    columns = ("errored", "failed_closed", "trajectory_matched", "trajectory_reason")
     row = pl.DataFrame(
         {name: [trial.get(name)] for name in columns},
         schema={
+            "errored": pl.Boolean,
             "failed_closed": pl.Boolean,
             "trajectory_matched": pl.Boolean,
             "trajectory_reason": pl.String,
@@ -233,7 +253,9 @@ def reason_expr() -> pl.Expr:
     """`trial_reason` over a trials frame: the reason code of each failed trial row."""
     path = pl.col("trajectory_reason")
     return (
-        pl.when(pl.col("failed_closed").fill_null(False))
+        pl.when(pl.col("errored").fill_null(False))
+        .then(pl.lit("sample-errored"))
+        .when(pl.col("failed_closed").fill_null(False))
         .then(pl.lit("failed-closed"))
         .when(pl.col("trajectory_matched").eq(False).fill_null(False))
         .then(pl.when(path.is_in(list(REASONS))).then(path).otherwise(pl.lit("trajectory")))
@@ -335,6 +357,7 @@ def run_views(out: RunOutputs) -> list[RunView]:
     runs = out.tables.get("runs")
     options_of: dict[str, dict[str, Any]] = {}
     names_of: dict[str, dict[str, str]] = {}
+    errored_of: dict[str, dict[str, Any]] = {}
     if runs is not None:
         wanted = [c for c in ("default_pass_score", "on_miss_default") if c in runs.columns]
         options_of = {
@@ -345,6 +368,11 @@ def run_views(out: RunOutputs) -> list[RunView]:
         names_of = {
             row["run_id"]: {c: row[c] for c in named if row[c] is not None}
             for row in runs.select("run_id", *named).to_dicts()
+        }
+        counted = [c for c in ERRORED_COLUMNS if c in runs.columns]
+        errored_of = {
+            row["run_id"]: {c: row[c] for c in counted if row[c]}
+            for row in runs.select("run_id", *counted).to_dicts()
         }
     by_suite = Counter(summary["suiteId"] for _, summary in out.summaries)
     taken: set[str] = set()
@@ -362,6 +390,7 @@ def run_views(out: RunOutputs) -> list[RunView]:
                 anchor=_anchor(run_id, taken),
                 options=options_of.get(run_id, {}),
                 names=names_of.get(run_id, {}),
+                errored=errored_of.get(run_id, {}),
                 failed_trials=failed.get(run_id, 0),
                 task_cost=run_id in costed,
                 details=details,

@@ -58,6 +58,7 @@ REASON_COLOURS: dict[str, str] = {
     "no-bracket": SKY,
     "delegates-unseen": "#2F4B7C",  # a child run's log could not be read (E-102)
     "trajectory": "#b07aa1",
+    "sample-errored": "#8c564b",  # an Inspect sample that errored (E-147)
     "failed-closed": BLUE,
     "trial-missing": GREY,
     "output": "#555555",
@@ -341,7 +342,8 @@ def chart_failures(views: Sequence[RunView]) -> Chart:
         "Why trials failed",
         "Failed trials by cause: the trajectory reason code of a tool path that did not match "
         "(forbidden call, expected call missing, extra call, wrong order, no invocation "
-        "bracket), a fixture miss that failed the trial closed (D-9), a trial the log lacks "
+        "bracket), an Inspect sample that errored (E-147), a fixture miss that failed the trial "
+        "closed (D-9), a trial the log lacks "
         "(D-12), or a fail on the output grade alone." + note,
         alt,
         svg(fig, alt, "failures"),

@@ -117,6 +117,8 @@ def run_section(
     for column, label in (("task_name", "Inspect task"), ("model", "model"), ("log_file", "log")):
         if column in view.names:
             facts.append(f"{label} <code>{esc(view.names[column])}</code>")
+    if view.errored_text is not None:  # errored Inspect samples and the mean without them (E-147)
+        facts.append(esc(view.errored_text))
     reg = s.get("regression")
     if reg:
         facts.append(
@@ -163,7 +165,8 @@ REASON_LEGEND = (
     "<code>forbidden</code>, <code>missing</code>, <code>extra</code>, <code>order</code>, "
     "<code>no-bracket</code>, <code>delegates-unseen</code>: the tool path did not match, for "
     "that reason (the trials table's "
-    "code, E-58; <code>trajectory</code> when it has none); <code>failed-closed</code>: a "
+    "code, E-58; <code>trajectory</code> when it has none); <code>sample-errored</code>: the "
+    "Inspect sample errored (E-147); <code>failed-closed</code>: a "
     "fixture miss failed the trial (D-9); <code>trial-missing</code>: trials the log lacks "
     "(D-12); <code>output</code>: a fail on the output grade"
 )

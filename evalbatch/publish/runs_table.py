@@ -67,7 +67,7 @@ def _record(view: RunView, suite_number: int) -> list[Any]:
     s = view.summary
     st = s.get("trialStats") or {}
     reg = s.get("regression")
-    names = [view.names_text] if view.names_text else []
+    names = [text] if (text := _under_id(view)) else []
     return [
         suite_number,
         view.run_id,
@@ -149,9 +149,15 @@ def runs_table(views: Sequence[RunView]) -> str:
 
 
 def _names_cell(view: RunView) -> str:
-    """Under a run's id, the Inspect task and model it ran (E-146); nothing for other runs."""
-    text = view.names_text
+    """Under a run's id, the Inspect task and model it ran (E-146) and its errored samples
+    (E-147); nothing for other runs."""
+    text = _under_id(view)
     return f'<small class="names">{esc(text)}</small>' if text else ""
+
+
+def _under_id(view: RunView) -> str:
+    """The Inspect task and model (E-146) and the errored samples (E-147) of a run, in words."""
+    return " · ".join(t for t in (view.names_text, view.errored_text) if t)
 
 
 def problems_paragraph(out: RunOutputs) -> str:

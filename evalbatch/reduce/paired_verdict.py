@@ -40,7 +40,7 @@ from evalbatch.options import (
     check_flag,
 )
 from evalbatch.reduce import behaviour_changes
-from evalbatch.text import printable
+from evalbatch.text import errored_note, printable
 
 Verdict = Literal["improved", "regressed", "unchanged", "inconclusive"]
 #: what each correction controls, for the output
@@ -145,7 +145,9 @@ class Grading:
 class SideSummary:
     """One side of a suite's comparison as the output shows it: the run, how it was graded and
     its mean scores (the means over all its tasks; `scoreDelta` is the difference of
-    `meanScore`), and for a run from an Inspect log the model and task Inspect names (E-146)."""
+    `meanScore`), and for a run from an Inspect log the model and task Inspect names (E-146)
+    and its errored samples: how many failed, the mean without them, how many were left out
+    (E-147)."""
 
     run_id: str
     grading: Grading
@@ -154,6 +156,9 @@ class SideSummary:
     mean_gating_score: float | None
     model: str | None = None
     task_name: str | None = None
+    errored_trials: int | None = None
+    mean_without_errored: float | None = None
+    errored_left_out: int | None = None
 
     @classmethod
     def of(
@@ -161,10 +166,11 @@ class SideSummary:
         rows: pl.DataFrame,
         run_id: str,
         grading: Grading,
-        names: Mapping[str, str | None] | None = None,
+        names: Mapping[str, Any] | None = None,
     ) -> SideSummary:
         """`rows`: the run's task rows (none, or one row with null scores, when not graded);
-        `names`: its runs-table row's `model` and `task_name`, where it has them."""
+        `names`: its runs-table row's `model`, `task_name` and errored columns, where it has
+        them."""
         scored = rows.filter(pl.col("score").is_not_null())
         names = names or {}
         return cls(
@@ -175,6 +181,9 @@ class SideSummary:
             mean_gating_score=_mean(scored["gating_score"]),
             model=names.get("model"),
             task_name=names.get("task_name"),
+            errored_trials=names.get("errored_trials") or None,
+            mean_without_errored=names.get("mean_without_errored"),
+            errored_left_out=names.get("errored_left_out"),
         )
 
     def report(self) -> dict[str, object]:
@@ -190,7 +199,16 @@ class SideSummary:
             shown["model"] = self.model
         if self.task_name is not None:
             shown["taskName"] = self.task_name
+        if self.errored_trials is not None:
+            shown["erroredTrials"] = self.errored_trials
+            shown["meanScoreWithoutErrored"] = self.mean_without_errored
+        if self.errored_left_out is not None:
+            shown["erroredLeftOut"] = self.errored_left_out
         return shown
+
+    def errored_text(self) -> str | None:
+        """What errored samples did to the side's mean (E-147), None when none errored."""
+        return errored_note(self.errored_trials, self.mean_without_errored, self.errored_left_out)
 
     def names_text(self) -> str | None:
         """`Inspect task T, model M` for a run from an Inspect log, None for any other (E-146)."""
