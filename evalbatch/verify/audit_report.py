@@ -64,6 +64,10 @@ class RunVerdict:
     summary_checked: bool = False
     findings: int = 0
     problems: list[str] = field(default_factory=list)  # why a run was not recomputed
+    #: host fields not compared because an Inspect log never writes them, with how often
+    #: (E-148), and the errored samples its aggregate was compared without (E-147)
+    not_written: dict[str, int] = field(default_factory=dict)
+    errored_left_out: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -76,6 +80,8 @@ class RunVerdict:
             "summaryChecked": self.summary_checked,
             "findings": self.findings,
             "problems": self.problems,
+            "notWritten": dict(sorted(self.not_written.items())),
+            "erroredLeftOut": self.errored_left_out,
         }
 
 

@@ -95,6 +95,10 @@ class Checker:
         self.run_id = run_id
         self.findings: list[Finding] = []
         self.compared: Counter[str] = Counter()
+        #: host fields not compared because the log's writer never writes them (E-148), and
+        #: errored samples left out of the aggregate as Inspect leaves them (E-147)
+        self.not_written: Counter[str] = Counter()
+        self.errored_left_out = 0
 
     def check(
         self,

@@ -70,6 +70,10 @@ def check_trials(check: Checker, ctx: RunContext) -> None:
                 )
             continue
         for name in ("score", "passed"):
+            if trial["errored"] and field_of(payload, name) is MISSING:
+                # an errored sample has no score in Inspect's record (E-147): not a finding
+                check.not_written[f"eval.scored.{name}"] += 1
+                continue
             check.check(
                 f"eval.scored.{name}",
                 field_of(payload, name),

@@ -180,6 +180,8 @@ def verify_paths(
         report.graded_from = "suite" if ctx.doc is not None else "host-record"
         report.summary_checked = run_id in assigned
         report.findings = len(check.findings)
+        report.not_written = dict(check.not_written)
+        report.errored_left_out = check.errored_left_out
         report.verdict = "disagrees" if check.findings else "agrees"
         findings += check.findings
         compared.update(check.compared)

@@ -9,7 +9,7 @@ graded twice (both readings of an absent onMiss, E-30) has two contexts to check
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalbatch.inputs.capabilities import EvalSuiteFacets
@@ -33,6 +33,14 @@ class RunContext:
     facets: EvalSuiteFacets | None = None  # the host's capabilities, when given (E-103)
     #: the baseline its eval.started names, when that run is recomputed too (§5)
     baseline: RunContext | None = None
+    #: its runs-table columns from outside the summary (an Inspect log's names, E-146, E-147)
+    columns: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def from_inspect(self) -> bool:
+        """Whether the run is an Inspect log as `ingest` maps it (its vendor event names the
+        task, E-146): its host record is Inspect's, which writes fewer fields (E-148)."""
+        return self.columns.get("task_name") is not None
 
     @property
     def doc(self) -> dict[str, Any] | None:
@@ -94,6 +102,7 @@ TRIAL_COLUMNS = (
     "trajectory_reason",
     "on_miss",
     "misses",
+    "errored",
 )
 
 
@@ -125,4 +134,5 @@ def run_contexts(
     }
     for ctx in contexts.values():
         ctx.baseline = contexts.get(ctx.run.get("baseline_run_id") or "")
+        ctx.columns = graded.run_columns.get(ctx.run_id, {})
     return contexts
