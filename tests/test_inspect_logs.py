@@ -662,12 +662,13 @@ def test_e117_inspects_mean_metric_is_the_aggregate_and_verify_agrees(
     assert math.isclose(finding["recomputed"], mean, rel_tol=1e-9)
 
 
-def test_e117_without_a_mean_from_inspect_there_is_no_aggregate_and_verify_says_so(
+def test_e148_without_a_mean_from_inspect_there_is_no_aggregate_and_verify_does_not_compare_it(
     tmp_path: Path, logs: dict[str, Path]
 ) -> None:
     """Epochs reduced by `max`: Inspect's accuracy is not the mean of the epochs the recomputed
-    aggregate is, so no aggregateScore is written; an absent required figure is a finding
-    whoever wrote the log (fail closed), and nothing else disagrees."""
+    aggregate is, so no aggregateScore is written (E-117). Inspect wrote no such figure, so
+    `verify` does not hold its absence against the log (E-148): it names the field as not
+    written, compares everything else, and agrees."""
     path = logs["best-epoch.eval"]
     log = _read(path)
     assert {s.reducer for s in log.results.scores} == {"max"}
@@ -676,10 +677,11 @@ def test_e117_without_a_mean_from_inspect_there_is_no_aggregate_and_verify_says_
     (completed,) = _events_of(events, "eval.completed")
     assert "aggregateScore" not in completed
     code, report = _verified(events)
-    assert (code, report["verdict"]) == (1, "disagrees")
-    assert [(f["field"], f["host"]) for f in report["findings"]] == [
-        ("eval.completed.aggregateScore", "<absent>")
-    ]
+    assert (code, report["verdict"], report["findings"]) == (0, "agrees", [])
+    (run,) = report["runs"]
+    assert run["notWritten"] == {"eval.completed.aggregateScore": 1}
+    assert "eval.completed.aggregateScore" not in report["fields"]
+    assert report["fields"]["eval.scored.score"]["compared"] == len(log.samples)
 
 
 @pytest.mark.slow
