@@ -202,7 +202,7 @@ def test_e111_pass_at_k_equals_inspects_pass_at_k_reducer(
     log = _read(path)
     reduced = next(r for r in log.reductions if r.reducer == "pass_at_2")
     suite = inspect_logs.starting_suite(str(path))
-    assert suite is not None and suite["trials"] == {"count": 4}
+    assert suite is not None and suite["trials"] == {"count": 4, "passRule": "mean"}
     suite["trials"]["k"] = 2
     out = _graded(tmp_path, path, suite=suite)
     tasks = pl.read_parquet(out / "tasks.parquet")
@@ -429,7 +429,8 @@ def test_e111_a_starting_suite_is_written_and_validates(
     assert result.exit_code == 0, result.output
     (written,) = json.loads(result.stdout)["suitesWritten"]
     suite = json.loads(Path(written).read_text())
-    assert suite["trials"] == {"count": log.eval.config.epochs}
+    assert suite["trials"] == {"count": log.eval.config.epochs, "passRule": "mean"}
+    assert suite["thresholds"] == {"passScore": 1.0}
     assert [t["taskId"] for t in suite["tasks"]] == sorted({s.id for s in log.samples})
     assert _invoke("validate", written).exit_code == 0
     graded = _invoke(

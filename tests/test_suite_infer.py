@@ -200,7 +200,7 @@ def test_e145_without_a_suite_the_host_record_decides_and_the_log_makes_the_suit
         "suiteId": "acme.team.evals.support",
         "version": "1.0.0",
         "modes": ["golden"],
-        "trials": {"count": 3},
+        "trials": {"count": 3, "passRule": "mean"},
     }
     assert doc["targetAgentId"] == "acme.agents.support"
     assert all(t["expected"]["kind"] == "golden" for t in doc["tasks"])
