@@ -75,9 +75,9 @@ def ingest_paths(
     A line, frame or item that cannot be used is reported (file, line or frame, reason) and
     skipped; every other event is written. Nothing is written when no event is usable. An
     Inspect eval log's scores are read as `inspect` says (E-111); with `suites_dir`, a starting
-    suite file is written there for each Inspect log's task, its passScore `inspect.pass_score`
-    and its passRule `suite_options`' (E-149); the index files of an Inspect eval
-    set are left alone (`index_files`, E-143). Every input is read within
+    suite file is written there for each Inspect log's task, its passScore the bar `inspect`
+    graded the samples with and its passRule the one `suite_options` choose (E-149); the index
+    files of an Inspect eval set are left alone (`index_files`, E-143). Every input is read within
     `limits`: JSON nested or a line, frame, document or compressed file inflating past them is
     that item's or that file's problem (E-115, E-116).
 
