@@ -19,7 +19,13 @@ from evalbatch.inputs.ingest import IngestReport, ingest_paths
 from evalbatch.inputs.path_forms import Paths
 from evalbatch.inputs.suites import load_suites
 from evalbatch.notebook import connect
-from evalbatch.options import DEFAULT_BATCH_EVENTS, GradeOptions, InferOptions, Resources
+from evalbatch.options import (
+    DEFAULT_BATCH_EVENTS,
+    GradeOptions,
+    InferOptions,
+    Resources,
+    StartingSuiteOptions,
+)
 from evalbatch.pairing.sides import RegressionReport, regress_paths
 from evalbatch.pipeline.collect import GradeResult, grade_events, grade_paths
 from evalbatch.pipeline.local import Progress
@@ -41,6 +47,7 @@ __all__ = [
     "RegressionReport",
     "Resources",
     "RunReport",
+    "StartingSuiteOptions",
     "SuiteProposal",
     "VerifyReport",
     "connect",

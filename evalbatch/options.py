@@ -144,6 +144,40 @@ class GradeOptions:
         check_choice("GradeOptions", "on_miss_default", self.on_miss_default, ON_MISS_DEFAULTS)
 
 
+#: a task's pass rule, `trials.passRule` (§3.5): every trial passed, one did, or the mean gating
+#: score (D-10) reaches passScore
+PassRule = Literal["all", "any", "mean"]
+PASS_RULES: tuple[PassRule, ...] = ("all", "any", "mean")
+#: the rule of a starting suite made from a log unless one is chosen (E-149): an Inspect user's
+#: headline figure is the mean over samples of each sample's mean over epochs, and `mean` reads a
+#: task as that figure and the suite's own `passed` (§3.6) read it
+STARTING_PASS_RULE: PassRule = "mean"
+
+
+@dataclass(frozen=True)
+class StartingSuiteOptions:
+    """What a starting suite made from a log says that the log does not (E-149): `ingest
+    --write-suites` makes one per Inspect log, `suite infer` one for runs without a suite given.
+    Its `thresholds.passScore` is never chosen here: it is the bar the log was graded with.
+
+    Attributes:
+        pass_rule: the suite's `trials.passRule` (§3.5). None: not chosen, so `mean`
+            (`STARTING_PASS_RULE`) wherever the suite has a trials block; `suite infer` writes
+            none for runs with one trial per task unless a rule is chosen.
+    """
+
+    pass_rule: PassRule | None = None
+
+    def __post_init__(self) -> None:
+        if self.pass_rule is not None:
+            check_choice("StartingSuiteOptions", "pass_rule", self.pass_rule, PASS_RULES)
+
+    @property
+    def rule(self) -> PassRule:
+        """The rule written: the one chosen, else `mean`."""
+        return self.pass_rule or STARTING_PASS_RULE
+
+
 #: the trajectory match modes (§3.2); `suite infer` writes the one chosen (E-145)
 MatchMode = Literal["exact", "in-order", "any-order", "subset"]
 MATCH_MODES: tuple[MatchMode, ...] = ("exact", "in-order", "any-order", "subset")

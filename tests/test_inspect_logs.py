@@ -27,9 +27,14 @@ from click.testing import CliRunner
 
 from evalbatch import verify
 from evalbatch.cli import cli
+from evalbatch.errors import OptionError
 from evalbatch.inputs import inspect_logs
 from evalbatch.inputs.event_rows import RowSink
+from evalbatch.inputs.ingest import ingest_paths
+from evalbatch.inputs.inspect_logs import InspectOptions
 from evalbatch.inputs.limits import InputLimits
+from evalbatch.inputs.suites import validate_suite
+from evalbatch.options import StartingSuiteOptions
 from tests.helpers import ROOT, written_by_inspect
 from tests.logbuilder import LogBuilder
 
@@ -202,7 +207,7 @@ def test_e111_pass_at_k_equals_inspects_pass_at_k_reducer(
     log = _read(path)
     reduced = next(r for r in log.reductions if r.reducer == "pass_at_2")
     suite = inspect_logs.starting_suite(str(path))
-    assert suite is not None and suite["trials"] == {"count": 4}
+    assert suite is not None and suite["trials"] == {"count": 4, "passRule": "mean"}
     suite["trials"]["k"] = 2
     out = _graded(tmp_path, path, suite=suite)
     tasks = pl.read_parquet(out / "tasks.parquet")
@@ -429,13 +434,108 @@ def test_e111_a_starting_suite_is_written_and_validates(
     assert result.exit_code == 0, result.output
     (written,) = json.loads(result.stdout)["suitesWritten"]
     suite = json.loads(Path(written).read_text())
-    assert suite["trials"] == {"count": log.eval.config.epochs}
+    assert suite["trials"] == {"count": log.eval.config.epochs, "passRule": "mean"}
+    assert suite["thresholds"] == {"passScore": 1.0}
     assert [t["taskId"] for t in suite["tasks"]] == sorted({s.id for s in log.samples})
     assert _invoke("validate", written).exit_code == 0
     graded = _invoke(
         "run", str(events), "--suites", str(suites), "--out", str(tmp_path / "o"), "--quiet"
     )
     assert graded.exit_code == 0
+
+
+def test_e149_the_starting_suite_takes_the_bar_its_samples_were_graded_with(
+    logs: dict[str, Path],
+) -> None:
+    """The starting suite's passScore is the pass score the log was read with, never a fixed
+    1.0, and its passRule the one chosen, `mean` unless chosen; either way it validates. Both
+    options check what they are given when made (E-130)."""
+    path = str(logs["arithmetic.eval"])
+    half = inspect_logs.starting_suite(path, options=InspectOptions(pass_score=0.5))
+    assert half is not None
+    assert half["thresholds"] == {"passScore": 0.5}
+    assert half["trials"] == {"count": 3, "passRule": "mean"}
+    chosen = inspect_logs.starting_suite(path, suite_options=StartingSuiteOptions("any"))
+    assert chosen is not None
+    assert chosen["thresholds"] == {"passScore": 1.0}
+    assert chosen["trials"] == {"count": 3, "passRule": "any"}
+    for suite in (half, chosen):
+        assert [fault for fault in validate_suite(suite) if fault.severity == "error"] == []
+    with pytest.raises(OptionError, match=r"InspectOptions\.pass_score = 1\.5"):
+        InspectOptions(pass_score=1.5)
+    with pytest.raises(OptionError, match=r"StartingSuiteOptions\.pass_rule = 'most'"):
+        StartingSuiteOptions("most")  # type: ignore[arg-type]
+
+
+def test_e149_a_pass_rule_without_write_suites_is_a_usage_error(
+    tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    """`--pass-rule` only says how the starting suites are made: without `--write-suites` it
+    would change nothing, so it is refused (exit 2) before anything is read or written, and
+    from the library too."""
+    events = tmp_path / "events"
+    refused = _invoke(
+        "ingest", str(logs["arithmetic.eval"]), "--out", str(events), "--pass-rule", "any"
+    )
+    assert refused.exit_code == 2
+    assert "--pass-rule" in refused.output and "--write-suites" in refused.output
+    assert not events.exists()
+    with pytest.raises(OptionError, match="give suites_dir"):
+        ingest_paths(logs["arithmetic.eval"], events, suite_options=StartingSuiteOptions("any"))
+    assert not events.exists()
+    bad = _invoke("ingest", "x", "--out", str(events), "--write-suites", "s", "--pass-rule", "most")
+    assert bad.exit_code == 2 and "Invalid value for '--pass-rule'" in bad.output
+
+
+def _passing_samples(log: Any, bar: float, rule: str) -> set[str]:
+    """The samples that pass over their epochs under `rule` at `bar`, as Inspect's own epoch
+    reducers read the log's scores: `mean` reaching the bar, or `at_least` k scores at it
+    (every epoch for `all`, one for `any`)."""
+    from inspect_ai.scorer import at_least, mean_score
+
+    epochs: dict[str, list[Any]] = {}
+    for sample in log.samples:
+        epochs.setdefault(inspect_logs.task_id(sample.id), []).append(sample.scores["match"])
+    passing = set()
+    for task, scores in epochs.items():
+        if rule == "mean":
+            passed = mean_score()(scores).value >= bar
+        else:
+            passed = at_least(len(scores) if rule == "all" else 1, bar)(scores).value == 1
+        if passed:
+            passing.add(task)
+    return passing
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("bar", "rule"), [(0.5, None), (1.0, None), (1.0, "any"), (0.5, "all")])
+def test_e149_ingest_writes_the_bar_and_rule_and_run_grades_by_them(
+    tmp_path: Path, logs: dict[str, Path], bar: float, rule: str | None
+) -> None:
+    """`ingest --inspect-pass-score X --write-suites` writes passScore X and the rule chosen
+    (`mean` unless chosen); the suite validates, and graded with it each task (sample) passes
+    as Inspect's epoch reducers say under that rule, and the suite as Inspect's accuracy meets
+    the bar (§3.6: the rule decides only the tasks)."""
+    path = logs["arithmetic.eval"]
+    log = _read(path)
+    suites = tmp_path / "suites"
+    chosen = ("--pass-rule", rule) if rule else ()
+    options = ("--inspect-pass-score", str(bar), "--write-suites", str(suites), *chosen)
+    result, events = _ingest(tmp_path, path, extra=options)
+    assert result.exit_code == 0, result.output
+    (written,) = json.loads(result.stdout)["suitesWritten"]
+    suite = json.loads(Path(written).read_text(encoding="utf-8"))
+    assert suite["thresholds"] == {"passScore": bar}
+    assert suite["trials"] == {"count": log.eval.config.epochs, "passRule": rule or "mean"}
+    validated = _invoke("validate", written)
+    assert validated.exit_code == 0, validated.output
+    out = tmp_path / "out"
+    graded = _invoke("run", str(events), "--suites", str(suites), "--out", str(out), "--quiet")
+    assert graded.exit_code == 0, graded.output
+    tasks = pl.read_parquet(out / "tasks.parquet").filter("passed")
+    assert set(tasks["task_id"]) == _passing_samples(log, bar, rule or "mean")
+    accuracy = log.results.scores[0].metrics["accuracy"].value
+    assert pl.read_parquet(out / "runs.parquet")["passed"][0] is (accuracy >= bar)
 
 
 @pytest.mark.slow

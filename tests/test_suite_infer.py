@@ -15,7 +15,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from evalbatch.api import InferOptions, infer_paths, write_proposal
+from evalbatch.api import (
+    GradeOptions,
+    InferOptions,
+    StartingSuiteOptions,
+    infer_paths,
+    write_proposal,
+)
 from evalbatch.cli import cli
 from evalbatch.errors import InputError
 from evalbatch.infer import common_calls
@@ -200,7 +206,7 @@ def test_e145_without_a_suite_the_host_record_decides_and_the_log_makes_the_suit
         "suiteId": "acme.team.evals.support",
         "version": "1.0.0",
         "modes": ["golden"],
-        "trials": {"count": 3},
+        "trials": {"count": 3, "passRule": "mean"},
     }
     assert doc["targetAgentId"] == "acme.agents.support"
     assert all(t["expected"]["kind"] == "golden" for t in doc["tasks"])
@@ -412,3 +418,103 @@ def test_e145_inputs_are_read_as_the_grader_reads_them(tmp_path: Path) -> None:
     assert call["args"] == {"n": 9007199254740993}
     trials = _regraded(log, doc)
     assert trials[("big", 0)]["trajectory_matched"] and trials[("big", 1)]["trajectory_matched"]
+
+
+# --- the made suite's pass rule (E-149) ---------------------------------------------------------
+
+#: each task's scores over its three trials, with a bar of 0.5: `mostly` passes under `mean`
+#: and `any`, `once` only under `any`, `always` under every rule
+SCORES = {"mostly": [1, 1, 0], "once": [1, 0, 0], "always": [1, 1, 1]}
+#: the tasks that pass under each rule, at that bar (§3.5)
+PASSING = {
+    "mean": {"mostly", "always"},
+    "all": {"always"},
+    "any": {"mostly", "once", "always"},
+}
+
+
+def _scored_log(bar: float = 0.5) -> LogBuilder:
+    """Three tasks of three trials whose host verdict is the score reaching `bar` (as `ingest`
+    writes an Inspect sample's), each trial making the same call, so each gets an expectation
+    every trial matches and the gating score is the score (D-10)."""
+    log = LogBuilder()
+    log.eval_started(task_count=len(SCORES), trialCount=3)
+    for index in range(3):
+        for task, scores in SCORES.items():
+            score = scores[index]
+            log.trial(
+                task, [_lookup("A-1", 0)], score=score, passed=score >= bar, trial_index=index
+            )
+    log.eval_completed()
+    return log
+
+
+def _passing_tasks(log: LogBuilder, doc: dict[str, Any]) -> set[str]:
+    result = grade(log, [doc])
+    assert result.skipped == []
+    return {row["task_id"] for row in result.tasks.iter_rows(named=True) if row["passed"]}
+
+
+@pytest.mark.parametrize("rule", slow_except([None, "all", "any"], fast=[None, "any"]))
+def test_e149_the_made_suite_takes_the_pass_rule_chosen_and_is_graded_by_it(
+    tmp_path: Path, rule: str | None
+) -> None:
+    """Without a suite, the suite made from the log has the bar the runs were graded with and
+    the rule chosen, `mean` unless chosen; it validates, and graded again each task passes as
+    that rule reads its trials."""
+    log = _scored_log()
+    events, _ = _files(tmp_path, log, None)
+    proposal = infer_paths(
+        events,
+        grade_options=GradeOptions(default_pass_score=0.5),
+        suite_options=StartingSuiteOptions(rule),  # type: ignore[arg-type]
+    )
+    doc = proposal.document
+    written = rule or "mean"
+    assert doc["thresholds"] == {"passScore": 0.5}
+    assert doc["trials"] == {"count": 3, "passRule": written}
+    assert [fault for fault in validate_suite(doc) if fault.severity == "error"] == []
+    assert _passing_tasks(log, doc) == PASSING[written]
+
+
+@pytest.mark.slow
+def test_e149_one_trial_per_task_gets_a_rule_only_when_one_is_chosen(tmp_path: Path) -> None:
+    """Runs of one trial per task get no trials block by default, so the host's verdict on the
+    one trial decides the task, as D-4 graded it; a rule chosen comes in a block of one trial,
+    which validates and is graded by: under `mean`, a trial the host passed at 0.5 does not
+    reach the bar 1.0."""
+    log = LogBuilder()
+    log.eval_started(task_count=2)
+    log.trial("half", [_lookup("A-1", 0)], score=0.5, passed=True)
+    log.trial("full", [_lookup("A-1", 0)], score=1, passed=True)
+    log.eval_completed()
+    events, _ = _files(tmp_path, log, None)
+    plain = infer_paths(events).document
+    assert "trials" not in plain
+    assert _passing_tasks(log, plain) == {"half", "full"}
+    out = tmp_path / "chosen.json"
+    done = _invoke(str(events), "-o", str(out), "--pass-rule", "mean", "-q")
+    assert done.exit_code == 0, done.output
+    chosen = json.loads(out.read_text(encoding="utf-8"))
+    assert chosen["trials"] == {"count": 1, "passRule": "mean"}
+    assert read_suite_file(out).errors == ()  # as `evalbatch validate` reads it
+    assert _passing_tasks(log, chosen) == {"full"}
+
+
+def test_e149_a_pass_rule_for_a_suite_given_is_refused(tmp_path: Path) -> None:
+    """The suite given keeps its own rule: `--pass-rule` with `--suites` is a usage error
+    before anything is read, and from the library an `InputError`; a rule outside the three
+    is refused too."""
+    events, suites = _files(tmp_path, _log(), _suite())
+    out = tmp_path / "proposed.json"
+    refused = _invoke(str(events), "--suites", str(suites), "-o", str(out), "--pass-rule", "any")
+    assert refused.exit_code == 2
+    assert "--pass-rule" in refused.output and "--suites" in refused.output
+    assert "keeps its own" in refused.output
+    assert not out.exists()
+    with pytest.raises(InputError, match="keeps its own passRule"):
+        infer_paths(events, suites, suite_options=StartingSuiteOptions("any"))
+    bad = _invoke(str(events), "-o", str(out), "--pass-rule", "most")
+    assert bad.exit_code == 2 and "Invalid value for '--pass-rule'" in bad.output
+    with pytest.raises(ValueError, match=r"StartingSuiteOptions\.pass_rule = 'most'"):
+        StartingSuiteOptions("most")  # type: ignore[arg-type]

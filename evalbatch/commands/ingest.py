@@ -16,7 +16,15 @@ from evalbatch.commands.click_options import out_option, quiet_option
 from evalbatch.commands.printing import echo_json, plural
 from evalbatch.commands.types import ByteSize, FiniteFloatRange, printable
 from evalbatch.inputs.limits import DEFAULT_LIMITS, InputLimits, size_text
-from evalbatch.options import ERRORED_CHOICES, MODEL_CLASSES, ErroredSamples, Resources
+from evalbatch.options import (
+    ERRORED_CHOICES,
+    MODEL_CLASSES,
+    PASS_RULES,
+    ErroredSamples,
+    PassRule,
+    Resources,
+    StartingSuiteOptions,
+)
 
 if TYPE_CHECKING:
     from evalbatch.inputs.ingest import IngestReport
@@ -57,7 +65,8 @@ def _size(count: int) -> str:
     type=FiniteFloatRange(0.0, 1.0),
     default=1.0,
     show_default=True,
-    help="Inspect logs: a sample passed when its score is at least this.",
+    help="Inspect logs: a sample passed when its score is at least this; also the passScore of "
+    "the starting suites --write-suites writes (E-149).",
 )
 @click.option(
     "--inspect-model-class",
@@ -80,6 +89,13 @@ def _size(count: int) -> str:
     type=click.Path(file_okay=False),
     help="Inspect logs: write a starting suite file for each log's task into this directory "
     "(an existing file is left as it is; default: none is written).",
+)
+@click.option(
+    "--pass-rule",
+    type=click.Choice(PASS_RULES),  # the values StartingSuiteOptions checks (E-130)
+    help="With --write-suites: the starting suites' trials.passRule (§3.5). mean: a sample "
+    "passes when its mean score over the epochs reaches --inspect-pass-score, as Inspect's "
+    "mean over epochs reads it; all: every epoch passed; any: one did (default: mean, E-149).",
 )
 @click.option(
     "--max-line-bytes",
@@ -117,6 +133,7 @@ def ingest_command(
     inspect_model_class: str | None,
     inspect_errored: ErroredSamples,
     suites_dir: str | None,
+    pass_rule: PassRule | None,
     max_line_bytes: int,
     max_member_bytes: int,
     max_ratio: int,
@@ -137,10 +154,19 @@ def ingest_command(
         --write-suites out/inspect-suites
       evalbatch run out/inspect-events --suites out/inspect-suites --out out/inspect
 
+    With --write-suites, each starting suite's passScore is --inspect-pass-score, the bar its
+    samples were graded with, and its passRule is --pass-rule (E-149).
+
     Exit codes: 0 everything ingested; 3 something skipped or known to be missing (a bad line,
     a truncated debug bundle, a damaged gzip file, a cap reached); 2 nothing usable or a usage
     error; 4 the Parquet files could not be written (a full disk: nothing is added).
     """
+    if pass_rule is not None and suites_dir is None:
+        # a choice that would change nothing is refused, not ignored
+        raise click.UsageError(
+            "--pass-rule is the passRule of the starting suites --write-suites writes: give "
+            "--write-suites DIR"
+        )
     from evalbatch import api  # the engine loads when the command runs, not for --help
     from evalbatch.inputs.inspect_logs import InspectOptions
 
@@ -152,6 +178,7 @@ def ingest_command(
             inspect_scorer, inspect_pass_score, inspect_model_class, inspect_errored
         ),
         suites_dir=suites_dir,
+        suite_options=StartingSuiteOptions(pass_rule) if suites_dir is not None else None,
         limits=InputLimits(
             max_line_bytes=max_line_bytes, max_member_bytes=max_member_bytes, max_ratio=max_ratio
         ),

@@ -24,11 +24,14 @@ from evalbatch.commands.click_options import (
 )
 from evalbatch.options import (
     MATCH_MODES,
+    PASS_RULES,
     GradeOptions,
     InferOptions,
     MatchMode,
     OnMissDefault,
+    PassRule,
     Resources,
+    StartingSuiteOptions,
 )
 
 if TYPE_CHECKING:
@@ -66,6 +69,14 @@ def suite_group() -> None:
     help="The trajectory match mode written (§3.2). in-order requires the calls every passing "
     "trial made, in their order, and lets a later run add one.",
 )
+@click.option(
+    "--pass-rule",
+    type=click.Choice(PASS_RULES),  # the values StartingSuiteOptions checks (E-130)
+    help="Without --suites: the trials.passRule of the suite made from the log (§3.5). mean: a "
+    "task passes when its mean score over its trials reaches passScore; all: every trial "
+    "passed; any: one did (default: mean, written where the runs had repeated trials; given, "
+    "it is written for one trial per task too; E-149).",
+)
 @filters.run_filter_options
 @default_pass_score_option
 @on_miss_default_option
@@ -85,6 +96,7 @@ def infer(
     out: str,
     force: bool,
     mode: MatchMode,
+    pass_rule: PassRule | None,
     run_ids: tuple[str, ...],
     filter_suites: tuple[str, ...],
     since: datetime | None,
@@ -100,7 +112,8 @@ def infer(
     trial made, in order, each with the argument values that never varied among them (compared
     as a subset). Trials are graded as `run` grades them: against --suites, or from the host's
     eval.scored passed when the suite is not given (D-4), a starting suite then made from the
-    log. With a suite, only each task's expected.trajectory is set; the rest is kept.
+    log, its passScore the bar graded with (--default-pass-score) and its passRule --pass-rule
+    (E-149). With a suite, only each task's expected.trajectory is set; the rest is kept.
 
     It never guesses: a task with no passing trial, whose passing trials share no call, or whose
     passing trials disagree (some made calls another did not, or in another order) gets no
@@ -119,6 +132,12 @@ def infer(
     --force or is an input, or a usage error (nothing written); 4 the file could not be
     written.
     """
+    if pass_rule is not None and suite_paths:
+        # a choice that would change nothing is refused, not ignored
+        raise click.UsageError(
+            "--pass-rule is the passRule of a suite made from the log: a suite given with "
+            "--suites keeps its own (edit its trials.passRule); leave out one or the other"
+        )
     from evalbatch.infer import suite_proposal  # the engine loads when run, not for --help
 
     suite_proposal.check_destination(out, force=force, events=events, suites=suite_paths)
@@ -131,6 +150,7 @@ def infer(
         ),
         resources=resources,
         run_filter=filters.build_run_filter(run_ids, filter_suites, since, until),
+        suite_options=StartingSuiteOptions(pass_rule) if not suite_paths else None,
     )
     written = suite_proposal.write_proposal(proposal, out, force=force)
     printing.print_skipped(proposal.problems)  # errors, told even with -q and --json

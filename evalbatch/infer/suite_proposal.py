@@ -9,8 +9,9 @@ The document is the given suite's, with `expected.trajectory` set on each task t
 expectation and every other member kept (a task without one keeps what it had). With no suite
 for the runs, it is made from the log, as a starting suite: the suiteId and version the runs
 claim, `modes` `["golden"]`, the bar `--default-pass-score` graded them with, `trials.count`
-when the runs had repeated trials, the target agent when they share one, and one `golden` task
-per taskId, so the host's verdict on the output keeps deciding beside the trajectory (§3.4).
+and the chosen `passRule` (`mean` unless chosen, E-149) when the runs had repeated trials, the
+target agent when they share one, and one `golden` task per taskId, so the host's verdict on the
+output keeps deciding beside the trajectory (§3.4).
 It is written only as `evalbatch validate` accepts it: read back from its scratch file as
 validate reads it, before it is renamed into place.
 """
@@ -31,7 +32,13 @@ from evalbatch.infer.common_calls import UNREADABLE, PassingTrial, Proposal, pro
 from evalbatch.inputs import event_files
 from evalbatch.inputs.path_forms import Paths, as_paths
 from evalbatch.inputs.suites import load_suites, read_suite_file, validate_suite
-from evalbatch.options import GradeOptions, InferOptions, MatchMode, Resources
+from evalbatch.options import (
+    GradeOptions,
+    InferOptions,
+    MatchMode,
+    Resources,
+    StartingSuiteOptions,
+)
 from evalbatch.outputs.destinations import Inputs, refuse_overwrite
 from evalbatch.pipeline.collect import GradeResult, grade_loaded
 from evalbatch.text import printable
@@ -79,16 +86,18 @@ def infer_paths(
     grade_options: GradeOptions | None = None,
     resources: Resources | None = None,
     run_filter: event_files.RunFilter | None = None,
+    suite_options: StartingSuiteOptions | None = None,
 ) -> SuiteProposal:
     """Propose a trajectory expectation per task from the trials that passed in the eval runs of
     `events` (one suite's: narrow with `run_filter` when they hold several), as `common_calls`
     decides, written into the suite document `suites` holds for them, or one made from
-    the log.
+    the log, as `suite_options` say (E-149).
 
     Raises:
         InputError: no eval run is selected, the runs claim several suites, none of them could
-            be graded, or the document would not validate (ids in the log that no suite can
-            carry); nothing is proposed.
+            be graded, `suite_options` were given for runs whose suite is given (it keeps its
+            own passRule), or the document would not validate (ids in the log that no suite
+            can carry); nothing is proposed.
         SuiteError: a suite file cannot be matched to any run (§1.3).
     """
     options = options or InferOptions()
@@ -116,10 +125,19 @@ def infer_paths(
     run_ids = sorted(graded["run_id"].to_list())
     choice = choices.get((suite_id, version))
     base = choice.doc if choice is not None else None
+    if base is not None and suite_options is not None:
+        raise InputError(
+            f"the suite given for {printable(suite_id)} {printable(version)} keeps its own "
+            "passRule: the starting suite's options (a pass rule) apply only to a suite made "
+            "from the log; nothing was proposed"
+        )
     task_ids = _task_ids(base, result.tasks, run_ids)
     proposals = _proposals(result, run_ids, task_ids)
     if base is None:
-        base = _made_from_log(suite_id, version, graded, result.tasks, task_ids, grade_options)
+        made = suite_options or StartingSuiteOptions()
+        base = _made_from_log(
+            suite_id, version, graded, result.tasks, task_ids, grade_options, made
+        )
     document = _with_expectations(base, proposals, options.mode)
     _check_valid(document, suite_id, version)
     return SuiteProposal(
@@ -239,20 +257,31 @@ def _made_from_log(
     tasks: pl.DataFrame,
     task_ids: list[str],
     options: GradeOptions,
+    made: StartingSuiteOptions,
 ) -> dict[str, Any]:
-    """A suite made from the log, without expectations yet: what the runs were graded with
-    under D-4, written down so a regrade with the suite reads them the same, and a golden task
-    per taskId (its input is not in the log: `{}`)."""
+    """A suite made from the log, without expectations yet: the bar the runs were graded with
+    under D-4, written down so a regrade with the suite reads each trial the same, and a golden
+    task per taskId (its input is not in the log: `{}`).
+
+    The pass rule is the one chosen, `mean` unless chosen (E-149), in the trials block of runs
+    with repeated trials. Runs with one trial per task get no trials block (D-4 showed none),
+    and so no rule (`all`: the host's verdict on the one trial), unless a rule is chosen: then
+    a block of one trial carries it."""
     doc: dict[str, Any] = {"suiteId": suite_id, "version": version}
     agents = runs["target_agent_id"].drop_nulls().unique().to_list()
     if len(agents) == 1:
         doc["targetAgentId"] = agents[0]
     doc["modes"] = list(MADE_MODES)
     doc["thresholds"] = {"passScore": options.default_pass_score}
+    trials: dict[str, Any] = {}
     if runs["k"].drop_nulls().len():  # repeated trials (E-10, E-11): as many as any task had
         count = tasks.filter(pl.col("run_id").is_in(runs["run_id"].to_list()))["n"].max()
         if isinstance(count, int) and count >= 1:
-            doc["trials"] = {"count": count}
+            trials = {"count": count}
+    if not trials and made.pass_rule is not None:
+        trials = {"count": 1}
+    if trials:
+        doc["trials"] = {**trials, "passRule": made.rule}
     doc["tasks"] = [
         {"taskId": task_id, "input": {}, "expected": {"kind": "golden"}} for task_id in task_ids
     ]

@@ -8,7 +8,8 @@ files linked into place complete, E-34, nothing left behind by a failed or kille
 the same export again adds nothing, E-34), and reports what it read, wrote and
 skipped. Each input is read within `InputLimits` (E-115, E-116): a breach is a problem of that
 line, frame or file, and the other inputs are still ingested. An Inspect eval log becomes one
-run (`inspect_logs`, E-111) and, when asked, a starting suite file for its task.
+run (`inspect_logs`, E-111) and, when asked, a starting suite file for its task, whose bar is
+the one its samples were graded with and whose pass rule the user chooses (E-149).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from evalbatch.errors import EXIT_OK, EXIT_SKIPPED, EXIT_UNUSABLE
+from evalbatch.errors import EXIT_OK, EXIT_SKIPPED, EXIT_UNUSABLE, OptionError
 from evalbatch.inputs import inspect_logs
 from evalbatch.inputs.event_rows import IngestProblem, RowSink
 from evalbatch.inputs.inspect_logs import InspectOptions
@@ -25,7 +27,7 @@ from evalbatch.inputs.limits import DEFAULT_LIMITS, InputLimits
 from evalbatch.inputs.openwop_formats import expand_inputs, read_into
 from evalbatch.inputs.parquet_layout import DEFAULT_FLUSH_ROWS, LayoutWriter
 from evalbatch.inputs.path_forms import Paths, as_paths
-from evalbatch.options import Resources
+from evalbatch.options import Resources, StartingSuiteOptions
 
 
 @dataclass
@@ -64,6 +66,7 @@ def ingest_paths(
     resources: Resources | None = None,
     inspect: InspectOptions | None = None,
     suites_dir: str | Path | None = None,
+    suite_options: StartingSuiteOptions | None = None,
     limits: InputLimits = DEFAULT_LIMITS,
 ) -> IngestReport:
     """`evalbatch ingest`: convert every event in `paths` (one path or a list: files,
@@ -72,15 +75,22 @@ def ingest_paths(
     A line, frame or item that cannot be used is reported (file, line or frame, reason) and
     skipped; every other event is written. Nothing is written when no event is usable. An
     Inspect eval log's scores are read as `inspect` says (E-111); with `suites_dir`, a starting
-    suite file is written there for each Inspect log's task; the index files of an Inspect eval
-    set are left alone (`index_files`, E-143). Every input is read within
+    suite file is written there for each Inspect log's task, its passScore the bar `inspect`
+    graded the samples with and its passRule the one `suite_options` choose (E-149); the index
+    files of an Inspect eval set are left alone (`index_files`, E-143). Every input is read within
     `limits`: JSON nested or a line, frame, document or compressed file inflating past them is
     that item's or that file's problem (E-115, E-116).
 
     Raises:
+        OptionError: `suite_options` without `suites_dir`, which would write no suite for them.
         InputError: an input path matches no file.
         OutputError: the events could not be written (a full disk); nothing was added.
     """
+    if suite_options is not None and suites_dir is None:
+        raise OptionError(
+            "ingest_paths: suite_options say how the starting suites written to suites_dir are "
+            "made: give suites_dir"
+        )
     found = expand_inputs(as_paths(paths))
     index = [path for path in found if path != "-" and inspect_logs.is_eval_set_index(path)]
     files = [path for path in found if path not in index]
@@ -93,7 +103,8 @@ def ingest_paths(
             read = read_into(sink, inspect, limits)
             report.problems += sink.problems
             if suites_dir is not None and read is not None:
-                written = _write_suite(read, Path(suites_dir))
+                suite = inspect_logs.suite_of(read, inspect, suite_options)
+                written = _write_suite(suite, Path(suites_dir))
                 if written is not None:
                     report.suites_written.append(written)
         report.events = writer.events
@@ -107,10 +118,9 @@ def ingest_paths(
     return report
 
 
-def _write_suite(read: inspect_logs.LogRead, suites_dir: Path) -> Path | None:
+def _write_suite(suite: dict[str, Any] | None, suites_dir: Path) -> Path | None:
     """The starting suite file of an Inspect log's task, as `<suiteId>-<version>.json` in
     `suites_dir` (an existing file is left as it is: the user may have added to it)."""
-    suite = inspect_logs.suite_of(read)
     if suite is None:
         return None
     suites_dir.mkdir(parents=True, exist_ok=True)

@@ -58,7 +58,14 @@ from evalbatch.inputs.limits import (
     check_inflated,
 )
 from evalbatch.inputs.lossless_json import Number, Object, parse
-from evalbatch.options import ERRORED_CHOICES, MODEL_CLASSES, ErroredSamples, check_choice
+from evalbatch.options import (
+    ERRORED_CHOICES,
+    MODEL_CLASSES,
+    PASS_SCORE,
+    ErroredSamples,
+    StartingSuiteOptions,
+    check_choice,
+)
 
 if TYPE_CHECKING:
     from inspect_ai.event import ModelEvent
@@ -95,7 +102,8 @@ class InspectOptions:
 
     scorer: the scorer whose score counts (`NAME`, or `NAME/KEY` for a scorer whose value is a
         dict of scores); None: the log's first scorer.
-    pass_score: `passed` is `score >= pass_score` (1.0: only a full score passes, as `C` does).
+    pass_score: `passed` is `score >= pass_score` (1.0: only a full score passes, as `C` does),
+        in [0, 1]; also the `passScore` of the log's starting suite (`suite_of`, E-149).
     model_class: the OpenWOP model class (`reasoning`, `coding`, ...) of the model evaluated,
         written as every bracket's `modelClass` so that `evaluatedModelClass` says it (§3.6,
         E-14, E-146); None: an Inspect log does not say, so no bracket carries one.
@@ -110,6 +118,7 @@ class InspectOptions:
     errored: ErroredSamples = "fail"
 
     def __post_init__(self) -> None:
+        PASS_SCORE.check("InspectOptions", "pass_score", self.pass_score)
         if self.model_class is not None:
             check_choice("InspectOptions", "model_class", self.model_class, MODEL_CLASSES)
         check_choice("InspectOptions", "errored", self.errored, ERRORED_CHOICES)
@@ -950,18 +959,36 @@ def _names(writer: _RunWriter, log: EvalLog, path: str, left_out: _LeftOut) -> N
         writer.emit(SAMPLE_NAMES, trial, None)
 
 
-def starting_suite(path: str, limits: InputLimits = DEFAULT_LIMITS) -> dict[str, Any] | None:
-    """A starting suite file for the task of the Inspect log at `path` (`suite_of`); None when
-    the log cannot be read."""
-    read = read_inspect_log(RowSink(path), InspectOptions(), limits)
-    return suite_of(read) if read is not None else None
+def starting_suite(
+    path: str,
+    limits: InputLimits = DEFAULT_LIMITS,
+    *,
+    options: InspectOptions | None = None,
+    suite_options: StartingSuiteOptions | None = None,
+) -> dict[str, Any] | None:
+    """A starting suite file for the task of the Inspect log at `path`, read as `options` say
+    (`suite_of`); None when the log cannot be read."""
+    options = options or InspectOptions()
+    read = read_inspect_log(RowSink(path), options, limits)
+    return suite_of(read, options, suite_options) if read is not None else None
 
 
-def suite_of(read: LogRead) -> dict[str, Any] | None:
+def suite_of(
+    read: LogRead,
+    options: InspectOptions | None = None,
+    suite_options: StartingSuiteOptions | None = None,
+) -> dict[str, Any] | None:
     """A starting suite file for a log's task (RFC 0244 §1): one golden task per sample the eval
     was to run (its input as given, `{}` for one the log does not hold: an interrupted eval),
     and the trials block from the epochs, for the user to add trajectory expectations to. None
-    for a log that names no sample."""
+    for a log that names no sample.
+
+    Its bar is the one the samples were graded with (E-149): `passScore` is `options.pass_score`
+    (`--inspect-pass-score`), so a sample's `passed` and the suite's reading of its score agree,
+    and `passRule` is `suite_options`' (`mean` unless chosen: a task passes when its mean score
+    over the epochs reaches the bar, as Inspect's own mean over epochs reads it)."""
+    options = options or InspectOptions()
+    suite_options = suite_options or StartingSuiteOptions()
     log = read.log
     ids = [task_id(i) for i in _sample_ids(log) or []] or list(read.inputs)
     if not ids:
@@ -975,8 +1002,8 @@ def suite_of(read: LogRead) -> dict[str, Any] | None:
         "version": suite_version(log.eval.task_version),
         "targetAgentId": AGENT_ID,
         "modes": ["golden"],
-        "thresholds": {"passScore": 1.0},
-        "trials": {"count": log.eval.config.epochs or 1},
+        "thresholds": {"passScore": options.pass_score},
+        "trials": {"count": log.eval.config.epochs or 1, "passRule": suite_options.rule},
         "tasks": list(tasks.values()),
     }
 
