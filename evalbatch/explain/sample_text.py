@@ -27,7 +27,7 @@ from evalbatch.inputs.inspect_logs import (
     read_some_samples,
     scorer_used,
 )
-from evalbatch.inputs.limits import TooDeep, TooLarge
+from evalbatch.inputs.limits import DEFAULT_LIMITS, InputLimits, TooDeep, TooLarge
 from evalbatch.inputs.path_forms import Paths, as_paths
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def _target(target: str | list[str]) -> str:
     return target if isinstance(target, str) else json.dumps(target, ensure_ascii=False)
 
 
-def sample_text(sample: EvalSample, scorer: str | None) -> SampleText:
+def text_of(sample: EvalSample, scorer: str | None) -> SampleText:
     """What `sample` said, its answer and explanation those of `scorer`'s score."""
     score = (sample.scores or {}).get(scorer) if scorer is not None else None
     answer, answer_from = None, None
@@ -106,7 +106,11 @@ def _log_files(expl: Explanation, events: Paths, inspect_log: str | Path | None)
 
 
 def _read(
-    files: list[str], run_id: str, wanted: frozenset[tuple[str, int]], given: bool
+    files: list[str],
+    run_id: str,
+    wanted: frozenset[tuple[str, int]],
+    given: bool,
+    limits: InputLimits,
 ) -> tuple[str, SomeSamples]:
     """The first of `files` that is the run's log, and its `wanted` samples; `given`: the files
     are `--inspect-log`'s."""
@@ -119,7 +123,7 @@ def _read(
         ) from None
     for path in files:
         try:
-            return path, read_some_samples(path, run_id, wanted)
+            return path, read_some_samples(path, run_id, wanted, limits)
         except OtherEval:
             continue
         except (TooLarge, TooDeep, UnknownVersion) as exc:
@@ -147,11 +151,14 @@ def with_sample_text(
     events: Paths,
     inspect_log: str | Path | None = None,
     scorer: str | None = None,
+    limits: InputLimits = DEFAULT_LIMITS,
 ) -> Explanation:
     """`expl` with each trial of an Inspect sample given what the sample said (E-150), read from
     the run's log: `inspect_log` (the log, or a directory holding it under its file name), else
     the log among `events`. `scorer` names the scorer whose answer and explanation are shown
     (`NAME` or `NAME/KEY`, as `ingest --inspect-scorer` takes it), by default the log's first.
+    The log is read within `limits` (the default caps, as a log among the events is converted,
+    E-144): a sample past one is not read, and says so.
 
     Raises:
         NoSampleText: the run is not from an Inspect log, its log is not found or is another
@@ -170,7 +177,7 @@ def with_sample_text(
     if not wanted:
         return expl
     files = _log_files(expl, events, inspect_log)
-    path, read = _read(files, expl.run_id, wanted, inspect_log is not None)
+    path, read = _read(files, expl.run_id, wanted, inspect_log is not None, limits)
     name, _ = scorer_used(read.log, scorer)
     known = [s.name for s in read.log.eval.scorers or []]
     if scorer is not None and name not in known:
@@ -184,7 +191,7 @@ def with_sample_text(
             return trial
         key = (trial.sample_id, trial.epoch)
         if key in read.samples:
-            text = sample_text(read.samples[key], name)
+            text = text_of(read.samples[key], name)
         elif key in read.refused:
             text = SampleText(name, unread=f"not read: its archive member {read.refused[key]}")
         else:
