@@ -335,3 +335,12 @@ def test_e150_texts_are_cut_and_escaped(tmp_path: Path) -> None:
         "target": len(sample.target),
         "explanation": len(sample.scores["match"].explanation),
     }
+
+
+def test_e150_the_length_documented_is_the_one_cut() -> None:
+    """`--help` and docs/explain.md state the length each text is cut to (the help cannot read
+    `TEXT_CHARS`: the engine loads when a command runs, not for `--help`)."""
+    help_text = " ".join(_invoke("explain", "--help").output.split())
+    assert f"each cut to {TEXT_CHARS} characters" in help_text
+    page = (Path(__file__).resolve().parents[1] / "docs" / "explain.md").read_text()
+    assert f"Each text is cut to its first {TEXT_CHARS} characters" in " ".join(page.split())
