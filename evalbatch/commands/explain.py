@@ -59,6 +59,26 @@ from evalbatch.options import GradeOptions, OnMissDefault, Resources
     "trial index is epoch - 1); not with --trial (default: every epoch).",
 )
 @click.option(
+    "--sample-text",
+    is_flag=True,
+    help="Also show under each trial of an Inspect log what its sample said: the answer, the "
+    "target, the scorer's explanation and the error, read from the log (each cut to 500 "
+    "characters). For reading only: no output file ever holds them (§H, E-150).",
+)
+@click.option(
+    "--inspect-log",
+    type=click.Path(),
+    default=None,
+    help="With --sample-text: the run's Inspect log, or a directory holding it under its file "
+    "name, for EVENTS that are an ingested directory (default: the log among EVENTS).",
+)
+@click.option(
+    "--inspect-scorer",
+    default=None,
+    help="With --sample-text: the scorer whose answer and explanation are shown, NAME or "
+    "NAME/KEY, as the log was ingested with (default: the log's first scorer, as ingest's).",
+)
+@click.option(
     "--json", "as_json", is_flag=True, help="Print the explanation as JSON (explainVersion 1)."
 )
 @default_pass_score_option
@@ -70,6 +90,9 @@ def explain(
     task_id: str | None,
     trial_index: int | None,
     epoch: int | None,
+    sample_text: bool,
+    inspect_log: str | None,
+    inspect_scorer: str | None,
     as_json: bool,
     default_pass_score: float,
     on_miss_default: OnMissDefault,
@@ -81,7 +104,9 @@ def explain(
     call, the order, the argument path that differed), fixture entries served or missed, judge
     calls, and the numbers the grade was made of. The grade is `evalbatch run`'s, made by the
     same code with the same options. Unlike the EvalSummary, this shows tool names and
-    arguments: it is for reading, not for publishing. EVENTS may be Inspect eval logs (E-144).
+    arguments: it is for reading, not for publishing. EVENTS may be Inspect eval logs (E-144);
+    with --sample-text, each trial of one also shows its sample's answer, target, scorer
+    explanation and error, read from the log when asked (E-150).
 
     \b
     Example:
@@ -89,7 +114,8 @@ def explain(
         --run-id acme/run-trajectory-0001 --task-id wrong-order
 
     Exit codes: 0 explained; 3 the run was not graded (the reasons are printed); 2 unusable
-    input, a run, task or trial that is not in the events, or a usage error.
+    input, a run, task or trial that is not in the events, a sample text that cannot be read
+    (no log, another run's log), or a usage error.
     """
     # the engine loads when the command runs, not for --help
     from evalbatch.explain.json_shape import to_json
@@ -98,6 +124,8 @@ def explain(
 
     if trial_index is not None and epoch is not None:
         raise click.UsageError("give --trial or --epoch, not both")
+    if not sample_text and (inspect_log is not None or inspect_scorer is not None):
+        raise click.UsageError("--inspect-log and --inspect-scorer are read with --sample-text")
     options = GradeOptions(
         default_pass_score=default_pass_score,
         on_miss_default=on_miss_default,
@@ -111,6 +139,9 @@ def explain(
         options=options,
         resources=resources,
         epoch=epoch,
+        sample_text=sample_text,
+        inspect_log=inspect_log,
+        inspect_scorer=inspect_scorer,
     )
     if as_json:
         printing.echo_json(to_json(explanation))

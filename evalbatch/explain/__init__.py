@@ -3,7 +3,8 @@
 `run_explanation.explain_paths` reads and grades the run into an `explanation.Explanation`;
 `text_rendering.render_text` shows it for a terminal and `json_shape.to_json` as JSON. The
 findings come from `trajectory_findings` (§3.2) and `fixture_replay` (§3.3), each call as
-`observed_calls` shows it, arguments as `call_args` compares them.
+`observed_calls` shows it, arguments as `call_args` compares them. Asked, `sample_text` adds what
+each trial's Inspect sample said, read from its log (E-150).
 """
 
 from evalbatch.explain.explanation import Explanation

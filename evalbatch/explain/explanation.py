@@ -137,6 +137,42 @@ class Bracket:
 
 
 @dataclass(frozen=True)
+class Cut:
+    """A text read from a log, cut to its first `shown` characters (`sample_text.TEXT_CHARS`):
+    `length` is how many it has in all."""
+
+    shown: str
+    length: int
+
+    @property
+    def cut(self) -> bool:
+        return self.length > len(self.shown)
+
+
+@dataclass(frozen=True)
+class SampleText:
+    """What a trial's Inspect sample said, read from its log for `explain --sample-text` only
+    (E-150; never in a summary or a table, §H), each text cut (`Cut`).
+
+    scorer: the scorer whose answer and explanation these are (None: the log has none).
+    answer: that scorer's answer (`answer_from` `score`), else the model's final output
+        (`output`); None when the sample has neither.
+    target: the sample's target (a list of targets as a JSON array).
+    explanation: that scorer's explanation, when it gave one.
+    error: the sample's error message, when it errored.
+    unread: why the sample was not read (past a cap, not in the log); the rest is then None.
+    """
+
+    scorer: str | None
+    answer: Cut | None = None
+    answer_from: str | None = None
+    target: Cut | None = None
+    explanation: Cut | None = None
+    error: Cut | None = None
+    unread: str | None = None
+
+
+@dataclass(frozen=True)
 class TrialExplanation:
     task_id: str
     trial_index: int
@@ -153,6 +189,8 @@ class TrialExplanation:
     #: the Inspect sample and epoch the trial ran (E-146); None for any other log's trial
     sample_id: str | None = None
     epoch: int | None = None
+    #: with `--sample-text` only: what its sample said (E-150)
+    sample_text: SampleText | None = None
 
     @property
     def verdict(self) -> str:
@@ -191,3 +229,5 @@ class Explanation:
     #: what an Inspect log calls the run (`model`, `task_name`, `log_file`: the names it has,
     #: E-146); empty for a run from any other log
     names: dict[str, str] = field(default_factory=dict)
+    #: with `--sample-text` only: the Inspect log the trials' sample text was read from (E-150)
+    sample_log: str | None = None

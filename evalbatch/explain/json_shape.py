@@ -28,10 +28,14 @@
                 calls [{callPos, sequence, tool, inputs, entryPos, miss: finding | null}]},
       judgeCalls {count, inputTokens, outputTokens, costUsd},
       problems [problem],
-      inspect {sampleId, epoch, viewerUrl}}     <- only for a trial of an Inspect log (E-146)
+      inspect {sampleId, epoch, viewerUrl,     <- only for a trial of an Inspect log (E-146)
+               sampleText {scorer, answer, answerFrom ("score" | "output"), target,
+                           explanation, error, unread, cut {<key>: characters in all}}}
+                                               <- sampleText only with --sample-text (E-150)
 
     and, only for a run from an Inspect log (E-146), after `tasks`:
-    inspect {task, model, logFile, viewCommand}  (each name only when the log gave it)
+    inspect {task, model, logFile, viewCommand, sampleLog}  (each name only when the log gave
+                                               it; sampleLog, the log read, with --sample-text)
 
     finding: {code, why, message, expectedPos, observedPos, tool,
               diff {path, expected, observed} | null}
@@ -43,7 +47,10 @@ side is null when the key is absent. Positions
 count from 0: `E<pos>` is the suite's expected call, `O<pos>` the observed trajectory's call,
 `F<pos>` the fixture entry, and `callPos` the call's place among every call in the bracket.
 With `includeDelegates`, a call made in a child run (E-102) carries `fromRunId`, the run it was
-made in; its `sequence` is that run's and its `callPos` null.
+made in; its `sequence` is that run's and its `callPos` null. A `sampleText` holds each text as
+read, cut to its first `sample_text.TEXT_CHARS` characters (`cut` names each text cut and its
+length); a text the sample has not is null, and all are null when it was not read (`unread`
+says why).
 """
 
 from __future__ import annotations
@@ -51,7 +58,13 @@ from __future__ import annotations
 from typing import Any
 
 from evalbatch.explain.call_args import ArgsDiff
-from evalbatch.explain.explanation import Explanation, FailedCheck, Problem, TrialExplanation
+from evalbatch.explain.explanation import (
+    Explanation,
+    FailedCheck,
+    Problem,
+    SampleText,
+    TrialExplanation,
+)
 from evalbatch.explain.inspect_viewer import VIEW_COMMAND, sample_url
 from evalbatch.explain.observed_calls import ObservedCall
 
@@ -229,7 +242,29 @@ def _trial_json(t: TrialExplanation, names: dict[str, str]) -> dict[str, Any]:
             if log_file is not None and t.epoch is not None
             else None,
         }
+        if t.sample_text is not None:
+            out["inspect"]["sampleText"] = _sample_text_json(t.sample_text)
     return out
+
+
+def _sample_text_json(text: SampleText) -> dict[str, Any]:
+    """What a trial's sample said (E-150), each text as read and cut."""
+    texts = {
+        "answer": text.answer,
+        "target": text.target,
+        "explanation": text.explanation,
+        "error": text.error,
+    }
+    return {
+        "scorer": text.scorer,
+        "answer": text.answer.shown if text.answer is not None else None,
+        "answerFrom": text.answer_from,
+        "target": text.target.shown if text.target is not None else None,
+        "explanation": text.explanation.shown if text.explanation is not None else None,
+        "error": text.error.shown if text.error is not None else None,
+        "unread": text.unread,
+        "cut": {key: cut.length for key, cut in texts.items() if cut is not None and cut.cut},
+    }
 
 
 #: runs-table column -> JSON key of a run's `inspect` block
@@ -268,7 +303,10 @@ def to_json(expl: Explanation) -> dict[str, Any]:
         ],
     }
     if expl.names:
-        shown["inspect"] = {
+        inspect = {
             key: expl.names[column] for column, key in NAME_KEYS.items() if column in expl.names
         } | {"viewCommand": VIEW_COMMAND}
+        if expl.sample_log is not None:
+            inspect["sampleLog"] = expl.sample_log
+        shown["inspect"] = inspect
     return shown

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -37,6 +38,7 @@ from evalbatch.explain.explanation import (
     TrialExplanation,
 )
 from evalbatch.explain.observed_calls import calls_by_segment, read_calls
+from evalbatch.explain.sample_text import with_sample_text
 from evalbatch.explain.trial_explanation import explain_trial, missing_trial
 from evalbatch.extract import inspect_names, sql_files, trial_tables
 from evalbatch.extract.delegates import DelegateFrames
@@ -98,6 +100,9 @@ def explain_paths(
     options: GradeOptions | None = None,
     resources: Resources | None = None,
     epoch: int | None = None,
+    sample_text: bool = False,
+    inspect_log: str | Path | None = None,
+    inspect_scorer: str | None = None,
 ) -> Explanation:
     """Explain how one eval run's trials graded, with the grader's own code (see module doc).
 
@@ -105,21 +110,34 @@ def explain_paths(
     is required. `task_id` and `trial_index` keep only the trials of
     that task and/or index. For a run from an Inspect log (E-146), `task_id` may be a sample id
     as Inspect has it, and `epoch` (from 1) keeps the trials of that epoch, whose trial index
-    is `epoch - 1` (E-111); give `epoch` or `trial_index`, not both.
+    is `epoch - 1` (E-111); give `epoch` or `trial_index`, not both. With `sample_text`, each
+    trial of an Inspect sample also shows what the sample said, read from the run's log
+    (`inspect_log`, else the log among `events`; `inspect_scorer` the scorer whose answer and
+    explanation: `sample_text.with_sample_text`, E-150).
 
     Raises:
-        TypeError: no `run_id`, or both `trial_index` and `epoch`.
+        TypeError: no `run_id`, both `trial_index` and `epoch`, or `inspect_log` or
+            `inspect_scorer` without `sample_text`.
         UnknownRun: `run_id` is not an eval run of the events.
         UnknownSelection: no trial of the run has that task or index, `task_id` names two
             tasks (a taskId and another task's sample id), or `epoch` is given for a run that is
             not from an Inspect log.
         InputError: no event file can be used at all.
         SuiteError: a suite file is not JSON or names no suiteId/version (§1.3).
+        NoSampleText: `sample_text` cannot be read (`with_sample_text`).
     """
     if run_id is None:
         raise TypeError("explain_paths() needs run_id=")
     if trial_index is not None and epoch is not None:
         raise TypeError("explain_paths() takes trial_index= or epoch=, not both")
+    if not sample_text and (inspect_log is not None or inspect_scorer is not None):
+        raise TypeError("explain_paths() reads inspect_log= and inspect_scorer= with sample_text=")
+
+    def shown(explanation: Explanation) -> Explanation:
+        if not sample_text:
+            return explanation
+        return with_sample_text(explanation, events, inspect_log, inspect_scorer)
+
     suite_files = as_paths(suites)
     options = options or GradeOptions()
     choices = load_suites(suite_files)
@@ -153,7 +171,7 @@ def explain_paths(
     run_problems = [_problem(r, s, c, d) for r, s, c, d in batch.problem_rows if r == run_id]
     plan = batch.plans.get(run_id)
     if plan is None or run_id in batch.fatal_runs:
-        return Explanation(
+        ungraded = Explanation(
             run_id=run_id,
             suite_id=run["suite_id"],
             suite_version=run["suite_version"],
@@ -168,6 +186,7 @@ def explain_paths(
             notes=notes,
             names=names,
         )
+        return shown(ungraded)
     key = plan.suite_key
     tables = SuiteTables.build({key: plan.doc} if key is not None and plan.doc is not None else {})
     trials = batch.trials.filter(pl.col("run_id") == run_id)
@@ -186,7 +205,7 @@ def explain_paths(
         trial_index,
         notes,
     )
-    return replace(explanation, names=names)
+    return shown(replace(explanation, names=names))
 
 
 def _chosen_task(

@@ -10,9 +10,11 @@ the fixture replay and the usage. Long JSON cells are cut and only the first fin
 from __future__ import annotations
 
 from evalbatch.explain.explanation import (
+    Cut,
     Explanation,
     FailedCheck,
     Fixtures,
+    SampleText,
     TaskExplanation,
     Trajectory,
     TrialExplanation,
@@ -21,6 +23,7 @@ from evalbatch.explain.inspect_viewer import VIEW_COMMAND, sample_url
 from evalbatch.explain.observed_calls import ObservedCall
 from evalbatch.explain.wording import count_of, shown_number, yes_no
 from evalbatch.options import GradeOptions
+from evalbatch.text import printable
 
 #: a JSON cell longer than this is cut in the text (the JSON output keeps every character)
 CELL_WIDTH = 40
@@ -244,6 +247,35 @@ def _sample_line(trial: TrialExplanation, names: dict[str, str]) -> list[str]:
     return [line]
 
 
+def _shown_text(text: Cut) -> str:
+    """A text from the log on one line: escaped (a newline is `\\n`, E-83), and when cut, how
+    much of it is shown."""
+    shown = printable(text.shown) if text.shown else "(empty)"
+    if text.cut:
+        shown += f" ... [the first {len(text.shown):,} of {text.length:,} characters]"
+    return shown
+
+
+def _sample_text_lines(text: SampleText | None) -> list[str]:
+    """With `--sample-text`: what the trial's sample said, after the lines of its grade (E-150)."""
+    if text is None:
+        return []
+    if text.unread is not None:
+        return [f"    sample text {text.unread}"]
+    scorer = f"scorer {text.scorer}"
+    lines = []
+    if text.answer is not None:
+        source = scorer if text.answer_from == "score" else "the model's output"
+        lines.append(f"    answer ({source}): {_shown_text(text.answer)}")
+    if text.target is not None:
+        lines.append(f"    target: {_shown_text(text.target)}")
+    if text.explanation is not None:
+        lines.append(f"    explanation ({scorer}): {_shown_text(text.explanation)}")
+    if text.error is not None:
+        lines.append(f"    error: {_shown_text(text.error)}")
+    return lines
+
+
 def _names_lines(names: dict[str, str]) -> list[str]:
     """A run from an Inspect log: what Inspect calls it, and the command that serves its log to
     Inspect's viewer, where each trial's line below is a page (E-146)."""
@@ -274,6 +306,7 @@ def _trial_lines(trial: TrialExplanation, names: dict[str, str] | None = None) -
             f"passed {yes_no(row['passed'])}  ({host})"
         )
     lines += [f"    - {why}" for why in trial.why]
+    lines += _sample_text_lines(trial.sample_text)
     if trial.trajectory is not None:
         lines += _trajectory_lines(trial.trajectory)
     if trial.fixtures is not None:
@@ -331,6 +364,11 @@ def render_text(expl: Explanation) -> str:
         )
         lines.append(f"run problems: {listed}")
     lines += _names_lines(expl.names)
+    if expl.sample_log is not None:
+        lines.append(
+            f"  sample text (--sample-text) read from {printable(expl.sample_log)}: for reading, "
+            "never for publishing"
+        )
     lines += [f"note: {note}" for note in expl.notes]
     for task in expl.tasks:
         lines.append("")

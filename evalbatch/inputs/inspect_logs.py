@@ -1013,3 +1013,87 @@ def _input(given: Any) -> dict[str, Any]:
     if isinstance(given, str):
         return {"message": given}
     return {"messages": [{"role": message.role, "content": message.text} for message in given]}
+
+
+class OtherEval(ValueError):
+    """The log read is not the run's: its eval id is another (`read_some_samples`)."""
+
+
+class UnknownVersion(ValueError):
+    """A log of a version this reader does not know (`read_some_samples`); the message names
+    the version."""
+
+
+@dataclass(frozen=True)
+class SomeSamples:
+    """Some samples of one log, read on demand (`read_some_samples`): its header, each sample
+    found by (its id as text, its epoch), and the ones refused before they were read (past a
+    cap, E-116), with why."""
+
+    log: EvalLog
+    samples: dict[tuple[str, int], EvalSample]
+    refused: dict[tuple[str, int], str]
+
+
+def read_some_samples(
+    path: str,
+    eval_id: str,
+    wanted: frozenset[tuple[str, int]],
+    limits: InputLimits = DEFAULT_LIMITS,
+) -> SomeSamples:
+    """The samples `wanted` (id as text, epoch) of the Inspect log at `path`, read by Inspect's
+    reader for `explain --sample-text` (E-150) after the checks `read_inspect_log` makes (E-115,
+    E-116): a gzip-compressed log decompressed against the caps, a `.json` log capped in size
+    and depth, every member of an archive measured; a wanted sample whose member is past a cap
+    is refused, not read. Only the wanted samples of an archive are read (a `.json` log, or an
+    archive without sample summaries, is read whole, as Inspect reads it).
+
+    Raises:
+        OtherEval: the log's eval id is not `eval_id` (checked before any sample is read).
+        TooLarge, TooDeep: the log, or a member other than a sample, is past a cap.
+        OSError: the file cannot be read.
+        UnknownVersion: a log version this reader does not know.
+        Exception: whatever Inspect's reader meets in a damaged log.
+    """
+    from inspect_ai.log import read_eval_log
+
+    with _readable(path, limits) as (source, form):
+        members = _Members()
+        if form == "json":
+            _check_json_log(source, limits)
+        else:
+            members = _measured(source, limits)
+        version = _json_log_version(source)
+        if version is not None and version not in KNOWN_VERSIONS:
+            raise UnknownVersion(f"Inspect log version {version} is not one this reader knows")
+        log = read_eval_log(source, header_only=True, format=form)
+        if log.eval.eval_id != eval_id:
+            raise OtherEval(eval_id)
+        keys = _sample_keys(source) if form == "eval" else None
+        if keys is not None:
+            keys = [(i, epoch) for i, epoch in keys if (str(i), epoch) in wanted]
+        names = _member_names(keys) if keys is not None else None
+        if members.refused and names is None:
+            index, breach = next(iter(members.refused.values()))
+            raise TooLarge(
+                f"archive member {index} (a sample, samples/*.json) {breach}, and which sample "
+                "it holds cannot be told without reading the whole log"
+            )
+        refused = {
+            names[name]: breach
+            for name, (_, breach) in members.refused.items()
+            if names and name in names
+        }
+        sizes = {key: members.sizes.get(name, 0) for name, key in (names or {}).items()}
+        found: dict[tuple[str, int], EvalSample] = {}
+        for sample in _samples(source, form, keys, sizes, frozenset(refused)):
+            key = (str(sample.id), sample.epoch)
+            if not isinstance(sample, _Refused) and key in wanted:
+                found.setdefault(key, sample)
+    return SomeSamples(log, found, {(str(i), epoch): why for (i, epoch), why in refused.items()})
+
+
+def scorer_used(log: EvalLog, scorer: str | None) -> tuple[str | None, str | None]:
+    """The scorer whose score the mapping counts (E-111) with `InspectOptions(scorer=scorer)`,
+    and its key: `scorer` (`NAME` or `NAME/KEY`), else the log's first."""
+    return _scorer_name(log, InspectOptions(scorer=scorer))
