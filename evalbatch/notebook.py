@@ -74,11 +74,14 @@ GRADED: dict[str, tuple[str, str]] = {
 DERIVED: dict[str, tuple[str, str]] = {
     "history": (
         "E-96",
-        "One row per (suite, task, run), in the time order of the eval's start (runs without one "
-        "last, by run_id): suite_id, suite_version, task_id, run_id, started_at, night (the run's "
-        "position in its suite_id and task_id series, from 0), trials (n), passed_trials (c), "
-        "pass_rate, score, gating_score, pass_hat_k (at k = n), cost_usd, input_tokens and "
-        "output_tokens (summed over counted trials), as `evalbatch history` shows it.",
+        "One row per series (suite_id, agent_id, model), task and night, in time order: the "
+        "runs of a series in one night pooled into one point (E-151; the night is the "
+        "directory, or its days when its runs span more than a day): suite_id, "
+        "suite_version, agent_id, model, task_id, night (its position in the series, from 0), "
+        "night_label, runs, run_id and started_at (the earliest run's), trials (n) and "
+        "passed_trials (c) summed, pass_rate, score, gating_score and pass_hat_k (at k = n) "
+        "averaged, cost_usd, input_tokens and output_tokens summed, as `evalbatch history` "
+        "shows it.",
     ),
 }
 
@@ -189,13 +192,17 @@ def _store(
 
 
 def _add_graded(
-    con: duckdb.DuckDBPyConnection, frames: dict[str, pl.DataFrame], summaries: dict[str, str]
+    con: duckdb.DuckDBPyConnection,
+    frames: dict[str, pl.DataFrame],
+    summaries: dict[str, str],
+    label: str,
 ) -> None:
     """The graded tables, with the columns and types of the files `evalbatch run` writes, and the
-    `history` series made from them."""
+    `history` series made from them (its nights named `label` where they are the directory's)."""
     for name, schema in outdir.GRADED_SCHEMAS.items():
         _store(con, name, frames[name].match_to_schema(schema))
-    _store(con, "history", series_of(frames["runs"], frames["tasks"], frames["trials"]))
+    history = series_of(frames["runs"], frames["tasks"], frames["trials"], label)
+    _store(con, "history", history)
     rows = pl.DataFrame(
         {"run_id": list(summaries), "summary": list(summaries.values())},
         schema={"run_id": pl.String, "summary": pl.String},
@@ -376,7 +383,7 @@ def connect(
             trial_tables.extract(con, sources)  # the stage's tables only: nothing is graded
             _move_internals(con)
             _add_left_out(con, sources)
-        _add_graded(con, frames, summaries)
+        _add_graded(con, frames, summaries, str(out) if out is not None else "events")
         _add_views(con, with_events=bool(event_paths), stored=safe)
         if safe:
             _seal(con)

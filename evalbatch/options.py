@@ -120,6 +120,18 @@ MODEL_CLASSES: tuple[str, ...] = (
     "general",
 )
 
+#: what a series is kept apart by, besides its suite and task (E-151): `agent-model`, one
+#: series per target agent and evaluated model (the default: a series per agent, split by model
+#: only where the model varies, since a constant model splits nothing); `agent`, per agent;
+#: `suite`, one per suite (every agent and model together, as before E-151)
+SeriesBy = Literal["agent-model", "agent", "suite"]
+SERIES_BY: tuple[SeriesBy, ...] = ("agent-model", "agent", "suite")
+#: what a night is (E-151): `dir`, each output directory given; `day`, each UTC calendar day of
+#: the eval's start; `run`, each run (a point per run, as before E-151); `auto`, each directory,
+#: or its days where its runs started on more than one UTC day
+NightsBy = Literal["auto", "dir", "day", "run"]
+NIGHTS_BY: tuple[NightsBy, ...] = ("auto", "dir", "day", "run")
+
 #: what becomes of an Inspect sample that errored (E-147): written and failed, or left out of
 #: the run as Inspect leaves it out of its figures
 ErroredSamples = Literal["fail", "leave-out"]

@@ -157,9 +157,12 @@ def test_series_has_the_shared_columns_and_hand_computed_values(nights: dict[str
 
 
 def test_one_directory_of_many_nights_gives_the_same_series(nights: dict[str, Any]) -> None:
-    """E-96: several directories, one per night, or one holding every night's runs:
-    the same series."""
-    assert series(nights["nightly"]).equals(series(nights["nights"]))
+    """E-96, E-151: several directories, one per night, or one holding every night's runs
+    (its nights are then its days): the same series, but for what names each night."""
+    nightly, per_night = series(nights["nightly"]), series(nights["nights"])
+    assert nightly.drop("night_label").equals(per_night.drop("night_label"))
+    assert set(nightly["night_label"]) == {f"2026-11-0{2 + n}" for n in range(NIGHTS)}
+    assert set(per_night["night_label"]) == {str(path) for path in nights["nights"]}
 
 
 def test_a_run_without_a_start_time_comes_last(nights: dict[str, Any]) -> None:
@@ -175,7 +178,7 @@ def test_a_run_in_several_directories_counts_once(nights: dict[str, Any]) -> Non
     """E-96: the same run_id in two directories counts once, the copy of the first
     directory given kept; a copy graded otherwise is reported as such."""
     history = read_history([nights["nightly"], *nights["nights"]])
-    assert history.series.equals(series(nights["nights"]))
+    assert history.series.drop("night_label").equals(series(nights["nights"]).drop("night_label"))
     assert len(history.duplicates) == NIGHTS + len(OTHER_RUNS)
     assert {d.kept for d in history.duplicates} == {nights["nightly"]}
     assert history.disagreeing == []
@@ -239,33 +242,42 @@ def test_a_directory_of_another_schema_version_is_refused(
 def test_history_table(
     nights: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """E-96: per suite a heading, then per task its runs in time order with score,
+    """E-96, E-151: a line on what was lined up, one row per series (suite, agent, model) with
+    its runs, nights and tasks and how many are broken or flaky, then the tasks that matter;
+    with --points, per series a heading, then per task its nights in time order with score,
     gating score, passed of n, pass rate, pass^k, cost and tokens; exit 0; nothing on stderr."""
-    code, out, err = run_main(monkeypatch, capsys, "history", *nights["nights"])
+    code, out, err = run_main(monkeypatch, capsys, "history", *nights["nights"], "--points")
     assert (code, err) == (0, "")
     lines = out.splitlines()
-    assert lines[0] == (
-        f"suite {SUITE_ID}: 4 runs, 2 tasks, 2026-11-02T10:00Z to 2026-11-05T10:00Z"
-    )
-    assert lines[1].split() == [
-        "task", "night", "run", "started", "score", "gating", "passed", "pass", "rate",
+    assert lines[0].startswith("history: 4 nights (one per output directory")
+    assert "2 series (by suite, agent and model), 6 runs" in lines[0]
+    assert lines[1].split() == ["series", "runs", "nights", "tasks", "broken", "flaky"]
+    series_name = f"{SUITE_ID} · acme.agents.tester · general"
+    assert lines[2].split() == [*series_name.split(), "4", "4", "2", "0", "1"]
+    heading = f"series {series_name}: 4 nights, 2 tasks, 2026-11-02T10:00Z to 2026-11-05T10:00Z"
+    at = lines.index(heading)
+    assert lines[at + 1].split() == [
+        "task", "night", "runs", "run", "started", "score", "gating", "passed", "pass", "rate",
         "pass^k", "cost", "tokens", "in", "tokens", "out",
     ]  # fmt: skip
-    t2 = [line.split() for line in lines if line.startswith("t2 ")]
-    assert [row[:3] for row in t2] == [["t2", str(n), NIGHT_RUNS[n]] for n in range(NIGHTS)]
-    assert t2[1][3:] == [
+    t2 = [line.split() for line in lines[at:] if line.startswith("t2 ")][:NIGHTS]
+    assert [row[:4] for row in t2] == [["t2", str(n), "1", NIGHT_RUNS[n]] for n in range(NIGHTS)]
+    assert t2[1][4:] == [
         "2026-11-03T10:00Z", "0.667", "0.667", "2/3", "0.667", "0.000", "$0.0030", "300", "30",
     ]  # fmt: skip
-    assert f"suite {OTHER_SUITE_ID}: 2 runs, 1 task, " in out
+    assert f"series {OTHER_SUITE_ID} · acme.agents.tester · general: 2 nights, 1 task, " in out
+    code, plain, _ = run_main(monkeypatch, capsys, "history", *nights["nights"])
+    assert code == 0 and heading not in plain and plain.splitlines()[:3] == lines[:3]
 
 
 def test_history_json(
     nights: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """E-96, the documented --json shape: directories read and skipped, duplicates,
-    runs not graded, then per suite and task the series, one entry per run in time order."""
+    """E-96, E-151, the documented --json shape: directories read and skipped, duplicates,
+    runs not graded, how series and nights are told apart, a summary per series, the trends;
+    with --points every point, one entry per series, task and night in time order."""
     given = [nights["nightly"], *nights["nights"][:2]]
-    code, out, err = run_main(monkeypatch, capsys, "history", *given, "--json")
+    code, out, err = run_main(monkeypatch, capsys, "history", *given, "--json", "--points")
     assert code == 0
     doc = json.loads(out)
     assert list(doc) == [
@@ -273,24 +285,46 @@ def test_history_json(
         "skipped",
         "duplicates",
         "notGraded",
-        "suites",
+        "seriesBy",
+        "nightsBy",
+        "nights",
+        "series",
         "flakyTasks",
         "changePoints",
+        "points",
     ]
     assert doc["outDirs"] == [str(path) for path in given]
     assert doc["skipped"] == [] and doc["notGraded"] == 0
+    assert (doc["seriesBy"], doc["nightsBy"], doc["nights"]) == ("agent-model", "auto", NIGHTS)
     assert {(d["runId"], d["keptFrom"], d["sameRows"]) for d in doc["duplicates"]} == {
         (NIGHT_RUNS[0], str(nights["nightly"]), True),
         (NIGHT_RUNS[1], str(nights["nightly"]), True),
         (OTHER_RUNS[1], str(nights["nightly"]), True),
     }
-    assert [s["suiteId"] for s in doc["suites"]] == [SUITE_ID, OTHER_SUITE_ID]
-    basic = doc["suites"][0]
-    assert basic["runs"] == NIGHTS
-    assert [t["taskId"] for t in basic["tasks"]] == ["t1", "t2"]
-    entry = basic["tasks"][1]["series"][2]
-    assert entry == {
+    assert [s["suiteId"] for s in doc["series"]] == [SUITE_ID, OTHER_SUITE_ID]
+    basic = doc["series"][0]
+    assert basic == {
+        "suiteId": SUITE_ID,
+        "agentId": "acme.agents.tester",
+        "model": "general",
+        "runs": NIGHTS,
+        "nights": NIGHTS,
+        "tasks": 2,
+        "broken": 0,
+        "flaky": 1,
+        "stable": 1,
+        "noTrials": 0,
+    }
+    t2 = [p for p in doc["points"] if p["suiteId"] == SUITE_ID and p["taskId"] == "t2"]
+    assert [p["night"] for p in t2] == list(range(NIGHTS))
+    assert t2[2] == {
+        "suiteId": SUITE_ID,
+        "agentId": "acme.agents.tester",
+        "model": "general",
+        "taskId": "t2",
         "night": 2,
+        "nightLabel": "2026-11-04",
+        "runs": 1,
         "runId": NIGHT_RUNS[2],
         "suiteVersion": "1.0.0",
         "startedAt": "2026-11-04T10:00:00.100000Z",
@@ -307,6 +341,8 @@ def test_history_json(
     assert "found in more than one directory" in err
     for marker in LEAK_MARKERS:  # RFC 0244 §H: ids and numbers only
         assert marker not in out and marker not in err
+    code, out, _ = run_main(monkeypatch, capsys, "history", *given, "--json")
+    assert code == 0 and "points" not in json.loads(out)
 
 
 def test_history_names_a_skipped_directory_and_exits_3(
@@ -320,7 +356,7 @@ def test_history_names_a_skipped_directory_and_exits_3(
     missing = tmp_path / "missing"
     code, out, err = run_main(monkeypatch, capsys, "history", nights["nights"][0], missing)
     assert code == 3
-    assert f"suite {SUITE_ID}: 1 run" in out
+    assert out.startswith("history: 1 night (")
     assert err == f"warning: skipped: {missing}: {NO_SUCH_DIRECTORY}\n"
 
 
@@ -365,9 +401,14 @@ def test_history_filters_and_quiet(
         "--since", "2026-11-03T10:00Z", "--json",
     )  # fmt: skip
     assert code == 0
-    (suite,) = json.loads(out)["suites"]
+    (suite,) = json.loads(out)["series"]
     assert suite["suiteId"] == OTHER_SUITE_ID
-    assert [e["runId"] for e in suite["tasks"][0]["series"]] == [OTHER_RUNS[1], OTHER_RUNS[2]]
+    code, out, _ = run_main(
+        monkeypatch, capsys, "history", *nights["nights"], "--suite-id", OTHER_SUITE_ID,
+        "--since", "2026-11-03T10:00Z", "--json", "--points",
+    )  # fmt: skip
+    points = json.loads(out)["points"]
+    assert [e["runId"] for e in points] == [OTHER_RUNS[1], OTHER_RUNS[2]]
     code, out, err = run_main(monkeypatch, capsys, "history", *nights["nights"], "-q")
     assert (code, out, err) == (0, "", "")
 
@@ -395,17 +436,19 @@ def test_report_draws_a_trend_chart_per_suite_with_several_nights(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """E-96: `report OUT_DIR --history DIR...` adds a trend chart per suite of several
-    runs; without --history the page is as before (no trend chart)."""
+    """E-96, E-151: `report OUT_DIR --history DIR...` adds a trend chart per series (suite,
+    agent, model) of several nights; without --history the page is as before (no trend
+    chart)."""
     last, earlier = nights["nights"][-1], nights["nights"][:-1]
     history_args = [arg for path in earlier for arg in ("--history", path)]
     page = tmp_path / "trend.html"
     code, out, err = run_main(monkeypatch, capsys, "report", last, *history_args, "-o", page)
     assert (code, out, err) == (0, f"wrote a report of 8 charts to {page}\n", "")  # 6 + 2 trends
     text = page.read_text(encoding="utf-8")
-    assert f'<h2 id="trend-1-h">Trend: {SUITE_ID}</h2>' in text
-    assert f'<h2 id="trend-2-h">Trend: {OTHER_SUITE_ID}</h2>' in text
-    assert f"Line chart of suite {SUITE_ID} over 4 runs from 2026-11-02 to 2026-11-05" in text
+    basic = f"{SUITE_ID} · acme.agents.tester · general"
+    assert f'<h2 id="trend-1-h">Trend: {basic}</h2>' in text
+    assert f'<h2 id="trend-2-h">Trend: {OTHER_SUITE_ID} · acme.agents.tester · general</h2>' in text
+    assert f"Line chart of suite {basic} over 4 nights from 2026-11-02 to 2026-11-05" in text
     assert "mean task score 1 on the first night, 0.5 on the last" in text
     assert "trend-3" not in text
     plain = tmp_path / "plain.html"
@@ -474,4 +517,4 @@ def test_history_reports_the_night_a_task_broke_and_which_tasks_are_flaky(
     assert code == 0
     assert "changes (p <= 0.05" in text
     (line,) = [row for row in text.splitlines() if "acme/night-06" in row and "-1.000" in row]
-    assert line.split()[1] == "t2"
+    assert line.split()[5:7] == ["t2", "6"]  # after the series' three names

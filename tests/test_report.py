@@ -968,12 +968,15 @@ def test_e106_a_regression_of_many_tasks_draws_those_that_changed_most(
 
 
 def test_e106_a_trend_of_many_runs_draws_the_latest(tmp_path: Path) -> None:
-    """E-106: a suite graded 250 times draws its last MAX_TREND_RUNS runs in its
+    """E-106, E-151: a series of 250 nights draws its last MAX_TREND_RUNS nights in its
     trend chart, and says so."""
     runs = 250
     series = pl.DataFrame(
         {
             "suite_id": ["acme.suite"] * runs,
+            "agent_id": ["acme.agent"] * runs,
+            "model": [None] * runs,
+            "night_label": [f"night-{n:04d}" for n in range(runs)],
             "run_id": [f"acme/run-{n:04d}" for n in range(runs)],
             "started_at": [T0 + timedelta(hours=n) for n in range(runs)],
             "score": [0.5] * runs,
@@ -984,8 +987,8 @@ def test_e106_a_trend_of_many_runs_draws_the_latest(tmp_path: Path) -> None:
     with svg_figures.chart_style():
         (chart,) = comparison_charts.chart_trends(series)
     latest = comparison_charts.MAX_TREND_RUNS
-    assert f"Drawn: its last {latest} of 250 runs" in chart.caption
-    assert f"over {latest} runs from {T0 + timedelta(hours=runs - latest):%Y-%m-%d}" in chart.alt
+    assert f"Drawn: its last {latest} of 250 nights" in chart.caption
+    assert f"over {latest} nights from {T0 + timedelta(hours=runs - latest):%Y-%m-%d}" in chart.alt
 
 
 def test_e106_runs_data_holds_no_nan(tmp_path: Path) -> None:

@@ -1,10 +1,11 @@
-"""`evalbatch history OUT_DIR...`: each suite's and task's runs in time order, across the output
-directories of several nights (E-96).
+"""`evalbatch history OUT_DIR...`: each series' nights in time order, across the output
+directories of several nights, with the tasks that are flaky or broke (E-96, E-97, E-151).
 
-`evalbatch.history.series.read_history` reads the directories; this module parses the options and
-prints the series (a table per suite, or JSON), then what was left out: a directory that cannot be
-read (exit 3, the others still shown), a run found in several directories (counted once), runs not
-graded. Nothing shown is exit 2, never 0.
+`evalbatch.history.series.read_history` reads the directories and pools each night's runs; this
+module parses the options and prints what matters first (broken, then flaky, worst first, at most
+a screenful, the rest counted), or JSON (per-series summaries; every point with `--points`), then
+what was left out: a directory that cannot be read (exit 3, the others still shown), a run found
+in several directories (counted once), runs not graded. Nothing shown is exit 2, never 0.
 """
 
 from __future__ import annotations
@@ -21,15 +22,23 @@ from evalbatch.commands.click_options import quiet_option
 from evalbatch.commands.printing import echo_json, plural, stdout_console
 from evalbatch.commands.types import FiniteFloatRange, printable
 from evalbatch.errors import EXIT_OK, EXIT_SKIPPED, InputError
+from evalbatch.options import NIGHTS_BY, SERIES_BY, NightsBy, SeriesBy
 
 if TYPE_CHECKING:  # polars loads when the command runs, not for --help
     import polars as pl
+    from rich.text import Text
 
     from evalbatch.history.series import History
 
-#: the series' columns as the JSON names them (one entry per run of a task)
+#: the points' columns as the JSON names them (one entry per series, task and night)
 _JSON_NAMES = {
+    "suite_id": "suiteId",
+    "agent_id": "agentId",
+    "model": "model",
+    "task_id": "taskId",
     "night": "night",
+    "night_label": "nightLabel",
+    "runs": "runs",
     "run_id": "runId",
     "suite_version": "suiteVersion",
     "started_at": "startedAt",
@@ -46,16 +55,20 @@ _JSON_NAMES = {
 
 #: disagreeing duplicates named one by one on stderr; the rest are counted
 _NAMED = 10
+#: rows of each terminal table (series, flaky or broken tasks, changes); the rest are counted
+SHOWN = 30
 
 #: the trends' columns as the JSON names them (evalbatch.history.trends: FLAKY_SCHEMA,
 #: CHANGE_SCHEMA)
 _FLAKY_JSON = {
     "suite_id": "suiteId",
+    "agent_id": "agentId",
+    "model": "model",
     "task_id": "taskId",
     "status": "status",
     "since_night": "sinceNight",
-    "runs": "runs",
-    "mixed_runs": "mixedRuns",
+    "runs": "nights",
+    "mixed_runs": "mixedNights",
     "trials": "trials",
     "passed_trials": "passedTrials",
     "pass_rate": "passRate",
@@ -67,10 +80,13 @@ _FLAKY_JSON = {
 }
 _CHANGE_JSON = {
     "suite_id": "suiteId",
+    "agent_id": "agentId",
+    "model": "model",
     "task_id": "taskId",
-    "runs": "runs",
+    "runs": "nights",
     "changed": "changed",
     "night": "night",
+    "night_label": "nightLabel",
     "run_id": "runId",
     "started_at": "startedAt",
     "rate_before": "rateBefore",
@@ -79,6 +95,10 @@ _CHANGE_JSON = {
     "statistic": "statistic",
     "p_value": "pValue",
 }
+#: a series' key as the JSON and the tables name it
+_KEY = ("suite_id", "agent_id", "model")
+#: how the statuses rank in what is shown first
+_STATUS_RANK = {"broken": 0, "flaky": 1, "stable": 2, "no-trials": 3}
 
 
 def _instant(moment: datetime | None) -> str | None:
@@ -111,28 +131,73 @@ def _rows_json(frame: pl.DataFrame, names: dict[str, str]) -> list[dict[str, Any
     return [{names[k]: v for k, v in row.items()} for row in rows]
 
 
-def history_json(history: History, flaky: pl.DataFrame, changes: pl.DataFrame) -> dict[str, Any]:
-    """The JSON `history --json` prints: the directories read and skipped, the duplicates, then
-    per suite and per task the series, one entry per run in time order, then every task's
-    flakiness (worst first) and its likeliest change, `changed` when it is one (README
-    "History", "Flaky tasks and change points")."""
+def series_summaries(series: pl.DataFrame, flaky: pl.DataFrame) -> pl.DataFrame:
+    """One row per series (suite, agent, model): its runs, nights and tasks, and how many of its
+    tasks are broken, flaky, stable or without trials; the most broken, then flaky, first."""
+    import polars as pl
 
-    suites = []
-    for (suite_id,), rows in history.series.group_by("suite_id", maintain_order=True):
-        tasks = []
-        for (task_id,), task_rows in rows.group_by("task_id", maintain_order=True):
-            entries = task_rows.sort("night").select(list(_JSON_NAMES)).to_dicts()
-            for entry in entries:
-                entry["started_at"] = _instant(entry["started_at"])
-            tasks.append(
-                {
-                    "taskId": task_id,
-                    "series": [{_JSON_NAMES[k]: v for k, v in e.items()} for e in entries],
-                }
-            )
-        suites.append({"suiteId": suite_id, "runs": rows["run_id"].n_unique(), "tasks": tasks})
+    counts = flaky.group_by(_KEY).agg(
+        *(
+            (pl.col("status") == status).sum().cast(pl.Int64).alias(status)
+            for status in _STATUS_RANK
+        )
+    )
+    # a night's runs are the most any task of the series had in it (each run is a point of
+    # each of its tasks)
+    nights = (
+        series.group_by(*_KEY, "night_label")
+        .agg(pl.col("runs").max())
+        .group_by(_KEY)
+        .agg(pl.col("runs").sum(), nights=pl.len().cast(pl.Int64))
+    )
+    tasks = series.group_by(_KEY).agg(tasks=pl.col("task_id").n_unique().cast(pl.Int64))
+    return (
+        nights.join(tasks, on=list(_KEY), nulls_equal=True)
+        .join(counts, on=list(_KEY), how="left", nulls_equal=True)
+        .sort(
+            ["broken", "flaky", *_KEY],
+            descending=[True, True, False, False, False],
+            nulls_last=True,
+        )
+        .select(*_KEY, "runs", "nights", "tasks", *_STATUS_RANK)
+    )
+
+
+def _matters_first(flaky: pl.DataFrame, changes: pl.DataFrame) -> pl.DataFrame:
+    """The task series that matter, first: broken (surest change first), then flaky (worst
+    flakiness first)."""
+    import polars as pl
+
+    keyed = flaky.join(
+        changes.select(*_KEY, "task_id", "p_value", "night", "night_label"),
+        on=[*_KEY, "task_id"],
+        how="left",
+        nulls_equal=True,
+    )
+    return (
+        keyed.filter(pl.col("status").is_in(["broken", "flaky"]))
+        .with_columns(rank=pl.col("status").replace_strict(_STATUS_RANK, return_dtype=pl.Int8))
+        .sort(
+            ["rank", "p_value", "flakiness", "flakiness_low", *_KEY, "task_id"],
+            descending=[False, False, True, True, False, False, False, False],
+            nulls_last=True,
+        )
+        .drop("rank")
+    )
+
+
+def history_json(
+    history: History, flaky: pl.DataFrame, changes: pl.DataFrame, points: bool = False
+) -> dict[str, Any]:
+    """The JSON `history --json` prints (docs/history.md): the directories read and skipped,
+    the duplicates, how series and nights were told apart, one summary per series, every task
+    series' flakiness (worst first) and likeliest change, `changed` when it is one; with
+    `points`, every point of every series. Its size grows with the series and their tasks,
+    not with the runs or the nights (but for the points)."""
+
     disagreeing = {(d.run_id, d.left_out) for d in history.disagreeing}
-    return {
+    summaries = series_summaries(history.series, flaky)
+    found: dict[str, Any] = {
         "outDirs": [str(path) for path in history.read],
         "skipped": [{"outDir": str(path), "reason": reason} for path, reason in history.skipped],
         "duplicates": [
@@ -145,49 +210,114 @@ def history_json(history: History, flaky: pl.DataFrame, changes: pl.DataFrame) -
             for d in history.duplicates
         ],
         "notGraded": history.not_graded,
-        "suites": suites,
+        "seriesBy": history.series_by,
+        "nightsBy": history.nights_by,
+        "nights": history.series["night_label"].n_unique(),
+        "series": [
+            {
+                "suiteId": row["suite_id"],
+                "agentId": row["agent_id"],
+                "model": row["model"],
+                "runs": row["runs"],
+                "nights": row["nights"],
+                "tasks": row["tasks"],
+                "broken": row["broken"],
+                "flaky": row["flaky"],
+                "stable": row["stable"],
+                "noTrials": row["no-trials"],
+            }
+            for row in summaries.iter_rows(named=True)
+        ],
         "flakyTasks": _rows_json(flaky, _FLAKY_JSON),
         "changePoints": _rows_json(changes, _CHANGE_JSON),
     }
+    if points:
+        found["points"] = _rows_json(history.series, _JSON_NAMES)
+    return found
 
 
-def print_series(series: pl.DataFrame) -> None:
-    """Per suite, a heading line, then one row per task and run in time order. Ids come from the
-    log, so they are printed escaped."""
+def _series_name(row: dict[str, Any]) -> Text:
+    """`suite · agent · model`, the parts a series is kept apart by (escaped: ids from logs)."""
+    from rich.text import Text
+
+    return Text(" · ".join(printable(row[c]) for c in _KEY if row.get(c) is not None))
+
+
+def _table(*columns: str, right: tuple[str, ...] = ()) -> Any:
     from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
+    for name in columns:
+        if name in right:
+            table.add_column(name, justify="right", no_wrap=True)
+        else:
+            table.add_column(name, overflow="fold")
+    return table
+
+
+def _more(shown: int, total: int, what: str) -> None:
+    if total > shown:
+        click.echo(f"... and {total - shown:,} more {what} (--json lists every one)")
+
+
+def print_overview(history: History, flaky: pl.DataFrame) -> None:
+    """One line on what was lined up, then the series, most broken and flaky first (at most
+    `SHOWN`, the rest counted)."""
+    series = history.series
+    summaries = series_summaries(series, flaky)
+    by = {"agent-model": "suite, agent and model", "agent": "suite and agent", "suite": "suite"}
+    nights = {
+        "auto": "output directory, or day where a directory holds several",
+        "dir": "output directory",
+        "day": "day (UTC)",
+        "run": "run",
+    }
+    click.echo(
+        f"history: {plural(series['night_label'].n_unique(), 'night')} (one per "
+        f"{nights[history.nights_by]}), {plural(summaries.height, 'series', 'series')} "
+        f"(by {by[history.series_by]}), {plural(int(summaries['runs'].sum()), 'run')}"
+    )
+    table = _table("series", "runs", "nights", "tasks", "broken", "flaky", right=(
+        "runs", "nights", "tasks", "broken", "flaky"
+    ))  # fmt: skip
+    for row in summaries.head(SHOWN).iter_rows(named=True):
+        table.add_row(
+            _series_name(row),
+            _count(row["runs"]),
+            _count(row["nights"]),
+            _count(row["tasks"]),
+            _count(row["broken"]),
+            _count(row["flaky"]),
+        )
+    _print_table(stdout_console(), table)
+    _more(SHOWN, summaries.height, "series")
+
+
+def print_points(series: pl.DataFrame) -> None:
+    """`--points`: per series a heading line, then one row per task and night in time order
+    (every point: as long as the history)."""
     from rich.text import Text
 
     console = stdout_console()
-    for (suite_id,), rows in series.group_by("suite_id", maintain_order=True):
+    for _, rows in series.group_by(_KEY, maintain_order=True):
+        first = rows.row(0, named=True)
         starts = rows["started_at"].drop_nulls().sort()
         span = f", {_minute(starts[0])} to {_minute(starts[-1])}" if starts.len() else ""
+        nights = plural(rows["night_label"].n_unique(), "night")
         click.echo(
-            f"suite {printable(suite_id)}: {plural(rows['run_id'].n_unique(), 'run')}, "
+            f"series {_series_name(first).plain}: {nights}, "
             f"{plural(rows['task_id'].n_unique(), 'task')}{span}"
         )
         versions = rows["suite_version"].n_unique() > 1
-        table = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
-        table.add_column("task", overflow="fold")
-        table.add_column("night", justify="right", no_wrap=True)
-        table.add_column("run", overflow="fold")
-        if versions:
-            table.add_column("version", overflow="fold")
-        table.add_column("started", no_wrap=True)
-        for name in (
-            "score",
-            "gating",
-            "passed",
-            "pass rate",
-            "pass^k",
-            "cost",
-            "tokens in",
-            "tokens out",
-        ):
-            table.add_column(name, justify="right", no_wrap=True)
+        names = ["task", "night", "runs", "run"] + (["version"] if versions else [])
+        numbers = ("score", "gating", "passed", "pass rate", "pass^k", "cost", "tokens in",
+                   "tokens out")  # fmt: skip
+        table = _table(*names, "started", *numbers, right=("night", "runs", *numbers))
         for r in rows.iter_rows(named=True):
             cells: list[str | Text] = [
                 Text(printable(r["task_id"])),
                 str(r["night"]),
+                str(r["runs"]),
                 Text(printable(r["run_id"])),
             ]
             if versions:
@@ -217,24 +347,24 @@ def _print_table(console: Any, table: Any) -> None:
 
 
 def print_trends(flaky: pl.DataFrame, changes: pl.DataFrame, alpha: float) -> None:
-    """The tasks whose trials disagree (flaky or broken, worst first), then the changes found
-    at `alpha` (surest first); one line when there are none."""
-    from rich.table import Table
+    """The task series whose trials disagree (broken, then flaky, worst first), then the
+    changes found at `alpha` (surest first), each at most `SHOWN` rows and the rest counted;
+    then how many are stable. One line when there are none."""
     from rich.text import Text
 
     console = stdout_console()
-    shown = flaky.filter(flaky["status"].is_in(["flaky", "broken"]))
+    shown = _matters_first(flaky, changes)
     if shown.height:
-        click.echo(f"flaky or broken tasks (flakiness 2p(1-p), {1 - alpha:.0%} interval):")
-        table = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
-        for name in ("suite", "task", "status"):
-            table.add_column(name, overflow="fold")
-        for name in ("since night", "runs", "mixed", "pass rate"):
-            table.add_column(name, justify="right", no_wrap=True)
-        table.add_column("flakiness", justify="right", no_wrap=True)
-        for r in shown.iter_rows(named=True):
+        click.echo(
+            f"broken or flaky tasks, broken first (flakiness 2p(1-p), {1 - alpha:.0%} interval):"
+        )
+        table = _table(
+            "series", "task", "status", "since night", "nights", "mixed", "pass rate",
+            "flakiness", right=("since night", "nights", "mixed", "pass rate", "flakiness"),
+        )  # fmt: skip
+        for r in shown.head(SHOWN).iter_rows(named=True):
             table.add_row(
-                Text(printable(r["suite_id"])),
+                _series_name(r),
                 Text(printable(r["task_id"])),
                 r["status"],
                 str(r["since_night"]),
@@ -246,19 +376,19 @@ def print_trends(flaky: pl.DataFrame, changes: pl.DataFrame, alpha: float) -> No
                 f"{_ratio(r['flakiness_high'])}]",
             )
         _print_table(console, table)
+        _more(SHOWN, shown.height, "broken or flaky tasks")
     else:
-        click.echo("flaky or broken tasks: none")
+        click.echo("broken or flaky tasks: none")
     found = changes.filter(changes["changed"])
     if found.height:
-        click.echo(f"changes (p <= {alpha:g}, the first run after the change):")
-        table = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
-        for name in ("suite", "task", "night", "run", "started"):
-            table.add_column(name, overflow="fold", justify="right" if name == "night" else "left")
-        for name in ("before", "after", "shift", "p"):
-            table.add_column(name, justify="right", no_wrap=True)
-        for r in found.iter_rows(named=True):
+        click.echo(f"changes (p <= {alpha:g}, the first night after the change):")
+        table = _table(
+            "series", "task", "night", "run", "started", "before", "after", "shift", "p",
+            right=("night", "before", "after", "shift", "p"),
+        )  # fmt: skip
+        for r in found.head(SHOWN).iter_rows(named=True):
             table.add_row(
-                Text(printable(r["suite_id"])),
+                _series_name(r),
                 Text(printable(r["task_id"])),
                 str(r["night"]),
                 Text(printable(r["run_id"])),
@@ -269,8 +399,14 @@ def print_trends(flaky: pl.DataFrame, changes: pl.DataFrame, alpha: float) -> No
                 f"{r['p_value']:.3f}",
             )
         _print_table(console, table)
+        _more(SHOWN, found.height, "changes")
     else:
         click.echo(f"changes (p <= {alpha:g}): none")
+    statuses = dict(flaky.group_by("status").len().iter_rows())
+    click.echo(
+        f"stable: {plural(statuses.get('stable', 0), 'task series', 'task series')}; "
+        f"without a counted trial: {statuses.get('no-trials', 0)}"
+    )
 
 
 def _report_left_out(history: History) -> None:
@@ -328,22 +464,51 @@ def _nothing_shown(history: History, filters_given: list[str]) -> InputError:
     show_default=True,
     help="Level of the change test and one minus the intervals' confidence.",
 )
+@click.option(
+    "--series-by",
+    type=click.Choice(SERIES_BY),
+    default="agent-model",
+    show_default=True,
+    help="What keeps series apart besides the suite and task: the target agent and evaluated "
+    "model (a series per agent, split by model where it varies), the agent, or nothing "
+    "(suite: every agent and model in one series) (E-151).",
+)
+@click.option(
+    "--nights-by",
+    type=click.Choice(NIGHTS_BY),
+    default="auto",
+    show_default=True,
+    help="What a night is: each output directory given (dir), each UTC day of the eval's start "
+    "(day), or each run (run); auto: each directory, or its days where its runs started on "
+    "more than one day. The runs of a series in one night are one point, their trials summed "
+    "(E-151).",
+)
+@click.option(
+    "--points",
+    is_flag=True,
+    help="Also print (or put in --json) every point of every series: as long as the history.",
+)
 @quiet_option("Print no series; what was left out is still told on stderr.")
 @filters.run_filter_options
 def history(
     out_dirs: tuple[Path, ...],
     as_json: bool,
     alpha: float,
+    series_by: SeriesBy,
+    nights_by: NightsBy,
+    points: bool,
     quiet: bool,
     run_ids: tuple[str, ...],
     filter_suites: tuple[str, ...],
     since: datetime | None,
     until: datetime | None,
 ) -> None:
-    """Each suite's and task's runs in time order (the eval's start), across the output
-    directories of `evalbatch run` given: one per night, or one holding many nights' runs.
-    Per run of each task: score, gating score, passed trials of n, pass^k at k = n, cost and
-    tokens. A run found in several directories counts once (the first directory's copy).
+    """Each suite's tasks night by night, across the output directories of `evalbatch run`
+    given (one per night, or one holding many nights' runs), as series: one per suite, target
+    agent and evaluated model by default, whose runs of one night are one point (their trials
+    summed). Shown first: the broken and flaky tasks, worst first, and the nights they changed;
+    the rest are counted (--json has a summary per series, --points every point). A run found
+    in several directories counts once (the first directory's copy).
 
     \b
     Example:
@@ -355,7 +520,15 @@ def history(
     from evalbatch.history.series import read_history  # polars loads when the command runs
     from evalbatch.history.trends import trends
 
-    found = read_history(out_dirs, filter_suites, since, until, run_ids=run_ids)
+    found = read_history(
+        out_dirs,
+        filter_suites,
+        since,
+        until,
+        run_ids=run_ids,
+        series_by=series_by,
+        nights_by=nights_by,
+    )
     if found.series.height == 0:
         if found.read:  # else the one line below names each directory and why
             _report_left_out(found)
@@ -372,9 +545,11 @@ def history(
         raise _nothing_shown(found, given)
     flaky, changes = trends(found.series, alpha)
     if as_json:
-        echo_json(history_json(found, flaky, changes))
+        echo_json(history_json(found, flaky, changes, points))
     elif not quiet:
-        print_series(found.series)
+        print_overview(found, flaky)
+        if points:
+            print_points(found.series)
         print_trends(flaky, changes, alpha)
     _report_left_out(found)
     sys.exit(EXIT_SKIPPED if found.skipped else EXIT_OK)

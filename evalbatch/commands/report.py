@@ -32,7 +32,7 @@ from evalbatch.publish.worst_runs import DETAIL_RUNS
     "history_dirs",
     multiple=True,
     type=click.Path(),
-    help="An output directory of another night (repeatable): adds a trend chart per suite over "
+    help="An output directory of another night (repeatable): adds a trend chart per series over "
     "its runs and OUT_DIR's, as `evalbatch history` reads them (default: none, no trend chart).",
 )
 @click.option(
@@ -69,8 +69,8 @@ def report(
     there are more than they hold; and each run's failing trials with the `evalbatch explain`
     command that shows why, for the lowest-scoring runs (--detail-runs) or the runs named
     (--run-id); every other run is one row of the table, its detail one command away. With
-    --history, a trend chart per suite across the nights given. The page loads nothing; without
-    its script the runs table shows its first rows.
+    --history, a trend chart per series (suite, agent, model) across the nights given. The
+    page loads nothing; without its script the runs table shows its first rows.
 
     \b
     Examples:

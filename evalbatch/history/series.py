@@ -1,12 +1,18 @@
-"""The series frame: one row per (suite, task, run), in the time order of the runs (E-96),
-built from the graded tables `evalbatch run` wrote into one or more output directories.
+"""The series frame: one row, a point, per series, task and night, in time order (E-96,
+E-151), built from the graded tables `evalbatch run` wrote into one or more output directories.
+
+A series is a suite's task as run by one target agent on one evaluated model (`SERIES_BY`
+chooses coarser keys), so two agents graded on one suite every night are two series, never one
+interleaved; a night is an output directory given, a calendar day, or a run (`NIGHTS_BY`), and
+the runs of one series in one night are pooled into one point (their trials and passed trials
+summed), so a night of a thousand runs adds trials to a point, not a thousand points.
 
 Each directory is read whole and checked as `evalbatch.connect` reads it
 (`outputs.outdir.read_graded`: this schema version's columns and types, summaries.jsonl holding
 exactly the graded runs, an incremental run's manifest), so a directory of another version is
-refused with one line. Nothing
-is regraded: every number is the tables' own, except `pass_hat_k` (element n of
-`pass_hat_k_by_k`) and the tokens (summed over the task's counted trials).
+refused with one line. Nothing is regraded: every number is the tables' own, pooled, except
+`pass_hat_k` (element n of `pass_hat_k_by_k`, averaged over a night's runs) and the tokens
+(summed over the task's counted trials).
 
 A run found in several directories (a nightly directory and that night's own, say) counts once:
 the copy in the first directory given is kept, as a suite file's first copy in path order is
@@ -24,17 +30,23 @@ import duckdb
 import polars as pl
 
 from evalbatch.errors import InputError
+from evalbatch.options import NIGHTS_BY, SERIES_BY, NightsBy, SeriesBy
 from evalbatch.outputs import outdir, output_format
 
-#: the series frame's columns and types (shared by the trends of `evalbatch.history.trends`)
+#: the series frame's columns and types (shared by the trends of `evalbatch.history.trends`):
+#: one row, a point, per series, task and night
 SERIES_SCHEMA = pl.Schema(
     {
         "suite_id": pl.String(),
         "suite_version": pl.String(),
+        "agent_id": pl.String(),
+        "model": pl.String(),
         "task_id": pl.String(),
+        "night": pl.Int64(),
+        "night_label": pl.String(),
+        "runs": pl.Int64(),
         "run_id": pl.String(),
         "started_at": output_format.TIMESTAMP,
-        "night": pl.Int64(),
         "trials": pl.Int64(),
         "passed_trials": pl.Int64(),
         "pass_rate": pl.Float64(),
@@ -47,8 +59,10 @@ SERIES_SCHEMA = pl.Schema(
     }
 )
 
-#: the series' order: by suite and task, then time (`night`)
-SERIES_ORDER = ("suite_id", "suite_version", "task_id", "night")
+#: what keeps one series apart from another (null where the series are not split by it)
+SERIES_KEY = ("suite_id", "agent_id", "model", "task_id")
+#: the series' order: by series, then time (`night`)
+SERIES_ORDER = (*SERIES_KEY, "night")
 
 
 @dataclass(frozen=True)
@@ -75,35 +89,67 @@ class History:
     not_graded: int = 0
     #: the directories read whole
     read: list[Path] = field(default_factory=list)
+    #: what the series are kept apart by and what a night is, as applied (`auto` resolved)
+    series_by: SeriesBy = "agent-model"
+    nights_by: NightsBy = "dir"
 
 
-def series_of(runs: pl.DataFrame, tasks: pl.DataFrame, trials: pl.DataFrame) -> pl.DataFrame:
-    """The series frame of one set of graded tables (`runs`, `tasks`, `trials` as
-    `output_format` types them), sorted by `SERIES_ORDER`.
+#: one row per (run, task) before nights are pooled (`run_rows`)
+_RUN_ROWS = pl.Schema(
+    {
+        "suite_id": pl.String(),
+        "suite_version": pl.String(),
+        "agent_id": pl.String(),
+        "model": pl.String(),
+        "task_id": pl.String(),
+        "run_id": pl.String(),
+        "started_at": output_format.TIMESTAMP,
+        "directory": pl.Int64(),
+        "trials": pl.Int64(),
+        "passed_trials": pl.Int64(),
+        "score": pl.Float64(),
+        "gating_score": pl.Float64(),
+        "pass_hat_k": pl.Float64(),
+        "cost_usd": pl.Float64(),
+        "input_tokens": pl.Int64(),
+        "output_tokens": pl.Int64(),
+    }
+)
 
-    `trials`/`passed_trials` are the task's n and c (D-12: a trial the log lacks counts, failed);
-    `pass_hat_k` is pass^k at k = n; the tokens are summed over the task's counted trials, null
-    when the log holds none of them. A run without a start time comes after those with one, by
-    run_id; `night` numbers the runs of each (suite_id, task_id) from 0.
-    """
+
+def run_rows(
+    runs: pl.DataFrame, tasks: pl.DataFrame, trials: pl.DataFrame, directory: int = 0
+) -> pl.DataFrame:
+    """One row per (run, task) of one set of graded tables (`runs`, `tasks`, `trials` as
+    `output_format` types them): the run's target agent and evaluated model (an Inspect log's
+    model, else the model class, E-146), its start, the task's n and c (D-12: a trial the log
+    lacks counts, failed), scores, pass^k at k = n, cost and the tokens of its counted trials
+    (null when the log holds none); `directory` numbers the directory it was read from."""
     tokens = (
         trials.filter(pl.col("counted"))
         .group_by("run_id", "task_id")
         .agg(pl.col("input_tokens").sum(), pl.col("output_tokens").sum())
     )
-    started = runs.select("run_id", started_at=pl.col("eval_started_at"))
-    frame = (
-        tasks.join(started, on="run_id", how="left")
+    about = runs.select(
+        "run_id",
+        agent_id=pl.col("target_agent_id"),
+        model=pl.coalesce("model", "evaluated_model_class"),
+        started_at=pl.col("eval_started_at"),
+    )
+    return (
+        tasks.join(about, on="run_id", how="left")
         .join(tokens, on=["run_id", "task_id"], how="left")
         .select(
             "suite_id",
             "suite_version",
+            "agent_id",
+            "model",
             "task_id",
             "run_id",
             "started_at",
+            directory=pl.lit(directory, pl.Int64),
             trials=pl.col("n"),
             passed_trials=pl.col("passed_count"),
-            pass_rate=pl.when(pl.col("n") > 0).then(pl.col("passed_count") / pl.col("n")),
             score=pl.col("score"),
             gating_score=pl.col("gating_score"),
             pass_hat_k=pl.col("pass_hat_k_by_k").list.get(pl.col("n") - 1, null_on_oob=True),
@@ -111,21 +157,82 @@ def series_of(runs: pl.DataFrame, tasks: pl.DataFrame, trials: pl.DataFrame) -> 
             input_tokens=pl.col("input_tokens"),
             output_tokens=pl.col("output_tokens"),
         )
+        .cast(_RUN_ROWS)
     )
-    return numbered(frame)
 
 
-def numbered(frame: pl.DataFrame) -> pl.DataFrame:
-    """`frame`'s rows (the series' columns, `night` aside or not) in time order within each
-    (suite_id, task_id), `night` numbered from 0, with the series' columns and types, sorted by
-    `SERIES_ORDER`. Time order: the eval's start, runs without one last, then run_id."""
+def with_nights(rows: pl.DataFrame, nights_by: NightsBy, label: str) -> pl.DataFrame:
+    """The run rows of one directory (named `label`) with each run's `night_label`: the
+    directory (`dir`), the UTC day of the eval's start (`day`; a run without one: the
+    directory), or the run (`run`). `auto` is `dir`, unless the directory's runs started
+    on more than one UTC day: then it holds several nights, and they are its days (a batch
+    that ran past midnight is then two nights, never two nights one)."""
+    day = pl.col("started_at").dt.convert_time_zone("UTC").dt.strftime("%Y-%m-%d")
+    if nights_by == "auto":
+        several = rows.select(day.drop_nulls().n_unique()).item() > 1
+        nights_by = "day" if several else "dir"
+    if nights_by == "dir":
+        night = pl.lit(label, pl.String)
+    elif nights_by == "day":
+        night = pl.coalesce(day, pl.lit(label, pl.String))
+    else:
+        night = pl.col("run_id")
+    return rows.with_columns(night_label=night)
+
+
+def pooled(rows: pl.DataFrame, series_by: SeriesBy = "agent-model") -> pl.DataFrame:
+    """The series frame of run rows with their nights (`run_rows`, `with_nights`), sorted by
+    `SERIES_ORDER` (E-151): the runs of one series key and task in one night are one point,
+    their trials and passed trials summed (so several runs in a night add trials, not nights),
+    their scores and pass^k averaged, cost and tokens summed; `runs` counts them, `run_id` and
+    `started_at` are the earliest run's. Points are in time order within a series (the earliest
+    start; a night without one last; then the directory's place and the night's label); `night`
+    numbers them from 0."""
+    keyed = rows.with_columns(
+        agent_id=pl.col("agent_id") if series_by != "suite" else pl.lit(None, pl.String),
+        model=pl.col("model") if series_by == "agent-model" else pl.lit(None, pl.String),
+    ).sort("started_at", "run_id", nulls_last=True)
+    points = keyed.group_by(*SERIES_KEY, "night_label").agg(
+        pl.col("suite_version").first(),
+        runs=pl.len().cast(pl.Int64),
+        run_id=pl.col("run_id").first(),
+        started_at=pl.col("started_at").first(),
+        directory=pl.col("directory").min(),
+        trials=pl.col("trials").sum(),
+        passed_trials=pl.col("passed_trials").sum(),
+        score=pl.col("score").mean(),
+        gating_score=pl.col("gating_score").mean(),
+        pass_hat_k=pl.col("pass_hat_k").mean(),
+        cost_usd=pl.when(pl.col("cost_usd").count() > 0).then(pl.col("cost_usd").sum()),
+        input_tokens=pl.when(pl.col("input_tokens").count() > 0).then(pl.col("input_tokens").sum()),
+        output_tokens=pl.when(pl.col("output_tokens").count() > 0).then(
+            pl.col("output_tokens").sum()
+        ),
+    )
     return (
-        frame.sort("suite_id", "task_id", "started_at", "run_id", nulls_last=True)
-        .with_columns(night=pl.int_range(pl.len(), dtype=pl.Int64).over("suite_id", "task_id"))
+        points.with_columns(
+            pass_rate=pl.when(pl.col("trials") > 0).then(pl.col("passed_trials") / pl.col("trials"))
+        )
+        .sort(*SERIES_KEY, "started_at", "directory", "night_label", nulls_last=True)
+        .with_columns(night=pl.int_range(pl.len(), dtype=pl.Int64).over(SERIES_KEY))
         .select(list(SERIES_SCHEMA))
         .cast(SERIES_SCHEMA)
-        .sort(SERIES_ORDER)
+        .sort(SERIES_ORDER, nulls_last=True)
     )
+
+
+def series_of(
+    runs: pl.DataFrame,
+    tasks: pl.DataFrame,
+    trials: pl.DataFrame,
+    label: str = ".",
+    series_by: SeriesBy = "agent-model",
+    nights_by: NightsBy = "auto",
+) -> pl.DataFrame:
+    """The series frame of one set of graded tables (one output directory, named `label`),
+    sorted by `SERIES_ORDER`; see `with_nights` and `pooled`."""
+    rows = with_nights(run_rows(runs, tasks, trials), nights_by, label)
+    return pooled(rows, series_by)
 
 
 def _matching(run_ids: Sequence[str], globs: Sequence[str]) -> set[str]:
@@ -174,20 +281,29 @@ def read_history(
     until: datetime | None = None,
     *,
     run_ids: Sequence[str] = (),
+    series_by: SeriesBy = "agent-model",
+    nights_by: NightsBy = "auto",
 ) -> History:
-    """The series of the runs graded into `out_dirs` that the filters choose, and what was left
-    out: directories that cannot be read whole are skipped (named with their reason), a run in
-    several directories counts once (the first directory's copy).
+    """The series of the runs graded into `out_dirs` that the filters choose, pooled by night
+    (`pooled`, E-151), and what was left out: directories that cannot be read whole are skipped
+    (named with their reason), a run in several directories counts once (the first
+    directory's copy, and its night).
 
     `suite_id` is one suiteId or several (any of them); `since` (inclusive) and `until`
     (exclusive) bound the eval's start; `run_ids` are globs (any of them), as the run filters'.
+    `series_by` and `nights_by` as `SERIES_BY` and `NIGHTS_BY` say (`auto`: a night per
+    directory, or per day in a directory whose runs started on several days: `with_nights`).
     """
-
+    if series_by not in SERIES_BY:
+        raise ValueError(f"series_by must be one of {', '.join(SERIES_BY)}, not {series_by!r}")
+    if nights_by not in NIGHTS_BY:
+        raise ValueError(f"nights_by must be one of {', '.join(NIGHTS_BY)}, not {nights_by!r}")
     paths = [Path(out_dirs)] if isinstance(out_dirs, str | Path) else list(map(Path, out_dirs))
     # a directory given twice is read once (a shell glob and a path naming the same one)
     first = {path.resolve(): path for path in reversed(paths)}
     given = [first[key] for key in dict.fromkeys(path.resolve() for path in paths)]
-    history = History(series=pl.DataFrame(schema=SERIES_SCHEMA))
+    history = History(series=pl.DataFrame(schema=SERIES_SCHEMA), series_by=series_by)
+    history.nights_by = nights_by
     kept_in: dict[str, Path] = {}
     parts: list[pl.DataFrame] = []
     for out in given:
@@ -196,13 +312,18 @@ def read_history(
         except InputError as exc:
             history.skipped.append((out, str(exc)))
             continue
-        history.read.append(out)
         runs = _chosen(frames["runs"], _suite_ids(suite_id), since, until, run_ids)
-        rows = series_of(
-            runs,
-            frames["tasks"].filter(pl.col("run_id").is_in(runs["run_id"].implode())),
-            frames["trials"],
+        rows = with_nights(
+            run_rows(
+                runs,
+                frames["tasks"].filter(pl.col("run_id").is_in(runs["run_id"].implode())),
+                frames["trials"],
+                directory=len(history.read),
+            ),
+            nights_by,
+            str(out),
         )
+        history.read.append(out)
         fresh: list[str] = []
         for run_id, graded in runs.select("run_id", "graded").iter_rows():
             if run_id in kept_in:
@@ -215,16 +336,25 @@ def read_history(
             fresh.append(run_id)
             history.not_graded += not graded
         parts.append(rows.filter(pl.col("run_id").is_in(fresh)))
-    history.series = numbered(pl.concat([history.series, *parts]))
+    rows = (
+        pl.concat(parts)
+        if parts
+        else pl.DataFrame(schema=_RUN_ROWS).with_columns(night_label=pl.lit(None, pl.String))
+    )
+    history.series = pooled(rows, series_by)
     return history
 
 
 def _same_rows(parts: Sequence[pl.DataFrame], run_id: str, rows: pl.DataFrame) -> bool:
-    """Whether a run's rows in `rows` are those kept from an earlier directory (`night`, the
-    position among the runs of each directory, aside)."""
+    """Whether a run's rows in `rows` are those kept from an earlier directory (the directory
+    it was read from aside)."""
 
     def of(frame: pl.DataFrame) -> pl.DataFrame:
-        return frame.filter(pl.col("run_id") == run_id).drop("night").sort("task_id")
+        return (
+            frame.filter(pl.col("run_id") == run_id)
+            .drop("directory", "night_label")
+            .sort("task_id")
+        )
 
     kept = pl.concat([of(part) for part in parts])
     return kept.equals(of(rows))
@@ -237,6 +367,8 @@ def series(
     until: datetime | None = None,
     *,
     run_ids: Sequence[str] = (),
+    series_by: SeriesBy = "agent-model",
+    nights_by: NightsBy = "auto",
 ) -> pl.DataFrame:
     """The series frame of the runs graded into `out_dirs` (one directory or several, one per
     night or one holding many nights) that the filters choose; see `read_history`.
@@ -245,7 +377,15 @@ def series(
         InputError: a directory cannot be read whole (not an output directory, a file missing
             or of another schema version): nothing is left out silently.
     """
-    history = read_history(out_dirs, suite_id, since, until, run_ids=run_ids)
+    history = read_history(
+        out_dirs,
+        suite_id,
+        since,
+        until,
+        run_ids=run_ids,
+        series_by=series_by,
+        nights_by=nights_by,
+    )
     if history.skipped:
         raise InputError(history.skipped[0][1])
     return history.series

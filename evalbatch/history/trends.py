@@ -1,9 +1,12 @@
-"""Flaky tasks and the night a task broke, read from a series frame (E-97).
+"""Flaky tasks and the night a task broke, read from a series frame (E-97, E-151).
 
-A series frame has one row per (suite, task, run): the run's `night` (its 0-based position in
-the task's series, time order), its counted `trials` n and `passed_trials` c. A task's series is
-its rows of one (suite_id, task_id), in night order; a night with no counted trial carries no
-outcome and is left out of both measures.
+A series frame has one row per series, task and night: the `night` (its 0-based position in the
+task's series, time order), its counted `trials` n and `passed_trials` c (summed over the night's
+runs: `evalbatch.history.series.pooled`). A task's series is its rows of one (suite_id, agent_id,
+model, task_id) — the last two null where series are not split by them, or absent — in night
+order; a night with no counted trial carries no outcome and is left out of both measures. The
+permutation test's draws are over nights, so its cost grows with the nights of a series, not
+with the runs pooled into them.
 
 **The night it broke** (`change_points`). For a split before night τ, with C_b passes of N_b
 trials before it and C_a of N_a from it on (C of N in all), the likelihood-ratio (G) statistic of
@@ -60,6 +63,12 @@ from evalbatch.text import printable
 
 Status = Literal["broken", "flaky", "stable", "no-trials"]
 
+#: what keeps one task's series apart from another's; a frame without the middle two is read
+#: as having them null (one series per suite and task)
+SERIES_KEY = ("suite_id", "agent_id", "model", "task_id")
+#: the optional key columns
+_KEY_OPTIONAL = ("agent_id", "model")
+
 #: the series-frame columns the measures read, with their types (what `series` builds)
 SERIES_COLUMNS: dict[str, pl.DataType] = {
     "suite_id": pl.String(),
@@ -75,11 +84,14 @@ SERIES_COLUMNS: dict[str, pl.DataType] = {
 #: shows) and whether it is a change at `alpha`, surest first
 CHANGE_SCHEMA: dict[str, pl.DataType] = {
     "suite_id": pl.String(),
+    "agent_id": pl.String(),
+    "model": pl.String(),
     "task_id": pl.String(),
-    "runs": pl.Int64(),  # runs of the series with at least one counted trial
+    "runs": pl.Int64(),  # nights of the series with at least one counted trial
     "changed": pl.Boolean(),  # p_value ≤ alpha
     "night": pl.Int64(),  # the first night after the split (null: no split differs)
-    "run_id": pl.String(),  # the first run after the split
+    "night_label": pl.String(),  # that night's directory, day or run, when the frame names it
+    "run_id": pl.String(),  # the first run after the split (its night's earliest)
     "started_at": pl.Datetime("us", "UTC"),
     "rate_before": pl.Float64(),  # C_b / N_b
     "rate_after": pl.Float64(),  # C_a / N_a
@@ -91,11 +103,13 @@ CHANGE_SCHEMA: dict[str, pl.DataType] = {
 #: one row per task series, worst flakiness first
 FLAKY_SCHEMA: dict[str, pl.DataType] = {
     "suite_id": pl.String(),
+    "agent_id": pl.String(),
+    "model": pl.String(),
     "task_id": pl.String(),
     "status": pl.String(),  # broken | flaky | stable | no-trials
     "since_night": pl.Int64(),  # first night measured: 0, or the change's night when broken
-    "runs": pl.Int64(),  # runs measured (with at least one counted trial)
-    "mixed_runs": pl.Int64(),  # of those, runs whose trials did not all agree (0 < c < n)
+    "runs": pl.Int64(),  # nights measured (with at least one counted trial)
+    "mixed_runs": pl.Int64(),  # of those, nights whose trials did not all agree (0 < c < n)
     "trials": pl.Int64(),  # N, counted trials measured
     "passed_trials": pl.Int64(),  # C
     "pass_rate": pl.Float64(),  # p̂ = C / N
@@ -111,9 +125,9 @@ FLAKY_SCHEMA: dict[str, pl.DataType] = {
 class _Series:
     """One task's nights that hold counted trials, in night order."""
 
-    suite_id: str
-    task_id: str
+    key: tuple[str | None, ...]  # SERIES_KEY's values
     nights: list[int]
+    labels: list[str | None]
     run_ids: list[str]
     started_at: list[datetime | None]
     trials: np.ndarray  # n per night, all > 0
@@ -142,6 +156,13 @@ def _series_faults(frame: pl.DataFrame) -> list[str]:
             faults.append(f"column {name}: type {found}, expected {dtype}")
     if faults:
         return faults
+    key_columns = [c for c in SERIES_KEY if c in frame.columns]
+    for name in _KEY_OPTIONAL:
+        found = frame.schema.get(name)
+        if found is not None and found != pl.String():
+            faults.append(f"column {name}: type {found}, expected {pl.String()}")
+    if faults:
+        return faults
     checks: dict[str, pl.Expr] = {
         "suite_id, task_id, run_id or night: null": pl.any_horizontal(
             pl.col("suite_id", "task_id", "run_id", "night").is_null()
@@ -151,9 +172,7 @@ def _series_faults(frame: pl.DataFrame) -> list[str]:
         ),
         "trials or passed_trials: below 0": (pl.col("trials") < 0) | (pl.col("passed_trials") < 0),
         "passed_trials: more than trials": pl.col("passed_trials") > pl.col("trials"),
-        "night: given twice for one task": pl.struct(
-            "suite_id", "task_id", "night"
-        ).is_duplicated(),
+        "night: given twice for one task": pl.struct(*key_columns, "night").is_duplicated(),
     }
     for fault, condition in checks.items():
         bad = frame.filter(condition.fill_null(False))
@@ -167,30 +186,41 @@ def _series_faults(frame: pl.DataFrame) -> list[str]:
     return faults
 
 
+def _keyed(series: pl.DataFrame) -> pl.DataFrame:
+    """The frame with every `SERIES_KEY` column (a missing one null) and `night_label`."""
+    missing = [c for c in (*_KEY_OPTIONAL, "night_label") if c not in series.columns]
+    return series.with_columns(pl.lit(None, pl.String).alias(c) for c in missing)
+
+
+def _sort_key(key: tuple[str | None, ...]) -> tuple[tuple[bool, str], ...]:
+    return tuple((value is not None, value or "") for value in key)
+
+
 def _task_series(series: pl.DataFrame) -> list[_Series]:
     """Each task's series, refused as a whole when the frame is faulty (fail closed: a count
     that cannot be right would grade a task stable or broken on nothing)."""
     faults = _series_faults(series)
     if faults:
         raise InputError("series frame unusable: " + "; ".join(faults))
-    counted = series.filter(pl.col("trials") > 0).sort("suite_id", "task_id", "night")
-    by_task = counted.partition_by("suite_id", "task_id", as_dict=True)
+    series = _keyed(series)
+    counted = series.filter(pl.col("trials") > 0).sort(*SERIES_KEY, "night", nulls_last=True)
+    by_task = counted.partition_by(*SERIES_KEY, as_dict=True)
     empty = counted.clear()
     found: list[_Series] = []
-    for suite_id, task_id in series.select("suite_id", "task_id").unique().iter_rows():
-        rows = by_task.get((suite_id, task_id), empty)
+    for key in series.select(SERIES_KEY).unique().iter_rows():
+        rows = by_task.get(key, empty)
         found.append(
             _Series(
-                suite_id=suite_id,
-                task_id=task_id,
+                key=key,
                 nights=rows["night"].to_list(),
+                labels=rows["night_label"].to_list(),
                 run_ids=rows["run_id"].to_list(),
                 started_at=rows["started_at"].to_list(),
                 trials=rows["trials"].to_numpy().astype(np.int64),
                 passed=rows["passed_trials"].to_numpy().astype(np.int64),
             )
         )
-    return sorted(found, key=lambda s: (s.suite_id, s.task_id))
+    return sorted(found, key=lambda s: _sort_key(s.key))
 
 
 def _log_likelihood(passed: np.ndarray, trials: np.ndarray) -> np.ndarray:
@@ -234,8 +264,7 @@ def _permutation_p_value(task: _Series, statistic: float, permutations: int, see
 def _change_row(task: _Series, alpha: float, permutations: int, seed: int) -> dict[str, Any]:
     row: dict[str, Any] = dict.fromkeys(CHANGE_SCHEMA)
     row.update(
-        suite_id=task.suite_id,
-        task_id=task.task_id,
+        zip(SERIES_KEY, task.key, strict=True),
         runs=len(task.nights),
         changed=False,
         statistic=0.0,
@@ -255,6 +284,7 @@ def _change_row(task: _Series, alpha: float, permutations: int, seed: int) -> di
     row.update(
         changed=p_value <= alpha,
         night=task.nights[after],
+        night_label=task.labels[after],
         run_id=task.run_ids[after],
         started_at=task.started_at[after],
         rate_before=float(rate_before),
@@ -268,7 +298,7 @@ def _change_row(task: _Series, alpha: float, permutations: int, seed: int) -> di
 
 def _change_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=CHANGE_SCHEMA, orient="row").sort(
-        "p_value", "suite_id", "task_id"
+        "p_value", *SERIES_KEY, nulls_last=True
     )
 
 
@@ -295,7 +325,7 @@ def _flakiness_interval(low: float, high: float) -> tuple[float, float]:
 
 def _flaky_row(task: _Series, change: dict[str, Any], alpha: float) -> dict[str, Any]:
     row: dict[str, Any] = dict.fromkeys(FLAKY_SCHEMA)
-    row.update(suite_id=task.suite_id, task_id=task.task_id)
+    row.update(zip(SERIES_KEY, task.key, strict=True))
     if not task.nights:
         return row | {
             "status": "no-trials",
@@ -354,8 +384,8 @@ def trends(
         schema=FLAKY_SCHEMA,
         orient="row",
     ).sort(
-        ["flakiness", "flakiness_low", "suite_id", "task_id"],
-        descending=[True, True, False, False],
+        ["flakiness", "flakiness_low", *SERIES_KEY],
+        descending=[True, True, False, False, False, False],
         nulls_last=True,
     )
     return flaky, _change_frame(changes)

@@ -47,34 +47,36 @@ MAX_PAIRED_DRAWN = 30
 
 
 def chart_trends(series: pl.DataFrame) -> list[Chart]:
-    """Per suite with two runs or more in the series (`evalbatch.history.series`), its mean task
-    score and the share of its trials that passed, run by run in time order (E-96)."""
+    """Per series (suite, agent, model: `evalbatch.history.series`, E-151) with two nights or
+    more, its mean task score and the share of its trials that passed, night by night in time
+    order (E-96): the series `evalbatch history` lines up, never two agents' runs interleaved."""
+    key = ["suite_id", "agent_id", "model"]
     per_run = (
-        series.group_by("suite_id", "run_id")
+        series.group_by(*key, "night_label")
         .agg(
-            pl.col("started_at").first(),
+            pl.col("started_at").min(),
             score=pl.col("score").mean(),
             passed=pl.col("passed_trials").sum() / pl.col("trials").sum(),
         )
-        .sort("suite_id", "started_at", "run_id", nulls_last=True)
+        .sort(*key, "started_at", "night_label", nulls_last=True)
     )
     suites = [
-        (suite_id, runs)
-        for (suite_id,), runs in per_run.group_by("suite_id", maintain_order=True)
+        (" · ".join(str(part) for part in names if part is not None), runs)
+        for names, runs in per_run.group_by(key, maintain_order=True)
         if runs.height > 1
     ]
     note = ""
     if len(suites) > MAX_TREND_CHARTS:
         note = (
-            f" Drawn for the first {MAX_TREND_CHARTS} of {len(suites)} suites by suiteId; "
+            f" Drawn for the first {MAX_TREND_CHARTS} of {len(suites)} series by suiteId; "
             "`evalbatch history` lists every one."
         )
     charts = []
     for number, (suite_id, every_run) in enumerate(suites[:MAX_TREND_CHARTS], start=1):
         runs = every_run.tail(MAX_TREND_RUNS)
         latest = (
-            f" Drawn: its last {MAX_TREND_RUNS} of {every_run.height:,} runs; `evalbatch "
-            "history` lists every one."
+            f" Drawn: its last {MAX_TREND_RUNS} of {every_run.height:,} nights; `evalbatch "
+            "history --points` lists every one."
             if every_run.height > runs.height
             else ""
         )
@@ -89,14 +91,14 @@ def chart_trends(series: pl.DataFrame) -> list[Chart]:
             values = [math.nan if v is None else v for v in runs[column].to_list()]
             ax.plot(nights, values, style, lw=width, marker="o", ms=3.5, color=colour, label=name)
         ax.set_ylim(-0.03, 1.03)
-        ax.set_xlabel("night (runs in the order of the eval's start)")
+        ax.set_xlabel("night (in the order of the eval's start)")
         ax.set_ylabel("proportion")
         ax.legend(loc="lower left", ncols=2, fontsize=8.5)
         starts = runs["started_at"].drop_nulls()
         span = f" from {starts[0]:%Y-%m-%d} to {starts[-1]:%Y-%m-%d}" if starts.len() else ""
         first, last = runs.row(0, named=True), runs.row(-1, named=True)
         alt = (
-            f"Line chart of suite {suite_id} over {runs.height} runs{span}: mean task score "
+            f"Line chart of suite {suite_id} over {runs.height} nights{span}: mean task score "
             f"{fmt(first['score'], 2)} on the first night, {fmt(last['score'], 2)} on the last; "
             f"trials passed {fmt(first['passed'], 2)} then {fmt(last['passed'], 2)}."
         )
@@ -104,10 +106,9 @@ def chart_trends(series: pl.DataFrame) -> list[Chart]:
             Chart(
                 f"trend-{number}",
                 f"Trend: {suite_id}",
-                f"The suite's {runs.height} runs{span}, in the order of the eval's start: the "
-                "mean task score (its aggregate score) and the share of its trials that passed."
-                + latest
-                + note,
+                f"The series' {runs.height} nights{span}, in the order of the eval's start: the "
+                "mean task score (its aggregate score; a night's runs averaged) and the share "
+                "of its trials that passed." + latest + note,
                 alt,
                 svg(fig, alt, f"trend-{number}"),
             )

@@ -145,7 +145,7 @@ def build_report(
 ) -> Report:
     """The report page for the outputs in `out` (summaries, tasks, trials; runs and problems
     optional): the verdict, the runs table, the charts, then each run's failing trials. With a
-    `history` series (`evalbatch.history.series`), a trend chart per suite of several runs.
+    `history` series (`evalbatch.history.series`), a trend chart per series of several nights.
 
     Bounded by design (E-106): the verdict counts every run, the runs table holds every run
     (drawn a page at a time from embedded data), the charts draw the worst; the runs shown in
@@ -251,7 +251,7 @@ def write_report(
     run_ids: Sequence[str] = (),
 ) -> tuple[Path, Report]:
     """Read OUT_DIR, build the report and write it (default OUT_DIR/report.html) whole. With
-    `history`, output directories of other nights, the page adds a trend chart per suite over
+    `history`, output directories of other nights, the page adds a trend chart per series over
     their runs and OUT_DIR's (each directory read whole, as `evalbatch history` reads it).
     `detail_runs` and `run_ids` choose the runs shown in full (see `build_report`). The page
     never replaces a file it is made from (E-120).
