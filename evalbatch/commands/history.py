@@ -67,8 +67,8 @@ _FLAKY_JSON = {
     "task_id": "taskId",
     "status": "status",
     "since_night": "sinceNight",
-    "runs": "nights",
-    "mixed_runs": "mixedNights",
+    "runs": "runs",  # nights measured: a night's runs are one point (E-151)
+    "mixed_runs": "mixedRuns",
     "trials": "trials",
     "passed_trials": "passedTrials",
     "pass_rate": "passRate",
@@ -83,7 +83,7 @@ _CHANGE_JSON = {
     "agent_id": "agentId",
     "model": "model",
     "task_id": "taskId",
-    "runs": "nights",
+    "runs": "runs",  # nights with a counted trial
     "changed": "changed",
     "night": "night",
     "night_label": "nightLabel",
