@@ -7,10 +7,11 @@ interleaved; a night is an output directory given, a calendar day, or a run (`NI
 the runs of one series in one night are pooled into one point (their trials and passed trials
 summed), so a night of a thousand runs adds trials to a point, not a thousand points.
 
-Each directory is read whole and checked as `evalbatch.connect` reads it
-(`outputs.outdir.read_graded`: this schema version's columns and types, summaries.jsonl holding
-exactly the graded runs, an incremental run's manifest), so a directory of another version is
-refused with one line. Nothing is regraded: every number is the tables' own, pooled, except
+Each directory is checked as `evalbatch.connect` checks it (`outputs.outdir.load_tables`: this
+schema version's columns and types, summaries.jsonl holding exactly the graded runs, an
+incremental run's manifest), so a directory of another version is refused with one line; only
+the columns the series are made of are read, and each directory's rows are summed by night
+before the next is read, so thirty nights of ten thousand runs are never all in memory at once. Nothing is regraded: every number is the tables' own, pooled, except
 `pass_hat_k` (element n of `pass_hat_k_by_k`, averaged over a night's runs) and the tokens
 (summed over the task's counted trials).
 
@@ -180,37 +181,62 @@ def with_nights(rows: pl.DataFrame, nights_by: NightsBy, label: str) -> pl.DataF
     return rows.with_columns(night_label=night)
 
 
-def pooled(rows: pl.DataFrame, series_by: SeriesBy = "agent-model") -> pl.DataFrame:
-    """The series frame of run rows with their nights (`run_rows`, `with_nights`), sorted by
-    `SERIES_ORDER` (E-151): the runs of one series key and task in one night are one point,
-    their trials and passed trials summed (so several runs in a night add trials, not nights),
-    their scores and pass^k averaged, cost and tokens summed; `runs` counts them, `run_id` and
-    `started_at` are the earliest run's. Points are in time order within a series (the earliest
-    start; a night without one last; then the directory's place and the night's label); `night`
-    numbers them from 0."""
+#: what a night's partial sums (`_partial`) are added up by, per series and night
+_SUMS = ("trials", "passed_trials", "score", "gating_score", "pass_hat_k", "cost_usd",
+         "input_tokens", "output_tokens")  # fmt: skip
+
+
+def _partial(rows: pl.DataFrame, series_by: SeriesBy) -> pl.DataFrame:
+    """Run rows with their nights (`run_rows`, `with_nights`) summed by series key, task and
+    night: each sum with its count of known values, the earliest run and start, the runs. Two
+    directories' partials of one night add up (`_combined`), so a directory is read, summed and
+    let go (the cost of many nights is their columns, not all their rows at once)."""
     keyed = rows.with_columns(
         agent_id=pl.col("agent_id") if series_by != "suite" else pl.lit(None, pl.String),
         model=pl.col("model") if series_by == "agent-model" else pl.lit(None, pl.String),
     ).sort("started_at", "run_id", nulls_last=True)
-    points = keyed.group_by(*SERIES_KEY, "night_label").agg(
-        pl.col("suite_version").first(),
+    return keyed.group_by(*SERIES_KEY, "night_label").agg(
+        pl.col("suite_version", "run_id", "started_at").first(),
+        pl.col("directory").min(),
         runs=pl.len().cast(pl.Int64),
-        run_id=pl.col("run_id").first(),
-        started_at=pl.col("started_at").first(),
-        directory=pl.col("directory").min(),
-        trials=pl.col("trials").sum(),
-        passed_trials=pl.col("passed_trials").sum(),
-        score=pl.col("score").mean(),
-        gating_score=pl.col("gating_score").mean(),
-        pass_hat_k=pl.col("pass_hat_k").mean(),
-        cost_usd=pl.when(pl.col("cost_usd").count() > 0).then(pl.col("cost_usd").sum()),
-        input_tokens=pl.when(pl.col("input_tokens").count() > 0).then(pl.col("input_tokens").sum()),
-        output_tokens=pl.when(pl.col("output_tokens").count() > 0).then(
-            pl.col("output_tokens").sum()
-        ),
+        **{f"{c}_sum": pl.col(c).sum() for c in _SUMS},
+        **{f"{c}_known": pl.col(c).count() for c in _SUMS},
     )
+
+
+def _combined(partials: Sequence[pl.DataFrame]) -> pl.DataFrame:
+    """The series frame of `_partial` sums, sorted by `SERIES_ORDER` (E-151): per point the
+    trials and passed trials summed, score, gating score and pass^k averaged over the night's
+    runs, cost and tokens summed (null when no run knows them), the earliest run's id and start;
+    points in time order within a series (the earliest start, none last; then the directory's
+    place and the night's label), `night` numbering them from 0."""
+    every = pl.concat(partials).sort("started_at", "directory", nulls_last=True)
+    summed = every.group_by(*SERIES_KEY, "night_label").agg(
+        pl.col("suite_version", "run_id", "started_at").first(),
+        pl.col("directory").min(),
+        pl.col("runs").sum(),
+        *(pl.col(f"{c}_sum").sum() for c in _SUMS),
+        *(pl.col(f"{c}_known").sum() for c in _SUMS),
+    )
+
+    def mean(column: str) -> pl.Expr:
+        return pl.col(f"{column}_sum") / pl.col(f"{column}_known")
+
+    def total(column: str) -> pl.Expr:
+        return pl.when(pl.col(f"{column}_known") > 0).then(pl.col(f"{column}_sum"))
+
     return (
-        points.with_columns(
+        summed.with_columns(
+            trials=pl.col("trials_sum"),
+            passed_trials=pl.col("passed_trials_sum"),
+            score=mean("score"),
+            gating_score=mean("gating_score"),
+            pass_hat_k=mean("pass_hat_k"),
+            cost_usd=total("cost_usd"),
+            input_tokens=total("input_tokens"),
+            output_tokens=total("output_tokens"),
+        )
+        .with_columns(
             pass_rate=pl.when(pl.col("trials") > 0).then(pl.col("passed_trials") / pl.col("trials"))
         )
         .sort(*SERIES_KEY, "started_at", "directory", "night_label", nulls_last=True)
@@ -219,6 +245,15 @@ def pooled(rows: pl.DataFrame, series_by: SeriesBy = "agent-model") -> pl.DataFr
         .cast(SERIES_SCHEMA)
         .sort(SERIES_ORDER, nulls_last=True)
     )
+
+
+def pooled(rows: pl.DataFrame, series_by: SeriesBy = "agent-model") -> pl.DataFrame:
+    """The series frame of run rows with their nights (`run_rows`, `with_nights`), sorted by
+    `SERIES_ORDER` (E-151): the runs of one series key and task in one night are one point,
+    their trials and passed trials summed (so several runs in a night add trials, not nights),
+    their scores and pass^k averaged, cost and tokens summed; `runs` counts them, `run_id` and
+    `started_at` are the earliest run's; `night` numbers the points of a series in time order."""
+    return _combined([_partial(rows, series_by)])
 
 
 def series_of(
@@ -304,60 +339,75 @@ def read_history(
     given = [first[key] for key in dict.fromkeys(path.resolve() for path in paths)]
     history = History(series=pl.DataFrame(schema=SERIES_SCHEMA), series_by=series_by)
     history.nights_by = nights_by
-    kept_in: dict[str, Path] = {}
-    parts: list[pl.DataFrame] = []
+    kept: dict[str, tuple[Path, int]] = {}  # run id -> the directory kept, its rows' fingerprint
+    partials: list[pl.DataFrame] = []
     for out in given:
         try:
-            frames, _ = outdir.read_graded(out)
+            frames = outdir.load_tables(out, TABLE_COLUMNS)
         except InputError as exc:
             history.skipped.append((out, str(exc)))
             continue
         runs = _chosen(frames["runs"], _suite_ids(suite_id), since, until, run_ids)
-        rows = with_nights(
-            run_rows(
-                runs,
-                frames["tasks"].filter(pl.col("run_id").is_in(runs["run_id"].implode())),
-                frames["trials"],
-                directory=len(history.read),
-            ),
-            nights_by,
-            str(out),
+        rows = run_rows(
+            runs,
+            frames["tasks"].filter(pl.col("run_id").is_in(runs["run_id"].implode())),
+            frames["trials"],
+            directory=len(history.read),
         )
         history.read.append(out)
+        prints = dict(_fingerprints(rows).iter_rows())
         fresh: list[str] = []
         for run_id, graded in runs.select("run_id", "graded").iter_rows():
-            if run_id in kept_in:
-                duplicate = Duplicate(run_id, kept_in[run_id], out)
+            if run_id in kept:
+                first, fingerprint = kept[run_id]
+                duplicate = Duplicate(run_id, first, out)
                 history.duplicates.append(duplicate)
-                if not _same_rows(parts, run_id, rows):
+                if prints.get(run_id) != fingerprint:
                     history.disagreeing.append(duplicate)
                 continue
-            kept_in[run_id] = out
+            kept[run_id] = (out, prints.get(run_id, 0))
             fresh.append(run_id)
             history.not_graded += not graded
-        parts.append(rows.filter(pl.col("run_id").is_in(fresh)))
-    rows = (
-        pl.concat(parts)
-        if parts
-        else pl.DataFrame(schema=_RUN_ROWS).with_columns(night_label=pl.lit(None, pl.String))
-    )
-    history.series = pooled(rows, series_by)
+        rows = rows.filter(pl.col("run_id").is_in(fresh))
+        partials.append(_partial(with_nights(rows, nights_by, str(out)), series_by))
+    if partials:
+        history.series = _combined(partials)
     return history
 
 
-def _same_rows(parts: Sequence[pl.DataFrame], run_id: str, rows: pl.DataFrame) -> bool:
-    """Whether a run's rows in `rows` are those kept from an earlier directory (the directory
-    it was read from aside)."""
+#: the columns of the graded tables the series are made of (`run_rows`, `_chosen`)
+TABLE_COLUMNS = {
+    "runs": [
+        "run_id",
+        "graded",
+        "suite_id",
+        "eval_started_at",
+        "target_agent_id",
+        "model",
+        "evaluated_model_class",
+    ],
+    "tasks": [
+        "run_id",
+        "suite_id",
+        "suite_version",
+        "task_id",
+        "n",
+        "passed_count",
+        "score",
+        "gating_score",
+        "pass_hat_k_by_k",
+        "cost_usd",
+    ],
+    "trials": ["run_id", "task_id", "counted", "input_tokens", "output_tokens"],
+}
 
-    def of(frame: pl.DataFrame) -> pl.DataFrame:
-        return (
-            frame.filter(pl.col("run_id") == run_id)
-            .drop("directory", "night_label")
-            .sort("task_id")
-        )
 
-    kept = pl.concat([of(part) for part in parts])
-    return kept.equals(of(rows))
+def _fingerprints(rows: pl.DataFrame) -> pl.DataFrame:
+    """Per run of `rows` (`run_rows`), a fingerprint of its rows (the directory aside): two
+    copies of a run graded alike have the same one (its tasks are distinct, so the rows' hashes
+    combine in any order)."""
+    values = [c for c in rows.columns if c != "directory"]
+    return rows.group_by("run_id").agg(pl.struct(values).hash(seed=0).bitwise_xor())
 
 
 def series(

@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -150,6 +152,47 @@ def _schema_version(path: Path) -> str:
     return metadata.get(b"evalbatch.schema_version", b"?").decode(errors="replace")
 
 
+def _checked_root(out_dir: str | Path) -> Path:
+    """OUT_DIR, refused unless it is an output directory no run is writing, whose files are
+    those its manifest records, with a summaries.jsonl."""
+    root = Path(out_dir)
+    if not root.is_dir():
+        what = "not a directory" if root.exists() else "no such directory"
+        raise InputError(f"{root}: {what} (give the --out directory of evalbatch run)")
+    check_complete(root)
+    _check_manifest(root)
+    if not (root / SUMMARIES_FILE).is_file():
+        raise InputError(
+            f"{root}: no summaries.jsonl here (not an `evalbatch run` output directory)"
+        )
+    return root
+
+
+def _table_path(root: Path, name: str) -> Path:
+    path = root / table_file(name)
+    if not path.is_file():
+        raise InputError(f"{root}: no {path.name} here (rerun `evalbatch run` into it)")
+    return path
+
+
+def _check_schema(root: Path, path: Path, name: str, schema: pl.Schema) -> None:
+    if schema != GRADED_SCHEMAS[name]:
+        raise InputError(
+            f"{path}: written with schema version {_schema_version(path)}, this evalbatch "
+            f"reads version {SCHEMA_VERSION} (run `evalbatch run` into {root} again)"
+        )
+
+
+def _check_same_runs(root: Path, summaries: int, summary_ids: set[str], runs: pl.DataFrame) -> None:
+    graded = set(runs.filter(pl.col("graded"))["run_id"].to_list())
+    if summary_ids != graded or len(summary_ids) != summaries:
+        raise InputError(
+            f"{root}: {SUMMARIES_FILE} holds {summaries} line(s), "
+            f"{table_file('runs')} {len(graded)} graded run(s), not the same runs: "
+            "not the outputs of one run (run `evalbatch run` into it again)"
+        )
+
+
 def load(out_dir: str | Path) -> RunOutputs:
     """Read OUT_DIR whole and checked, as every command that reads one does (E-121): its
     summaries in runId order, the four tables with this evalbatch's columns and types
@@ -161,41 +204,88 @@ def load(out_dir: str | Path) -> RunOutputs:
             file missing, unreadable or not the one its manifest records (E-71); a table of
             another schema version; files that do not belong together.
     """
-    root = Path(out_dir)
-    if not root.is_dir():
-        what = "not a directory" if root.exists() else "no such directory"
-        raise InputError(f"{root}: {what} (give the --out directory of evalbatch run)")
-    check_complete(root)
-    _check_manifest(root)
-    summaries_path = root / SUMMARIES_FILE
-    if not summaries_path.is_file():
-        raise InputError(
-            f"{root}: no summaries.jsonl here (not an `evalbatch run` output directory)"
-        )
-    summaries, summaries_sha256 = _read_summaries(summaries_path)
+    root = _checked_root(out_dir)
+    summaries, summaries_sha256 = _read_summaries(root / SUMMARIES_FILE)
     tables: dict[str, pl.DataFrame] = {}
-    for name, schema in GRADED_SCHEMAS.items():
-        path = root / table_file(name)
-        if not path.is_file():
-            raise InputError(f"{root}: no {path.name} here (rerun `evalbatch run` into it)")
+    for name in GRADED_SCHEMAS:
+        path = _table_path(root, name)
         frame = _read_table(path, name)
-        if frame.schema != schema:
-            raise InputError(
-                f"{path}: written with schema version {_schema_version(path)}, this evalbatch "
-                f"reads version {SCHEMA_VERSION} (run `evalbatch run` into {root} again)"
-            )
+        _check_schema(root, path, name, frame.schema)
         tables[name] = frame
-    graded = set(tables["runs"].filter(pl.col("graded"))["run_id"].to_list())
     run_ids = {run_id for run_id, _ in summaries}
-    if run_ids != graded or len(run_ids) != len(summaries):
-        raise InputError(
-            f"{root}: {SUMMARIES_FILE} holds {len(summaries)} line(s), "
-            f"{table_file('runs')} {len(graded)} graded run(s), not the same runs: "
-            "not the outputs of one run (run `evalbatch run` into it again)"
-        )
+    _check_same_runs(root, len(summaries), run_ids, tables["runs"])
     inputs = read_run_inputs(root, summaries_sha256)
     check_complete(root)  # again: a run may have begun putting its files in place meanwhile
     return RunOutputs(path=root, summaries=summaries, tables=tables, inputs=inputs)
+
+
+#: how `run` writes each line of summaries.jsonl: its runId first (`writer.summary_line`)
+_SUMMARY_LINE = re.compile(rb'\{"runId": ("(?:[^"\\\n]|\\.)*"), "summary": \{')
+
+
+def _summary_run_ids(path: Path) -> list[str]:
+    """The runId of each line of summaries.jsonl, without reading the summaries: a line as
+    `run` writes it (`{"runId": "...", "summary": {...`) gives its runId from its first bytes;
+    any other line is read whole, as `load` reads it."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.__class__.__name__})") from exc
+    found: list[str] = []
+    for number, line in enumerate(data.splitlines(), start=1):
+        if not line.strip():
+            continue
+        head = _SUMMARY_LINE.match(line)
+        try:
+            if head is not None and line.rstrip().endswith(b"}"):
+                found.append(json.loads(head.group(1)))
+                continue
+            doc = limits.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, limits.TooDeep):
+            raise InputError(f"{path}: line {number}: not a {{runId, summary}} line") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("runId"), str):
+            raise InputError(f"{path}: line {number}: not a {{runId, summary}} line")
+        found.append(doc["runId"])
+    return found
+
+
+def load_tables(
+    out_dir: str | Path, columns: Mapping[str, Sequence[str]]
+) -> dict[str, pl.DataFrame]:
+    """The `columns` of some graded tables of OUT_DIR, checked as `load` checks the directory
+    (E-121: not being written, its manifest's files, every table of this schema version, the
+    graded runs those of summaries.jsonl), without reading the summaries or the other columns:
+    for readers of many directories (`history`), whose cost is then the columns they use.
+
+    Raises:
+        InputError: as `load`.
+    """
+    root = _checked_root(out_dir)
+    run_ids = _summary_run_ids(root / SUMMARIES_FILE)
+    tables: dict[str, pl.DataFrame] = {}
+    for name in GRADED_SCHEMAS:
+        path = _table_path(root, name)
+        try:
+            schema = pl.read_parquet_schema(path)
+        except Exception as exc:  # polars raises several error types for a damaged file
+            raise InputError(f"{path}: not a readable Parquet file") from exc
+        missing = sorted(REQUIRED_COLUMNS[name] - set(schema))
+        if missing:
+            raise InputError(
+                f"{path}: not a {name} table of `evalbatch run` (no {', '.join(missing)})"
+            )
+        _check_schema(root, path, name, pl.Schema(schema))
+        wanted = list(columns.get(name, ()))
+        if name == "runs":
+            wanted = list(dict.fromkeys(["run_id", "graded", *wanted]))
+        if wanted:
+            try:
+                tables[name] = pl.read_parquet(path, columns=wanted)
+            except Exception as exc:  # a footer that reads but data that does not
+                raise InputError(f"{path}: not a readable Parquet file") from exc
+    _check_same_runs(root, len(run_ids), set(run_ids), tables["runs"])
+    check_complete(root)  # again: a run may have begun putting its files in place meanwhile
+    return {name: frame for name, frame in tables.items() if name in columns}
 
 
 def read_graded(out: Path) -> tuple[dict[str, pl.DataFrame], dict[str, str]]:
