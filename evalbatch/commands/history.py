@@ -265,6 +265,7 @@ def print_overview(history: History, flaky: pl.DataFrame) -> None:
     `SHOWN`, the rest counted)."""
     series = history.series
     summaries = series_summaries(series, flaky)
+    runs = int(summaries["runs"].sum())
     by = {"agent-model": "suite, agent and model", "agent": "suite and agent", "suite": "suite"}
     nights = {
         "auto": "output directory, or day where a directory holds several",
@@ -275,7 +276,7 @@ def print_overview(history: History, flaky: pl.DataFrame) -> None:
     click.echo(
         f"history: {plural(series['night_label'].n_unique(), 'night')} (one per "
         f"{nights[history.nights_by]}), {plural(summaries.height, 'series', 'series')} "
-        f"(by {by[history.series_by]}), {plural(int(summaries['runs'].sum()), 'run')}"
+        f"(by {by[history.series_by]}), {_count(runs)} run{'' if runs == 1 else 's'}"
     )
     table = _table("series", "runs", "nights", "tasks", "broken", "flaky", right=(
         "runs", "nights", "tasks", "broken", "flaky"

@@ -11,9 +11,10 @@ Each directory is checked as `evalbatch.connect` checks it (`outputs.outdir.load
 schema version's columns and types, summaries.jsonl holding exactly the graded runs, an
 incremental run's manifest), so a directory of another version is refused with one line; only
 the columns the series are made of are read, and each directory's rows are summed by night
-before the next is read, so thirty nights of ten thousand runs are never all in memory at once. Nothing is regraded: every number is the tables' own, pooled, except
-`pass_hat_k` (element n of `pass_hat_k_by_k`, averaged over a night's runs) and the tokens
-(summed over the task's counted trials).
+before the next is read, so thirty nights of ten thousand runs are never all in memory at once.
+Nothing is regraded: every number is the tables' own, pooled, except `pass_hat_k` (element n of
+`pass_hat_k_by_k`, averaged over a night's runs) and the tokens (summed over the task's counted
+trials).
 
 A run found in several directories (a nightly directory and that night's own, say) counts once:
 the copy in the first directory given is kept, as a suite file's first copy in path order is
