@@ -19,6 +19,8 @@ from evalbatch.history.series import read_history, series
 from evalbatch.history.trends import trends
 from tests.helpers import run_main, write_events, write_json
 from tests.logbuilder import EPOCH, LogBuilder, golden, suite
+from tests.test_e147_errored_samples import errored  # noqa: F401  (fixture)
+from tests.test_report import _runs_data
 
 SUITE = "acme.team.evals.nightly"
 AGENTS = ("acme.agents.steady", "acme.agents.shaky")
@@ -197,3 +199,34 @@ def test_e151_nights_by_run_is_a_point_per_run(opposite: list[Path]) -> None:
     per_day = series(opposite[:2], nights_by="day")
     assert set(per_day["night_label"]) == {f"{EPOCH + n * DAY:%Y-%m-%d}" for n in range(2)}
     assert set(per_day["runs"]) == {3}
+
+
+def test_e151_history_and_report_take_inspect_logs_as_nights(
+    errored: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A night may be its event logs: two Inspect logs given to `history` are two nights whose
+    points are those of the same logs graded by `run` first (the night labels aside), the model
+    Inspect names in the series; `report LOG` writes the page `report` writes of `run`'s
+    outputs, here into report.html."""
+    logs = [errored / "base.eval", errored / "cand.eval"]
+    outs = []
+    for log in logs:
+        out = tmp_path / log.stem
+        api.write_outputs([log], out)
+        outs.append(out)
+    direct = series(logs)
+    assert direct.drop("night_label").equals(series(outs).drop("night_label"))
+    assert set(direct["model"]) == {"mockllm/model"}
+    assert set(direct["night_label"]) == {str(log) for log in logs}
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_main(monkeypatch, capsys, "report", logs[0])
+    assert (code, err) == (0, ""), err
+    assert out == "wrote a report of 6 charts to report.html\n"
+    code, _, _ = run_main(monkeypatch, capsys, "report", outs[0], "-o", tmp_path / "ran.html")
+    assert code == 0
+    from_log = _runs_data((tmp_path / "report.html").read_text(encoding="utf-8"))
+    from_run = _runs_data((tmp_path / "ran.html").read_text(encoding="utf-8"))
+    assert from_log == from_run

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from evalbatch.commands import faults, filters
-from evalbatch.commands.click_options import quiet_option
+from evalbatch.commands.click_options import quiet_option, suites_option
 from evalbatch.commands.printing import echo_json, plural, stdout_console
 from evalbatch.commands.types import FiniteFloatRange, printable
 from evalbatch.errors import EXIT_OK, EXIT_SKIPPED, InputError
@@ -176,13 +176,16 @@ def _matters_first(flaky: pl.DataFrame, changes: pl.DataFrame) -> pl.DataFrame:
     )
     return (
         keyed.filter(pl.col("status").is_in(["broken", "flaky"]))
-        .with_columns(rank=pl.col("status").replace_strict(_STATUS_RANK, return_dtype=pl.Int8))
+        .with_columns(
+            rank=pl.col("status").replace_strict(_STATUS_RANK, return_dtype=pl.Int8),
+            surest=pl.when(pl.col("status") == "broken").then(pl.col("p_value")),
+        )
         .sort(
-            ["rank", "p_value", "flakiness", "flakiness_low", *_KEY, "task_id"],
+            ["rank", "surest", "flakiness", "flakiness_low", *_KEY, "task_id"],
             descending=[False, False, True, True, False, False, False, False],
             nulls_last=True,
         )
-        .drop("rank")
+        .drop("rank", "surest")
     )
 
 
@@ -489,6 +492,7 @@ def _nothing_shown(history: History, filters_given: list[str]) -> InputError:
     is_flag=True,
     help="Also print (or put in --json) every point of every series: as long as the history.",
 )
+@suites_option
 @quiet_option("Print no series; what was left out is still told on stderr.")
 @filters.run_filter_options
 def history(
@@ -498,6 +502,7 @@ def history(
     series_by: SeriesBy,
     nights_by: NightsBy,
     points: bool,
+    suite_paths: tuple[str, ...],
     quiet: bool,
     run_ids: tuple[str, ...],
     filter_suites: tuple[str, ...],
@@ -509,7 +514,9 @@ def history(
     agent and evaluated model by default, whose runs of one night are one point (their trials
     summed). Shown first: the broken and flaky tasks, worst first, and the nights they changed;
     the rest are counted (--json has a summary per series, --points every point). A run found
-    in several directories counts once (the first directory's copy).
+    in several directories counts once (the first directory's copy). A night may be given as
+    its event logs instead (Parquet or Inspect logs, an eval set): it is graded first, as
+    `evalbatch run` grades them (--suites, else each run's host record).
 
     \b
     Example:
@@ -529,6 +536,7 @@ def history(
         run_ids=run_ids,
         series_by=series_by,
         nights_by=nights_by,
+        suites=suite_paths,
     )
     if found.series.height == 0:
         if found.read:  # else the one line below names each directory and why

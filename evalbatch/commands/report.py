@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 
 from evalbatch.commands import faults
-from evalbatch.commands.click_options import out_option, quiet_option
+from evalbatch.commands.click_options import out_option, quiet_option, suites_option
 from evalbatch.commands.types import printable
 from evalbatch.publish.worst_runs import DETAIL_RUNS
 
@@ -24,7 +24,8 @@ from evalbatch.publish.worst_runs import DETAIL_RUNS
     "output",
     type=click.Path(dir_okay=False),
     default=None,
-    help="The HTML file to write (default: OUT_DIR/report.html).",
+    help="The HTML file to write (default: OUT_DIR/report.html; report.html here when OUT_DIR "
+    "is event logs).",
 )
 @click.option("--title", default=None, help="Page title (default: 'Eval report: <OUT_DIR name>').")
 @click.option(
@@ -32,9 +33,11 @@ from evalbatch.publish.worst_runs import DETAIL_RUNS
     "history_dirs",
     multiple=True,
     type=click.Path(),
-    help="An output directory of another night (repeatable): adds a trend chart per series over "
-    "its runs and OUT_DIR's, as `evalbatch history` reads them (default: none, no trend chart).",
+    help="An output directory of another night, or its event logs (repeatable): adds a trend "
+    "chart per series over its runs and OUT_DIR's, as `evalbatch history` reads them (default: "
+    "none, no trend chart).",
 )
+@suites_option
 @click.option(
     "--run-id",
     "run_ids",
@@ -58,6 +61,7 @@ def report(
     output: str | None,
     title: str | None,
     history_dirs: tuple[str, ...],
+    suite_paths: tuple[str, ...],
     run_ids: tuple[str, ...],
     detail_runs: int,
     quiet: bool,
@@ -70,13 +74,16 @@ def report(
     command that shows why, for the lowest-scoring runs (--detail-runs) or the runs named
     (--run-id); every other run is one row of the table, its detail one command away. With
     --history, a trend chart per series (suite, agent, model) across the nights given. The
-    page loads nothing; without its script the runs table shows its first rows.
+    page loads nothing; without its script the runs table shows its first rows. OUT_DIR (and a
+    --history night) may be event logs instead, Parquet or Inspect logs or an eval set: they
+    are graded first, as `evalbatch run` grades them (--suites, else the host record).
 
     \b
     Examples:
       evalbatch report out/samples
       evalbatch report out/samples --history out/regress   # another night's outputs
       evalbatch report out/samples --run-id acme/run-trajectory-0001 -o run.html
+      evalbatch report data/samples/inspect-regress/base.eval -o base.html   # an Inspect log
 
     Exit codes: 0 written; 2 OUT_DIR is unusable; 4 the page could not be written.
     """
@@ -85,7 +92,13 @@ def report(
     )
 
     path, page = reporting.write_report(
-        out_dir, output, title, history_dirs, detail_runs=detail_runs, run_ids=run_ids
+        out_dir,
+        output,
+        title,
+        history_dirs,
+        detail_runs=detail_runs,
+        run_ids=run_ids,
+        suites=suite_paths,
     )
     if not quiet:
         click.echo(f"wrote a report of {len(page.charts)} charts to {printable(path)}")

@@ -23,7 +23,9 @@ the copy in the first directory given is kept, as a suite file's first copy in p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -32,8 +34,11 @@ import duckdb
 import polars as pl
 
 from evalbatch.errors import InputError
+from evalbatch.inputs import event_files, inspect_cache
+from evalbatch.inputs.path_forms import Paths
 from evalbatch.options import NIGHTS_BY, SERIES_BY, NightsBy, SeriesBy
 from evalbatch.outputs import outdir, output_format
+from evalbatch.pipeline.write import write_outputs
 
 #: the series frame's columns and types (shared by the trends of `evalbatch.history.trends`):
 #: one row, a point, per series, task and night
@@ -220,8 +225,9 @@ def _combined(partials: Sequence[pl.DataFrame]) -> pl.DataFrame:
         *(pl.col(f"{c}_known").sum() for c in _SUMS),
     )
 
-    def mean(column: str) -> pl.Expr:
-        return pl.col(f"{column}_sum") / pl.col(f"{column}_known")
+    def mean(column: str) -> pl.Expr:  # null, never NaN, when no run knows it
+        known = pl.col(f"{column}_known")
+        return pl.when(known > 0).then(pl.col(f"{column}_sum") / known)
 
     def total(column: str) -> pl.Expr:
         return pl.when(pl.col(f"{column}_known") > 0).then(pl.col(f"{column}_sum"))
@@ -310,6 +316,31 @@ def _suite_ids(suite_id: str | Sequence[str] | None) -> tuple[str, ...]:
     return (suite_id,) if isinstance(suite_id, str) else tuple(suite_id)
 
 
+def holds_event_logs(path: Path) -> bool:
+    """Whether `path` is event logs rather than an output directory: a Parquet file or an
+    Inspect log (E-144), or a directory that is no output directory and holds some."""
+    if path.is_file():
+        return path.name.endswith(".parquet") or inspect_cache.is_inspect_log(path)
+    if not path.is_dir() or outdir.output_dir(path):
+        return False
+    return bool(event_files.expand_paths([str(path)]))
+
+
+@contextmanager
+def graded_night(path: Path, suites: Paths = ()) -> Iterator[Path]:
+    """An output directory for `path`: itself, or, when it holds event logs (Parquet, Inspect
+    logs or an eval set: `holds_event_logs`), those graded as `evalbatch run` grades them
+    (`suites`, else each run from its host record, D-4) into a scratch directory removed after
+    (E-151). A path that is neither is given back, for `load_tables` to name what is wrong."""
+    if not holds_event_logs(path):
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="evalbatch-night-") as scratch:
+        out = Path(scratch) / "out"
+        write_outputs([str(path)], out, suites, allow_empty=True)
+        yield out
+
+
 def read_history(
     out_dirs: str | Path | Sequence[str | Path],
     suite_id: str | Sequence[str] | None = None,
@@ -319,6 +350,7 @@ def read_history(
     run_ids: Sequence[str] = (),
     series_by: SeriesBy = "agent-model",
     nights_by: NightsBy = "auto",
+    suites: Paths = (),
 ) -> History:
     """The series of the runs graded into `out_dirs` that the filters choose, pooled by night
     (`pooled`, E-151), and what was left out: directories that cannot be read whole are skipped
@@ -329,6 +361,8 @@ def read_history(
     (exclusive) bound the eval's start; `run_ids` are globs (any of them), as the run filters'.
     `series_by` and `nights_by` as `SERIES_BY` and `NIGHTS_BY` say (`auto`: a night per
     directory, or per day in a directory whose runs started on several days: `with_nights`).
+    A path that holds event logs instead (Parquet files or Inspect logs: `graded_night`) is a
+    night graded here, with `suites` (else from each run's host record).
     """
     if series_by not in SERIES_BY:
         raise ValueError(f"series_by must be one of {', '.join(SERIES_BY)}, not {series_by!r}")
@@ -344,7 +378,8 @@ def read_history(
     partials: list[pl.DataFrame] = []
     for out in given:
         try:
-            frames = outdir.load_tables(out, TABLE_COLUMNS)
+            with graded_night(out, suites) as graded:
+                frames = outdir.load_tables(graded, TABLE_COLUMNS)
         except InputError as exc:
             history.skipped.append((out, str(exc)))
             continue
@@ -420,6 +455,7 @@ def series(
     run_ids: Sequence[str] = (),
     series_by: SeriesBy = "agent-model",
     nights_by: NightsBy = "auto",
+    suites: Paths = (),
 ) -> pl.DataFrame:
     """The series frame of the runs graded into `out_dirs` (one directory or several, one per
     night or one holding many nights) that the filters choose; see `read_history`.
@@ -436,6 +472,7 @@ def series(
         run_ids=run_ids,
         series_by=series_by,
         nights_by=nights_by,
+        suites=suites,
     )
     if history.skipped:
         raise InputError(history.skipped[0][1])

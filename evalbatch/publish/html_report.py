@@ -25,6 +25,7 @@ import polars as pl
 from evalbatch.errors import EvalbatchError, InputError
 from evalbatch.files import write_atomic
 from evalbatch.history import series as history_series
+from evalbatch.inputs.path_forms import Paths, as_paths
 from evalbatch.outputs import output_format
 from evalbatch.outputs.destinations import Inputs, refuse_overwrite
 from evalbatch.outputs.outdir import RunOutputs, load
@@ -249,21 +250,35 @@ def write_report(
     *,
     detail_runs: int = DETAIL_RUNS,
     run_ids: Sequence[str] = (),
+    suites: Paths = (),
 ) -> tuple[Path, Report]:
     """Read OUT_DIR, build the report and write it (default OUT_DIR/report.html) whole. With
     `history`, output directories of other nights, the page adds a trend chart per series over
     their runs and OUT_DIR's (each directory read whole, as `evalbatch history` reads it).
-    `detail_runs` and `run_ids` choose the runs shown in full (see `build_report`). The page
-    never replaces a file it is made from (E-120).
+    OUT_DIR and each `history` path may be event logs instead (Parquet files, Inspect logs or
+    an eval set: E-151), graded as `evalbatch run` grades them, with `suites` (else from each
+    run's host record, D-4); the page then goes to report.html in the current directory unless
+    `output` names another. `detail_runs` and `run_ids` choose the runs shown in full (see
+    `build_report`). The page never replaces a file it is made from (E-120).
 
     Raises:
         InputError: OUT_DIR or a `history` directory cannot be read (`outdir.load`), or `output`
             is one of their files.
         OutputError: the page could not be written."""
-    target = Path(output) if output else Path(out_dir) / output_format.REPORT_FILE
-    reads = Inputs(out_dirs=[out_dir, *history])
+    logs = history_series.holds_event_logs(Path(out_dir))
+    default = Path(output_format.REPORT_FILE) if logs else Path(out_dir) / output_format.REPORT_FILE
+    target = Path(output) if output else default
+    given = [out_dir, *history]
+    reads = Inputs(
+        events=[p for p in given if history_series.holds_event_logs(Path(p))],
+        suites=as_paths(suites),
+        out_dirs=[p for p in given if not history_series.holds_event_logs(Path(p))],
+    )
     refuse_overwrite("--out", target, reads)
-    out = load(out_dir)
-    nights = history_series.series([out_dir, *history]) if history else None
-    report = build_report(out, title, nights, detail_runs=detail_runs, run_ids=run_ids)
+    if logs and title is None:  # named by the logs, not the scratch directory they went to
+        title = f"Eval report: {Path(out_dir).resolve().name}"
+    with history_series.graded_night(Path(out_dir), suites) as graded:
+        out = load(graded)
+        nights = history_series.series([out_dir, *history], suites=suites) if history else None
+        report = build_report(out, title, nights, detail_runs=detail_runs, run_ids=run_ids)
     return write_atomic(target, report.html), report
