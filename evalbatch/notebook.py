@@ -75,8 +75,8 @@ DERIVED: dict[str, tuple[str, str]] = {
     "history": (
         "E-96",
         "One row per series (suite_id, agent_id, model), task and night, in time order: the "
-        "runs of a series in one night pooled into one point (E-151; the night is the "
-        "directory, or its days when its runs span more than a day): suite_id, "
+        "runs of a series in one night pooled into one point (E-151; here a night is a UTC day "
+        "of the runs' starts, `undated` for runs without one): suite_id, "
         "suite_version, agent_id, model, task_id, night (its position in the series, from 0), "
         "night_label, runs, run_id and started_at (the earliest run's), trials (n) and "
         "passed_trials (c) summed, pass_rate, score, gating_score and pass_hat_k (at k = n) "
@@ -192,17 +192,13 @@ def _store(
 
 
 def _add_graded(
-    con: duckdb.DuckDBPyConnection,
-    frames: dict[str, pl.DataFrame],
-    summaries: dict[str, str],
-    label: str,
+    con: duckdb.DuckDBPyConnection, frames: dict[str, pl.DataFrame], summaries: dict[str, str]
 ) -> None:
     """The graded tables, with the columns and types of the files `evalbatch run` writes, and the
-    `history` series made from them (its nights named `label` where they are the directory's)."""
+    `history` series made from them."""
     for name, schema in outdir.GRADED_SCHEMAS.items():
         _store(con, name, frames[name].match_to_schema(schema))
-    history = series_of(frames["runs"], frames["tasks"], frames["trials"], label)
-    _store(con, "history", history)
+    _store(con, "history", series_of(frames["runs"], frames["tasks"], frames["trials"]))
     rows = pl.DataFrame(
         {"run_id": list(summaries), "summary": list(summaries.values())},
         schema={"run_id": pl.String, "summary": pl.String},
@@ -383,7 +379,7 @@ def connect(
             trial_tables.extract(con, sources)  # the stage's tables only: nothing is graded
             _move_internals(con)
             _add_left_out(con, sources)
-        _add_graded(con, frames, summaries, str(out) if out is not None else "events")
+        _add_graded(con, frames, summaries)
         _add_views(con, with_events=bool(event_paths), stored=safe)
         if safe:
             _seal(con)

@@ -168,6 +168,10 @@ def run_rows(
     )
 
 
+#: the night of a run without a start time, where nights are days and there is no directory
+UNDATED = "undated"
+
+
 def with_nights(rows: pl.DataFrame, nights_by: NightsBy, label: str) -> pl.DataFrame:
     """The run rows of one directory (named `label`) with each run's `night_label`: the
     directory (`dir`), the UTC day of the eval's start (`day`; a run without one: the
@@ -267,13 +271,13 @@ def series_of(
     runs: pl.DataFrame,
     tasks: pl.DataFrame,
     trials: pl.DataFrame,
-    label: str = ".",
     series_by: SeriesBy = "agent-model",
-    nights_by: NightsBy = "auto",
 ) -> pl.DataFrame:
-    """The series frame of one set of graded tables (one output directory, named `label`),
-    sorted by `SERIES_ORDER`; see `with_nights` and `pooled`."""
-    rows = with_nights(run_rows(runs, tasks, trials), nights_by, label)
+    """The series frame of one set of graded tables, its nights the UTC days of the runs'
+    starts (runs without one: the night `undated`), sorted by `SERIES_ORDER`: what
+    `evalbatch.connect` holds as `history`, the same from an output directory as from the
+    events it was graded from; see `pooled`."""
+    rows = with_nights(run_rows(runs, tasks, trials), "day", UNDATED)
     return pooled(rows, series_by)
 
 
