@@ -397,17 +397,17 @@ def read_history(
         history.read.append(out)
         prints = dict(_fingerprints(rows).iter_rows())
         fresh: list[str] = []
-        for run_id, graded in runs.select("run_id", "graded").iter_rows():
+        for run_id, was_graded in runs.select("run_id", "graded").iter_rows():
             if run_id in kept:
-                first, fingerprint = kept[run_id]
-                duplicate = Duplicate(run_id, first, out)
+                kept_from, fingerprint = kept[run_id]
+                duplicate = Duplicate(run_id, kept_from, out)
                 history.duplicates.append(duplicate)
                 if prints.get(run_id) != fingerprint:
                     history.disagreeing.append(duplicate)
                 continue
             kept[run_id] = (out, prints.get(run_id, 0))
             fresh.append(run_id)
-            history.not_graded += not graded
+            history.not_graded += not was_graded
         rows = rows.filter(pl.col("run_id").is_in(fresh))
         partials.append(_partial(with_nights(rows, nights_by, str(out)), series_by))
     if partials:
