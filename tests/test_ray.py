@@ -56,12 +56,14 @@ def test_ray_engine_matches_local_engine_on_a_generated_log(
 
 @pytest.mark.usefixtures("local_ray")
 def test_ray_engine_shards_by_run(tmp_path: Path) -> None:
-    """Every shard holds whole runs: more shards than runs still give the same summaries."""
+    """Every shard holds whole runs: shards smaller than a run (E-154) still give the same
+    summaries, each run in a shard of its own."""
     from evalbatch.pipeline import ray_engine
 
     choices = api.load_suites([SAMPLES / "suites"])
     paths = [str(SAMPLES / "events"), str(SAMPLES / "regress")]
-    _, parts = ray_engine.grade_shards(paths, choices, api.GradeOptions(), shards=7)
+    plan, parts, _ = ray_engine.grade_shards(paths, choices, api.GradeOptions(), shard_events=1)
+    assert len(plan.ranges) == plan.runs
     graded = sorted(run for part in parts for run in part.outcomes)
     assert graded == sorted(api.grade_paths(paths, [SAMPLES / "suites"]).summaries)
     assert len(graded) == len(set(graded))  # no run split across shards

@@ -457,7 +457,8 @@ def plan_batches(
     batches: int | None = None,
 ) -> BatchPlan:
     """Split the runs, in run-id order, into batches of whole runs of about `batch_events` events
-    (or into about `batches` batches of equal size).
+    (or into about `batches` batches of equal size; with both, the smaller size: at least
+    `batches` batches, none much over `batch_events`).
 
     Batches are ranges of run ids, so each batch's outputs follow the previous one's in sorted
     order and can be written as they come; only the run-id column is read here.
@@ -476,7 +477,8 @@ def plan_batches(
 
     counts, without = leaving_out_damaged(con, sources, count_runs)
     if batches:
-        batch_events = -(-sum(count for _, count in counts) // batches)
+        even = -(-sum(count for _, count in counts) // batches)
+        batch_events = min(even, batch_events) if batch_events else even
     batch_events = max(1, batch_events or 1)
     ranges: list[RunRange] = []
     events: list[int] = []

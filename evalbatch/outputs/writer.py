@@ -19,7 +19,8 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,30 @@ class TableWriter:
             self.writer.close()
 
 
+@dataclass(frozen=True)
+class WrittenShard:
+    """The rows of one batch a worker wrote itself (E-154): its trials and tasks as Parquet, its
+    lines of summaries.jsonl (a line still to be completed marked as `OutputWriter.add` marks
+    it), in the working directory, for `OutputWriter.add_written` to copy in order."""
+
+    trials: Path
+    tasks: Path
+    summaries: Path
+
+    def remove(self) -> None:
+        for path in (self.trials, self.tasks, self.summaries):
+            path.unlink(missing_ok=True)
+
+
+def _row_groups(path: Path, schema: pl.Schema) -> Iterator[pl.DataFrame]:
+    """The rows of a Parquet file a row group at a time, with the table's columns and types."""
+    parquet = pq.ParquetFile(path)
+    for index in range(parquet.num_row_groups):
+        frame = pl.from_arrow(parquet.read_row_group(index))
+        assert isinstance(frame, pl.DataFrame)
+        yield frame.cast(schema)
+
+
 def _write_table(path: Path, frame: pl.DataFrame, table: str) -> None:
     writer = TableWriter(path, frame.schema, table)
     try:
@@ -130,6 +155,17 @@ def summary_line(run_id: str, summary: dict[str, Any]) -> str:
 
 #: marks, in the working copy of summaries.jsonl, a summary finished after the last batch
 _PENDING = "\x00"
+
+
+def marked_lines(
+    summaries: Sequence[tuple[str, str]], pending: set[str] | frozenset[str]
+) -> list[tuple[str, str]]:
+    """Lines of summaries.jsonl as the working copy holds them: a `pending` run's line is a
+    mark, replaced by its completed summary in `finish` (§5: its regression block)."""
+    return [
+        (run_id, _PENDING + json.dumps(run_id) + "\n" if run_id in pending else line)
+        for run_id, line in summaries
+    ]
 
 
 #: errors of `os.link` that mean "no hard links here", not "the disk is full"
@@ -213,16 +249,27 @@ class OutputWriter:
         kept from the previous outputs (an incremental run), merged in runId order with the
         batch's own; `trials` and `tasks` already hold the carried rows of the batch's runs."""
         assert self.trials is not None and self.tasks is not None
-        lines = [
-            (run_id, _PENDING + json.dumps(run_id) + "\n" if run_id in pending else line)
-            for run_id, line in summaries
-        ]
+        lines = marked_lines(summaries, pending)
         if carried:
             lines = sorted([*lines, *carried], key=lambda item: item[0])
         for _, line in lines:
             self.summaries.write(line)
         self.trials.write(trials)
         self.tasks.write(tasks)
+
+    def add_written(self, shard: WrittenShard) -> None:
+        """Append a batch a worker wrote (E-154), in run-id order as `add`'s: its summary lines as
+        they are, its trials and tasks a row group at a time, so the files are those `add` would
+        have written from the same rows; the shard's files are removed once copied."""
+        assert self.trials is not None and self.tasks is not None
+        with shard.summaries.open(encoding="utf-8") as lines:
+            for line in lines:
+                self.summaries.write(line)
+        for frame in _row_groups(shard.trials, TRIAL_SCHEMA):
+            self.trials.write(frame)
+        for frame in _row_groups(shard.tasks, TASK_SCHEMA):
+            self.tasks.write(frame)
+        shard.remove()
 
     def task_rows(self, run_ids: list[str]) -> pl.DataFrame:
         """The task rows written for `run_ids`, read back (for the regression pairs, §5: a

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
@@ -22,6 +22,9 @@ from evalbatch.options import GradeOptions, Resources
 from evalbatch.pipeline.shard import Batch, Extracted, extract_shard, grade_extracted
 from evalbatch.problems import severity
 from evalbatch.reduce.run_summaries import RunPlan
+
+if TYPE_CHECKING:
+    from evalbatch.pipeline.merge import BatchOutput
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,7 @@ class Pass:
 
     plan: event_files.BatchPlan
     file_problems: dict[tuple[str, str], event_files.FileProblem]
-    parts: Iterator[Batch]
+    parts: Iterator[Batch | BatchOutput]  # a worker's written batch (E-154) is a BatchOutput
     watch: _Watch | None = None
 
     def close(self) -> None:
@@ -301,10 +304,12 @@ def grading_pass(
     choose_runs: ChooseRuns | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     keep_calls: bool = False,
+    shard_dir: Path | None = None,
 ) -> Pass:
     """A grading pass on the chosen engine (the local one batches with `resources` and tells
     `on_progress` how far it is as it moves; Ray's reports come from `batch_outputs`). The
-    calls are kept (`keep_calls`) by the local engine only."""
+    calls are kept (`keep_calls`) by the local engine only. With `shard_dir`, Ray's workers
+    write their batches' rows there themselves and hand back only what is small (E-154)."""
     paths = [str(p) for p in events]
     if engine == "ray":
         if choose_runs is not None:
@@ -313,10 +318,16 @@ def grading_pass(
             )
         from evalbatch.pipeline import ray_engine  # optional: needs the `ray` extra
 
-        plan, parts = ray_engine.grade_shards(
-            paths, choices, options, address=ray_address, extractor=resources.extractor
+        plan, parts, file_problems = ray_engine.grade_shards(
+            paths,
+            choices,
+            options,
+            address=ray_address,
+            extractor=resources.extractor,
+            shard_events=resources.batch_events,
+            shard_dir=shard_dir,
         )
-        found = {(p.path, p.code): p for part in parts for p in part.file_problems}
+        found = {(p.path, p.code): p for p in file_problems}
         return Pass(plan, found, iter(parts))
     return local_pass(paths, choices, options, resources, choose_runs, on_progress, keep_calls)
 
@@ -332,7 +343,7 @@ def grade_shards_locally(
     grading detail, such as `verify`)."""
     grading = local_pass(paths, choices, options, resources or Resources(), chooser(run_filter))
     try:
-        parts = list(grading.parts)
+        parts = [part for part in grading.parts if isinstance(part, Batch)]  # all of them: local
     finally:
         grading.close()
     for part in parts:  # a damaged file found in a later batch was read in none

@@ -21,7 +21,7 @@ from evalbatch.outputs.output_format import (
     TRIAL_SCHEMA,
     conform,
 )
-from evalbatch.outputs.writer import summary_line
+from evalbatch.outputs.writer import WrittenShard, summary_line
 from evalbatch.pipeline import incremental
 from evalbatch.pipeline.local import Pass, Progress
 from evalbatch.pipeline.shard import Batch
@@ -46,6 +46,9 @@ class BatchOutput:
     run_range: event_files.RunRange = (None, None)  # the batch's range of run ids
     delegates: dict[str, dict[str, str | None]] = field(default_factory=dict)  # Batch.delegates
     calls: pl.DataFrame | None = None  # Batch.calls, when kept
+    #: where a worker wrote the batch's trials, tasks and summary lines itself (E-154); then
+    #: `trials` and `tasks` are empty and `summaries` holds only the runs with a baseline
+    written: WrittenShard | None = None
 
 
 def batch_output(part: Batch) -> BatchOutput:
@@ -343,7 +346,7 @@ def batch_outputs(
     plan = grading.plan
     runs_done = events_done = 0
     for number, part in enumerate(grading.parts, start=1):
-        batch = batch_output(part)
+        batch = part if isinstance(part, BatchOutput) else batch_output(part)
         batch.run_range = plan.ranges[number - 1]
         runs_done += batch.runs.height
         events_done += plan.events[number - 1]

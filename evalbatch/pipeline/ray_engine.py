@@ -1,9 +1,13 @@
 """The Ray Data engine (CONTRACT §7): the local engine's per-shard grading on Ray workers.
 
 The driver splits the runs into ranges of run ids as the local engine does (every event of a run
-in one shard); each worker scans the files, extracts and grades its shard exactly as the local
-engine does, and the driver merges the shards in order, so outputs are the local engine's.
-Needs the optional extra: `pip install 'evalbatch[ray]'`.
+in one shard), shards of at most about `--batch-events` events (E-154); each worker scans the
+files, extracts and grades its shard exactly as the local engine does. When the outputs are
+written, each worker writes its shard's rows into the output directory's private working
+directory itself and hands the driver only its runs' rows, problems and baselines; the driver
+copies the shards in order into the output files and commits them as the local engine does, so
+the outputs are the local engine's byte for byte and the driver's memory does not grow with the
+events. Needs the optional extra: `pip install 'evalbatch[ray]'`.
 """
 
 from __future__ import annotations
@@ -11,12 +15,13 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+from pathlib import Path
 from typing import Any
 
 from evalbatch.errors import InputError
 from evalbatch.extract import trial_tables
 from evalbatch.inputs import event_files, suites
-from evalbatch.options import Extractor, GradeOptions, Resources
+from evalbatch.options import DEFAULT_BATCH_EVENTS, Extractor, GradeOptions, Resources
 from evalbatch.pipeline.shard import grade_shard
 
 
@@ -47,11 +52,16 @@ def grade_shards(
     options: GradeOptions,
     *,
     address: str | None = None,
-    shards: int | None = None,
     extractor: Extractor = "auto",
-) -> tuple[event_files.BatchPlan, list[Any]]:
+    shard_events: int = DEFAULT_BATCH_EVENTS,
+    shard_dir: Path | None = None,
+) -> tuple[event_files.BatchPlan, list[Any], list[event_files.FileProblem]]:
     """Grade every shard on Ray (a running cluster at `address`, else a local one), each
-    worker parsing payloads with `extractor` (E-108)."""
+    worker parsing payloads with `extractor` (E-108), on shards of whole runs of at most about
+    `shard_events` events. With `shard_dir` (a directory every worker can write, E-154), each
+    worker writes its shard's rows there (`shard_files.write_shard`) and returns only what is
+    small; without, it returns its whole `Batch`. Also returns the files the workers could not
+    read."""
     ray = _ray()
     _quiet(ray)
     if not ray.is_initialized():
@@ -65,22 +75,35 @@ def grade_shards(
     con = trial_tables.new_connection()
     try:
         sources = event_files.scan(con, paths)
-        count = shards or max(2, int(ray.cluster_resources().get("CPU", 1)))
-        plan = event_files.plan_batches(con, sources, batches=count)
+        # the input split over the workers, but no shard much over `shard_events` (a run is
+        # never split: one larger than that is a shard of its own)
+        workers = max(2, int(ray.cluster_resources().get("CPU", 1)))
+        plan = event_files.plan_batches(con, sources, batch_events=shard_events, batches=workers)
     finally:
         con.close()
+    target = str(shard_dir) if shard_dir is not None else None
 
     def grade(row: dict[str, Any]) -> dict[str, Any]:
         con = trial_tables.new_connection(Resources(threads=1, extractor=extractor))
+        number = int(row["shard"])
         try:
             sources = event_files.scan(con, paths)
-            runs = plan.ranges[int(row["shard"])]
-            part = grade_shard(con, sources, runs, choices, options)
+            part = grade_shard(con, sources, plan.ranges[number], choices, options)
         finally:
             con.close()
-        return {"shard": row["shard"], "part": pickle.dumps(part)}
+        problems = list(part.file_problems)
+        if target is None:
+            return {"shard": number, "part": pickle.dumps(part), "problems": pickle.dumps(problems)}
+        from evalbatch.pipeline.merge import batch_output
+        from evalbatch.pipeline.shard_files import write_shard
+
+        batch = batch_output(part)
+        batch.run_range = plan.ranges[number]
+        written = write_shard(Path(target), number, batch)
+        return {"shard": number, "part": pickle.dumps(written), "problems": pickle.dumps(problems)}
 
     dataset = ray.data.from_items([{"shard": index} for index in range(len(plan.ranges))])
-    rows = dataset.map(grade).take_all()
-    parts = [pickle.loads(row["part"]) for row in sorted(rows, key=lambda row: row["shard"])]
-    return plan, parts
+    rows = sorted(dataset.map(grade).take_all(), key=lambda row: row["shard"])
+    parts = [pickle.loads(row["part"]) for row in rows]
+    found = {(p.path, p.code): p for row in rows for p in pickle.loads(row["problems"])}
+    return plan, parts, list(found.values())

@@ -38,6 +38,7 @@ from evalbatch.outputs.run_inputs import RunInputs
 from evalbatch.pipeline import incremental
 from evalbatch.pipeline.local import Pass, Progress, chooser, grading_pass
 from evalbatch.pipeline.merge import Merged, batch_outputs
+from evalbatch.pipeline.shard_files import SHARDS_DIR
 from evalbatch.reduce import paired_verdict
 
 #: every file `run` writes, replaces or removes in `--out`: none may be one it reads (E-120)
@@ -210,27 +211,36 @@ def write_outputs(
             regrade_reason = selection.reason
             return selection.dirty
 
-        grading = grading_pass(
-            event_paths,
-            choices,
-            options,
-            engine,
-            ray_address,
-            resources or Resources(),
-            chooser(run_filter, choose_runs if incremental_run else None),
-            on_progress=on_batch,
-        )
-        carried = selection.carried if selection is not None else None
-        carried_lines = iter(carried.summary_lines()) if carried is not None else iter(())
-        next_line = next(carried_lines, None)
-        merged = Merged(keep_tasks=False)  # the task rows are written as the batches come
         try:
             files = writer.OutputWriter(out)
         except OSError as exc:
             raise write_failed(out, exc, _UNCHANGED, name_file=True) from exc
         try:
+            grading = grading_pass(
+                event_paths,
+                choices,
+                options,
+                engine,
+                ray_address,
+                resources or Resources(),
+                chooser(run_filter, choose_runs if incremental_run else None),
+                on_progress=on_batch,
+                # Ray's workers write their shards' rows themselves (E-154)
+                shard_dir=files.work / SHARDS_DIR if engine == "ray" else None,
+            )
+        except BaseException:
+            files.abort()
+            raise
+        carried = selection.carried if selection is not None else None
+        carried_lines = iter(carried.summary_lines()) if carried is not None else iter(())
+        next_line = next(carried_lines, None)
+        merged = Merged(keep_tasks=False)  # the task rows are written as the batches come
+        try:
             for batch in batch_outputs(grading, on_batch):
                 merged.add(batch)
+                if batch.written is not None:
+                    files.add_written(batch.written)
+                    continue
                 trials, tasks = batch.trials, batch.tasks
                 lines: list[tuple[str, str]] = []
                 if carried is not None:
