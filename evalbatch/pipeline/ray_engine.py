@@ -46,6 +46,17 @@ def _quiet(ray: Any) -> None:
     context.print_on_execution_start = False
 
 
+def _plan(paths: list[str], shard_events: int, workers: int) -> event_files.BatchPlan:
+    """The shards: the input's runs split over the workers, but no shard much over
+    `shard_events` events (a run is never split: one larger than that is a shard of its own)."""
+    con = trial_tables.new_connection()
+    try:
+        sources = event_files.scan(con, paths)
+        return event_files.plan_batches(con, sources, batch_events=shard_events, batches=workers)
+    finally:
+        con.close()
+
+
 def grade_shards(
     paths: list[str],
     choices: dict[tuple[str, str], suites.SuiteChoice],
@@ -72,15 +83,9 @@ def grade_shards(
             logging_level=logging.ERROR,
         )
     paths = [os.path.abspath(p) for p in paths]
-    con = trial_tables.new_connection()
-    try:
-        sources = event_files.scan(con, paths)
-        # the input split over the workers, but no shard much over `shard_events` (a run is
-        # never split: one larger than that is a shard of its own)
-        workers = max(2, int(ray.cluster_resources().get("CPU", 1)))
-        plan = event_files.plan_batches(con, sources, batch_events=shard_events, batches=workers)
-    finally:
-        con.close()
+    workers = max(2, int(ray.cluster_resources().get("CPU", 1)))
+    # planned on a worker too: the driver never reads the events (E-154)
+    plan = ray.get(ray.remote(_plan).remote(paths, shard_events, workers))
     target = str(shard_dir) if shard_dir is not None else None
 
     def grade(row: dict[str, Any]) -> dict[str, Any]:
