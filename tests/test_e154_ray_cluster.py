@@ -18,7 +18,7 @@ from evalbatch import api
 from evalbatch.options import Resources
 from evalbatch.outputs.output_format import WORK_PREFIX
 from evalbatch.pipeline import ray_engine
-from evalbatch.pipeline.merge import BatchOutput, batch_output
+from evalbatch.pipeline.batch_rows import BatchOutput, batch_output
 from tests.helpers import OUTPUT_FILES, SAMPLES, read_outputs
 from tests.test_scale import generated  # noqa: F401  (fixture)
 

@@ -8,7 +8,7 @@ reductions), and the per-call detail comes from `trial_grading.trajectory_detail
 `count_fixture_misses` count, with the same joins and the same `match` functions; which checks of
 a trajectory failed, and which is named first, is `trial_grading.TRAJECTORY_CHECKS`' (explain
 only says where, call by call). The numbers shown for a trial are its row of the trials table
-(`pipeline.merge.trial_table`), so an explanation agrees with `evalbatch run` by construction;
+(`pipeline.batch_rows.trial_table`), so an explanation agrees with `evalbatch run` by construction;
 the tests check it for every sample trial.
 
 What an explanation holds is in `explanation`; `text_rendering` and `json_shape` show it. This
@@ -48,7 +48,7 @@ from evalbatch.inputs import event_files
 from evalbatch.inputs.path_forms import Paths, as_paths
 from evalbatch.inputs.suites import load_suites
 from evalbatch.options import GradeOptions, Resources
-from evalbatch.pipeline.merge import trial_table
+from evalbatch.pipeline.batch_rows import trial_table
 from evalbatch.pipeline.shard import grade_shard
 from evalbatch.problems import problem_message
 

@@ -1,9 +1,9 @@
 """One trial's explanation from its rows: why it was left out, or its grade, bracket, trajectory,
 fixture replay and judge calls, and the lines that say how its score and passed came about.
 
-The numbers are the trial's row of the trials table (`pipeline.merge.trial_table`), so they agree
-with `evalbatch run` by construction; the lines only say which rule made them (§3.4, D-4, D-5,
-D-9..D-13, E-59).
+The numbers are the trial's row of the trials table (`pipeline.batch_rows.trial_table`), so they
+agree with `evalbatch run` by construction; the lines only say which rule made them (§3.4, D-4,
+D-5, D-9..D-13, E-59).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from evalbatch.problems import severity
 from evalbatch.reduce.run_summaries import RunPlan
 
 if TYPE_CHECKING:
-    from evalbatch.pipeline.merge import BatchOutput
+    from evalbatch.pipeline.batch_rows import BatchOutput
 
 
 @dataclass(frozen=True)

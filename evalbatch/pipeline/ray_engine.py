@@ -99,7 +99,7 @@ def grade_shards(
         problems = list(part.file_problems)
         if target is None:
             return {"shard": number, "part": pickle.dumps(part), "problems": pickle.dumps(problems)}
-        from evalbatch.pipeline.merge import batch_output
+        from evalbatch.pipeline.batch_rows import batch_output
         from evalbatch.pipeline.shard_files import write_shard
 
         batch = batch_output(part)

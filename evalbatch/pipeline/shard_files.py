@@ -2,7 +2,7 @@
 leaves in the output directory's private working directory, and what it hands the driver instead
 of the rows themselves.
 
-A worker lays its batch out as output rows (`merge.batch_output`), writes the trials, the tasks
+A worker lays its batch out as output rows (`batch_rows.batch_output`), writes the trials, the tasks
 and the lines of summaries.jsonl of its runs into `<work>/shards/`, under names no reader looks
 at, and returns a `BatchOutput` holding only what is small: the runs-table rows (one per run),
 the problems, the baselines and the summaries of the runs that have one (their regression block
@@ -19,7 +19,7 @@ import polars as pl
 
 from evalbatch.outputs.output_format import TASK_SCHEMA, TRIAL_SCHEMA
 from evalbatch.outputs.writer import TableWriter, WrittenShard, marked_lines
-from evalbatch.pipeline.merge import BatchOutput
+from evalbatch.pipeline.batch_rows import BatchOutput
 
 #: the directory, inside the output writer's working directory, the workers write into
 SHARDS_DIR = "shards"
