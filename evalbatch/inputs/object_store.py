@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import io
 import os
 import re
 import threading
@@ -375,6 +376,54 @@ def read_error(uri: str) -> str | None:
 # DuckDB's reads
 
 
+@functools.lru_cache(maxsize=1024)
+def _shared_handle(
+    uri: str, size: int, mtime: datetime | None, environment: tuple[tuple[str, str], ...]
+) -> Any:
+    """One open `pyarrow.fs` file per object version (and credentials), shared by every open of
+    it: DuckDB opens a file once per query, and each `open_input_file` asks the store for its
+    size again (for S3 a HEAD request). Positional reads on it are independent requests, safe
+    from any thread."""
+    return filesystem(uri).open_input_file(_fs_path(uri))
+
+
+class _Reader(io.RawIOBase):
+    """A position over a shared handle: what one open of an object reads through."""
+
+    def __init__(self, handle: Any, size: int) -> None:
+        super().__init__()
+        self._handle, self._size, self._position = handle, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
+        self._position = max(0, base + offset)
+        return self._position
+
+    def size(self) -> int:
+        return self._size
+
+    def read(self, size: int | None = -1) -> bytes:
+        wanted = self._size - self._position if size is None or size < 0 else size
+        wanted = max(0, min(wanted, self._size - self._position))
+        data = bytes(self._handle.read_at(wanted, self._position)) if wanted else b""
+        self._position += len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(memoryview(buffer)))
+        memoryview(buffer).cast("B")[: len(data)] = data
+        return len(data)
+
+
 def attach(con: duckdb.DuckDBPyConnection, paths: Iterable[str]) -> None:
     """Let DuckDB's own readers (read_parquet) read the object-store URIs among `paths` through
     `pyarrow.fs`: a filesystem per scheme is registered on the connection (and so on its
@@ -465,7 +514,9 @@ def _duckdb_files(scheme: str) -> type:
             if "r" not in mode or any(flag in mode for flag in "wa+"):
                 raise PermissionError(f"{self._full(path)}: object stores are read only here")
             uri = self._full(path)
-            return filesystem(uri).open_input_file(_fs_path(uri))
+            found = self.info(uri)
+            handle = _shared_handle(uri, found["size"], found["mtime"], _environment())
+            return _Reader(handle, found["size"])
 
     ObjectStoreFiles.__name__ = ObjectStoreFiles.__qualname__ = f"ObjectStoreFiles_{scheme}"
     return ObjectStoreFiles
