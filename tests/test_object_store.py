@@ -493,3 +493,27 @@ def test_e153_no_code_installs_or_loads_an_extension() -> None:
         text = path.read_text(encoding="utf-8").upper()
         for word in ("INSTALL HTTPFS", "LOAD HTTPFS", "INSTALL_EXTENSION", "LOAD_EXTENSION"):
             assert word not in text, (path, word)
+
+
+@pytest.mark.parametrize(
+    ("command", "destination"),
+    [
+        (("run", str(SAMPLE_EVENTS), "--suites", str(SAMPLE_SUITES)), f"s3://{BUCKET}/out"),
+        (("ingest", str(SAMPLES / "inspect")), "gs://a-bucket/ingested"),
+    ],
+)
+def test_e153_outputs_are_not_written_to_a_store(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: tuple[str, ...],
+    destination: str,
+) -> None:
+    """`--out` in object storage is refused before anything is written (outputs stay local or
+    shared): a `Path` would fold it into a local directory `s3:/...` and write there."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_main(monkeypatch, capsys, *command, "--out", destination)
+    assert code == 2
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"--out {destination}: outputs are written to a local or shared path" in err
+    assert list(tmp_path.iterdir()) == []

@@ -28,6 +28,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalbatch.errors import InputError
@@ -74,6 +75,24 @@ def check_scheme(path: str) -> None:
             f"cannot read {path!r}: {scheme}:// is not read; event files are local paths or "
             + ", ".join(f"{name}://" for name in SCHEMES)
             + " URIs (E-153)"
+        )
+
+
+#: a store's URI as a `Path` spells it too (`s3:/bucket/out`: its double slash folded)
+_STORE_PATH = re.compile(r"^(" + "|".join(SCHEMES) + r"):/+", re.IGNORECASE)
+
+
+def refuse_as_output(option: str, destination: str | Path) -> None:
+    """Stop before anything is written when `destination` is in object storage: outputs go to a
+    local or shared path (E-153; docs/outputs.md says what a store would need). Without this, a
+    `Path` folds `s3://bucket/out` into a local directory `s3:/bucket/out`."""
+    text = str(destination)
+    match = _STORE_PATH.match(text)
+    if match:
+        uri = f"{match.group(1)}://{text[match.end() :]}"
+        raise InputError(
+            f"{option} {uri}: outputs are written to a local or shared path, not to object "
+            "storage (E-153); write them to a directory and copy it to the store"
         )
 
 
