@@ -2,8 +2,8 @@
 own filesystem layer (`pyarrow.fs`), never through a DuckDB extension fetched at run time.
 
 A URI names an object, a prefix (a "directory": every `*.parquet` below it) or a glob, as a local
-path does. Expanding one lists the store once; what the listing saw (each object's size and
-time) is kept, so DuckDB's Parquet reader opens the objects without asking again. DuckDB reads
+path does. Expanding one lists the store once, and what the listing saw (each object's size and
+time) is kept; DuckDB's opens of an object share one handle, so its size is asked once. DuckDB reads
 them as it reads local files — the same reader, the same types, hive keys and damaged-data
 checks, so a log graded from a bucket gives the answer it gives from a disk — through a
 filesystem registered on its connection (`attach`) that hands every byte range to `pyarrow.fs`:
@@ -14,7 +14,7 @@ Credentials come from each store's own default chain (for S3 the AWS chain: the 
 server. A list of URIs is all a reader elsewhere (a worker on another machine) needs: its own
 `event_files.scan` lists nothing more than the objects named, with its own credentials.
 
-pyarrow.fs and fsspec are imported when a URI is first met: a local run loads neither.
+fsspec is imported when a URI is first met: a local run does not load it.
 """
 
 from __future__ import annotations
@@ -354,10 +354,13 @@ def interrupted(
             else:
                 marker = f"{directory}/{INCOMPLETE}"
                 try:
-                    found = filesystem(marker).get_file_info(_fs_path(marker))
-                except OSError as exc:
-                    raise _unreadable(marker, exc) from None
-                marked[directory] = found.type == pafs.FileType.File
+                    found = filesystem(marker).get_file_info(_fs_path(marker)).type
+                except OSError:
+                    # a marker that cannot be looked at is not seen, as `os.path.lexists` sees
+                    # none on a disk: S3 answers 403 for a missing key to a reader that may
+                    # not list the bucket (a worker handed its objects only)
+                    found = pafs.FileType.NotFound
+                marked[directory] = found == pafs.FileType.File
         return marked[directory]
 
     def nearest(directory: str) -> str | None:
@@ -371,8 +374,10 @@ def interrupted(
         return None
 
     found: dict[str, list[str]] = {}
-    for path in given:
-        if is_remote(path) and (hit := nearest(path.rstrip("/"))) is not None:
+    prefixes = {prefix for listing in listings for prefix in listing.marked}
+    for path in given:  # a prefix given (not an object, not a glob), as a directory given
+        prefix = path.rstrip("/")
+        if prefix in prefixes and (hit := nearest(prefix)) is not None:
             found.setdefault(hit, [])
     for path in files:
         if (hit := nearest(path.rsplit("/", 1)[0])) is not None:
