@@ -220,11 +220,11 @@ def scan(con: duckdb.DuckDBPyConnection, paths: list[str]) -> Sources:
     found, listings = _expand(paths)
     files, logs = inspect_cache.as_parquet(found)
     sources.problems += [problem for log in logs for problem in _log_problems(log)]
-    remote = [path for path in files if object_store.is_remote(path)]
+    on_disk = [path for path in files if not object_store.is_remote(path)]
+    in_store = [path for path in files if object_store.is_remote(path)]
     interrupted = parquet_layout.interrupted_ingests(
-        [path for path in paths if not object_store.is_remote(path)],
-        [path for path in files if not object_store.is_remote(path)],
-    ) | object_store.interrupted(paths, remote, listings)
+        [path for path in paths if not object_store.is_remote(path)], on_disk
+    ) | object_store.interrupted(paths, in_store, listings)
     for directory, below in interrupted.items():
         sources.problems.append(
             FileProblem(directory, "file-unreadable", _interrupted_reason(directory, len(below)))
@@ -272,6 +272,9 @@ def _interrupted_reason(directory: str, files: int) -> str:
     )
 
 
+_NOT_PARQUET = "not a readable Parquet file (not Parquet, or its footer is truncated or damaged)"
+
+
 def _footer_reason(path: str) -> str:
     """Why a file's footer cannot be read, without DuckDB's text (it can quote file bytes)."""
     if object_store.is_remote(path):
@@ -283,9 +286,6 @@ def _footer_reason(path: str) -> str:
     except OSError as exc:
         return f"cannot be read ({exc.strerror or type(exc).__name__})"
     return _NOT_PARQUET
-
-
-_NOT_PARQUET = "not a readable Parquet file (not Parquet, or its footer is truncated or damaged)"
 
 
 def _damaged_columns(
