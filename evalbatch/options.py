@@ -261,7 +261,8 @@ class Resources:
 
     def apply(self, con: duckdb.DuckDBPyConnection) -> None:
         """Set a connection's threads, memory limit and spill directory; DuckDB's defaults for
-        what is unset. Every connection a call makes goes through here (E-64).
+        what is unset. Every connection a call makes goes through here (E-64), and none of
+        them installs or loads an extension by itself (E-153).
 
         DuckDB draws its progress bar on stdout once a query runs past two seconds, terminal or
         not: in `regress --json`, `run --json` or `sql` output that is read by a program, the bar
@@ -273,6 +274,10 @@ class Resources:
         # Jupyter without ipywidgets: no bar on stdout to silence
         with contextlib.suppress(duckdb.InvalidInputException):
             con.execute("SET enable_progress_bar_print = false")
+        # E-153: no extension is fetched or loaded behind a query's back (a URI DuckDB cannot
+        # read would fetch httpfs): object-store URIs are read through pyarrow.fs instead
+        con.execute("SET autoinstall_known_extensions = false")
+        con.execute("SET autoload_known_extensions = false")
         if self.threads:
             con.execute(f"SET threads = {int(self.threads)}")
         if self.memory_limit:

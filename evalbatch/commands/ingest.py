@@ -168,8 +168,10 @@ def ingest_command(
             "--write-suites DIR"
         )
     from evalbatch import api  # the engine loads when the command runs, not for --help
+    from evalbatch.inputs import object_store
     from evalbatch.inputs.inspect_logs import InspectOptions
 
+    object_store.refuse_as_output("--out", out_dir)  # E-153: outputs stay local or shared
     report = api.ingest_paths(
         list(inputs),
         out_dir,

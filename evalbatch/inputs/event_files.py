@@ -20,7 +20,7 @@ import duckdb
 import pyarrow as pa
 
 from evalbatch.errors import InputError
-from evalbatch.inputs import inspect_cache, inspect_logs, parquet_layout
+from evalbatch.inputs import inspect_cache, inspect_logs, object_store, parquet_layout
 from evalbatch.problems import MAX_SEQUENCE
 
 _T = TypeVar("_T")
@@ -79,9 +79,20 @@ class Sources:
 def expand_paths(paths: list[str]) -> list[str]:
     """Files named directly, every `*.parquet` and every Inspect eval log (E-144) below a
     directory, glob matches; sorted. The index files of an Inspect eval set hold no events and
-    are left out, however they were found (E-143)."""
+    are left out, however they were found (E-143). An object-store URI (`s3://...`: E-153) is
+    expanded in its store, as a path is on the disk."""
+    return _expand(paths)[0]
+
+
+def _expand(paths: list[str]) -> tuple[list[str], list[object_store.Listing]]:
+    """`expand_paths`, and what the listings of object-store URIs saw (their ingest markers)."""
     found: set[str] = set()
+    listings: list[object_store.Listing] = []
     for raw in paths:
+        if object_store.is_remote(raw):
+            listings.append(object_store.expand(raw))
+            found.update(listings[-1].files)
+            continue
         path = Path(raw)
         if path.is_dir():
             found.update(
@@ -96,6 +107,7 @@ def expand_paths(paths: list[str]) -> list[str]:
         elif path.is_file():
             found.add(str(path))
         else:
+            object_store.check_scheme(raw)
             matches = [m for m in glob.glob(raw, recursive=True) if Path(m).is_file()]
             if not matches:
                 raise InputError(
@@ -103,7 +115,20 @@ def expand_paths(paths: list[str]) -> list[str]:
                     "or globs"
                 )
             found.update(matches)
-    return sorted(path for path in found if not inspect_logs.is_eval_set_index(path))
+    files = sorted(path for path in found if not inspect_logs.is_eval_set_index(path))
+    return files, listings
+
+
+def read_parquet(
+    con: duckdb.DuckDBPyConnection,
+    paths: str | list[str],
+    hive: bool,
+    union_by_name: bool = False,
+) -> duckdb.DuckDBPyRelation:
+    """DuckDB's Parquet reader over local files or object-store URIs alike: a URI is read
+    through `pyarrow.fs` (E-153), by the same reader, so both give one answer."""
+    object_store.attach(con, [paths] if isinstance(paths, str) else paths)
+    return con.read_parquet(paths, hive_partitioning=hive, union_by_name=union_by_name)
 
 
 def _pick(columns: dict[str, str], spellings: tuple[str, ...]) -> str | None:
@@ -124,7 +149,7 @@ def _column_plan(con: duckdb.DuckDBPyConnection, path: str) -> tuple[tuple[str, 
     must see the same partition layout in every file.
     """
     keys = hive_keys(path)
-    relation = con.read_parquet(path, hive_partitioning=bool(keys))
+    relation = read_parquet(con, path, hive=bool(keys))
     columns = dict(zip(relation.columns, map(str, relation.types), strict=True))
     plan: list[tuple[str, str]] = [("hive", "/".join(keys))]
     missing = []
@@ -192,9 +217,14 @@ def scan(con: duckdb.DuckDBPyConnection, paths: list[str]) -> Sources:
     cannot be read is reported by its own path, and the other files are read."""
     sources = Sources()
     groups: dict[tuple[tuple[str, str], ...], list[str]] = defaultdict(list)
-    files, logs = inspect_cache.as_parquet(expand_paths(paths))
+    found, listings = _expand(paths)
+    files, logs = inspect_cache.as_parquet(found)
     sources.problems += [problem for log in logs for problem in _log_problems(log)]
-    interrupted = parquet_layout.interrupted_ingests(paths, files)
+    on_disk = [path for path in files if not object_store.is_remote(path)]
+    in_store = [path for path in files if object_store.is_remote(path)]
+    interrupted = parquet_layout.interrupted_ingests(
+        [path for path in paths if not object_store.is_remote(path)], on_disk
+    ) | object_store.interrupted(paths, in_store, listings)
     for directory, below in interrupted.items():
         sources.problems.append(
             FileProblem(directory, "file-unreadable", _interrupted_reason(directory, len(below)))
@@ -242,14 +272,20 @@ def _interrupted_reason(directory: str, files: int) -> str:
     )
 
 
+_NOT_PARQUET = "not a readable Parquet file (not Parquet, or its footer is truncated or damaged)"
+
+
 def _footer_reason(path: str) -> str:
     """Why a file's footer cannot be read, without DuckDB's text (it can quote file bytes)."""
+    if object_store.is_remote(path):
+        reason = object_store.read_error(path)
+        return f"cannot be read ({reason})" if reason else _NOT_PARQUET
     try:
         with open(path, "rb"):
             pass
     except OSError as exc:
         return f"cannot be read ({exc.strerror or type(exc).__name__})"
-    return "not a readable Parquet file (not Parquet, or its footer is truncated or damaged)"
+    return _NOT_PARQUET
 
 
 def _damaged_columns(
@@ -259,7 +295,7 @@ def _damaged_columns(
     (runId, sequence, type, payload, timestamp; any other column is "another column"), so the
     message carries no name or value taken from the file."""
     roles = {spec.split(":", 1)[0]: canonical for canonical, spec in plan if canonical != "hive"}
-    relation = con.read_parquet(path, hive_partitioning=dict(plan)["hive"] != "")
+    relation = read_parquet(con, path, hive=dict(plan)["hive"] != "")
     damaged: list[str] = []
     for column in relation.columns:
         try:
@@ -283,18 +319,9 @@ def find_unreadable(con: duckdb.DuckDBPyConnection, sources: Sources) -> list[Fi
         hive = dict(plan)["hive"] != ""
         for path in paths:
             try:
-                con.read_parquet(path, hive_partitioning=hive).aggregate(
-                    "min(hash(COLUMNS(*)))"
-                ).fetchall()
+                read_parquet(con, path, hive=hive).aggregate("min(hash(COLUMNS(*)))").fetchall()
             except duckdb.Error:
-                where = _damaged_columns(con, path, plan)
-                bad.append(
-                    FileProblem(
-                        path,
-                        "file-unreadable",
-                        f"{path}: damaged Parquet data (invalid values or pages in {where})",
-                    )
-                )
+                bad.append(FileProblem(path, "file-unreadable", _data_reason(con, path, plan)))
     if bad:
         broken = {problem.path for problem in bad}
         sources.groups = {
@@ -304,6 +331,18 @@ def find_unreadable(con: duckdb.DuckDBPyConnection, sources: Sources) -> list[Fi
         }
         sources.problems.extend(bad)
     return bad
+
+
+def _data_reason(
+    con: duckdb.DuckDBPyConnection, path: str, plan: tuple[tuple[str, str], ...]
+) -> str:
+    """Why a file's rows could not be read: an object that can no longer be fetched (E-153)
+    says so, rather than naming columns that could not be decoded."""
+    unreachable = object_store.read_error(path) if object_store.is_remote(path) else None
+    if unreachable:
+        return f"{path}: cannot be read ({unreachable})"
+    where = _damaged_columns(con, path, plan)
+    return f"{path}: damaged Parquet data (invalid values or pages in {where})"
 
 
 #: DuckDB errors that are not about the data read: stopping on purpose, running out of memory
@@ -530,9 +569,7 @@ def register(
     for number, (plan, paths) in enumerate(sources.groups.items()):
         view = f"source_group_{number}"
         hive = dict(plan)["hive"] != ""
-        con.read_parquet(paths, hive_partitioning=hive, union_by_name=True).create_view(
-            view, replace=True
-        )
+        read_parquet(con, paths, hive=hive, union_by_name=True).create_view(view, replace=True)
         columns = {canonical: spec.split(":", 1) for canonical, spec in plan if canonical != "hive"}
         run_col, seq_col, type_col = (columns[c][0] for c in ("runId", "sequence", "type"))
         payload_col, payload_type = columns["payload"]

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
 
-from evalbatch.inputs import inspect_logs
+from evalbatch.inputs import inspect_logs, object_store
 from evalbatch.inputs.event_rows import IngestProblem
 from evalbatch.inputs.inspect_logs import InspectOptions
 from evalbatch.inputs.limits import DEFAULT_LIMITS, InputLimits
@@ -96,6 +96,8 @@ def is_inspect_log(path: str | Path) -> bool:
     name = Path(path).name.lower().removesuffix(".gz")
     if name.endswith(".eval"):
         return True
+    if object_store.is_remote(str(path)):
+        return False  # E-153: a log in object storage is told by its name alone, and not read
     try:
         with open(path, "rb") as handle:
             head = handle.read(_HEAD)
@@ -133,6 +135,12 @@ def as_parquet(
     return sorted(kept), converted
 
 
+#: E-153: object storage is read for Parquet event files only
+_REMOTE_LOG = (
+    "an Inspect log in object storage is not read: copy it to a local path, or ingest it and "
+    "store the Parquet files `ingest` writes"
+)
+
 #: the logs converted by this process, by what identifies their file: a command that reads its
 #: inputs twice (regress's sides, the runs a filter picks) hashes each log once
 _SEEN: dict[tuple[object, ...], Converted] = {}
@@ -144,6 +152,8 @@ def convert(
     """The Inspect log at `log` as Parquet files: the cache's entry for its content when there
     is one, else converted by `ingest_paths` and put in the cache."""
     options = options or InspectOptions()
+    if object_store.is_remote(log):
+        return Converted(log, (), (IngestProblem(log, None, "input-unreadable", _REMOTE_LOG),))
     try:
         stat = os.stat(log)
     except OSError as exc:

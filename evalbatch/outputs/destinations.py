@@ -9,7 +9,8 @@ input is the input. Writing beside an input stays allowed: `report OUT` writes O
 and `run EVENTS --out EVENTS/graded` reads no file of its own outputs (E-74).
 
 Paths the readers would not find (a missing file, a remote URL) are not expanded here: the
-command itself says what is wrong with them.
+command itself says what is wrong with them. A destination in object storage is refused: outputs
+go to a local or shared path (E-153).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalbatch.errors import InputError, SuiteError
-from evalbatch.inputs import event_files
+from evalbatch.inputs import event_files, object_store
 from evalbatch.inputs.openwop_formats import expand_inputs
 from evalbatch.inputs.suites import expand_suite_paths
 from evalbatch.outputs.output_format import (
@@ -139,6 +140,7 @@ def refuse_overwrite(
         InputError: the destination, or a file written into it, is an input (one line naming
             the path and the input).
     """
+    object_store.refuse_as_output(option, destination)
     read = _read(inputs)
     shown = printable(destination)
     targets = [(Path(destination) / name, f"{shown}/{name}") for name in names]

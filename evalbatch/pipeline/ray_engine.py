@@ -20,7 +20,7 @@ from typing import Any
 
 from evalbatch.errors import InputError
 from evalbatch.extract import trial_tables
-from evalbatch.inputs import event_files, suites
+from evalbatch.inputs import event_files, object_store, suites
 from evalbatch.options import DEFAULT_BATCH_EVENTS, Extractor, GradeOptions, Resources
 from evalbatch.pipeline.shard import grade_shard
 
@@ -82,7 +82,8 @@ def grade_shards(
             log_to_driver=False,
             logging_level=logging.ERROR,
         )
-    paths = [os.path.abspath(p) for p in paths]
+    # a local path made absolute for workers started elsewhere; a store's URI as it is (E-153)
+    paths = [p if object_store.is_remote(p) else os.path.abspath(p) for p in paths]
     workers = max(2, int(ray.cluster_resources().get("CPU", 1)))
     # planned on a worker too: the driver never reads the events (E-154)
     plan = ray.get(ray.remote(_plan).remote(paths, shard_events, workers))
