@@ -7,8 +7,10 @@ output directory DATA/nights-R/nNN/; then, as whole commands in child processes:
     evalbatch history DATA/nights-R/n* --json > /dev/null
     evalbatch history DATA/nights-R/n* > FILE            # the terminal tables; FILE's size kept
 
-each timed by the operating system (wall clock; peak RSS of the process tree from wait4, as in
-bench/run.py), stopped after --timeout seconds and then recorded as timed out, not failed.
+each timed by the operating system (wall clock and CPU; peak RSS of the process tree from wait4,
+as in bench/run.py), stopped after --timeout seconds and then recorded as timed out, not failed
+(and stopped too once it holds more than --max-rss GB, 80% of the memory by default, so an old
+`history` cannot take the machine's memory).
 
     python bench/history_scale.py                                # 30 nights × 1,000 runs
     python bench/history_scale.py --runs 1000 10000 --timeout 900
@@ -36,7 +38,8 @@ vectorized:
 
 With --vs OTHER_CHECKOUT the same commands run from the other checkout too (its code first on
 PYTHONPATH, as bench/regress_changes.py does), in interleaved rounds, so before and after come
-from one run on one machine. The markdown table printed at the end, with the command line that
+from one run on one machine (the nights are graded by this checkout, so the other must read its
+output schema version). The markdown table printed at the end, with the command line that
 produced it, can be pasted into bench/RESULTS.md.
 """
 
@@ -338,8 +341,10 @@ class Outcome:
     wall: float
     cpu: float
     rss_mb: float
-    #: the exit code; None when it was stopped at the timeout
+    #: the exit code; None when it was stopped
     code: int | None
+    #: why it was stopped: "timeout" or "memory" (over --max-rss); None when it ended
+    stopped: str | None = None
     #: CPU seconds the rest of the machine used meanwhile (None where /proc/stat is missing)
     others_cpu: float | None = None
     lines: int | None = None
@@ -368,15 +373,52 @@ def count_lines(path: Path) -> tuple[int, int]:
     return lines, size
 
 
-def timed(command: list[str], env: dict[str, str], out: Path | None, timeout: float) -> Outcome:
+def group_rss_mb(pgid: int) -> float:
+    """Resident MB of the processes of a process group, now (Linux /proc; 0 elsewhere)."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    total = 0
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:  # after the command's name: state, ppid, pgrp, ..., rss (pages) 22nd
+                fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+                if int(fields[2]) == pgid:
+                    total += int(fields[21]) * page
+            except (OSError, ValueError, IndexError):  # gone meanwhile
+                continue
+    return total / 2**20
+
+
+def memory_total_gb() -> float | None:
+    try:
+        line = Path("/proc/meminfo").read_text().split("\n", 1)[0]  # MemTotal: N kB
+    except OSError:
+        return None
+    return int(line.split()[1]) / 2**20
+
+
+def timed(
+    command: list[str], env: dict[str, str], out: Path | None, timeout: float, max_rss_gb: float
+) -> Outcome:
     """Run `command` as bench/run.py's `child` does (its own process, wall clock, peak RSS from
     wait4: the largest of the process and the children it waited for), stdout to `out` or
-    /dev/null, but stopped, with its whole process group, after `timeout` seconds."""
-    stopped = threading.Event()
+    /dev/null, but stopped, with its whole process group, after `timeout` seconds or once the
+    group holds more than `max_rss_gb` (0: no limit), so an old `history` cannot take the
+    machine's memory; bench/hostile_inputs.py stops its children at a timeout the same way."""
+    stopped: list[str] = []
+    done = threading.Event()
 
-    def stop(pid: int) -> None:
-        stopped.set()
-        os.killpg(pid, signal.SIGKILL)
+    def watch(pgid: int, started: float) -> None:
+        while not done.wait(0.25):
+            if time.perf_counter() - started > timeout:
+                stopped.append("timeout")
+            elif max_rss_gb and group_rss_mb(pgid) > max_rss_gb * 1024:
+                stopped.append("memory")
+            else:
+                continue
+            os.killpg(pgid, signal.SIGKILL)
+            return
 
     with open(out or os.devnull, "wb") as stdout, tempfile.TemporaryFile() as err:
         busy_before = busy_seconds()
@@ -387,22 +429,24 @@ def timed(command: list[str], env: dict[str, str], out: Path | None, timeout: fl
             env=env,
             stdout=stdout,
             stderr=err,
-            start_new_session=True,  # its own process group: the timeout stops all of it
+            start_new_session=True,  # its own process group: a stop stops all of it
         )
-        timer = threading.Timer(timeout, stop, (proc.pid,))
-        timer.start()
+        watcher = threading.Thread(target=watch, args=(proc.pid, started), daemon=True)
+        watcher.start()
         try:
             _, status, usage = os.wait4(proc.pid, 0)
         finally:
-            timer.cancel()
+            done.set()
+            watcher.join()
         wall = time.perf_counter() - started
         busy_after = busy_seconds()
         proc.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
         stderr = err.read().decode(errors="replace")
     cpu = usage.ru_utime + usage.ru_stime  # of the process and its threads (and children)
-    code = None if stopped.is_set() else proc.returncode
+    code = None if stopped else proc.returncode
     outcome = Outcome(wall, cpu, usage.ru_maxrss / 1024, code, stderr=stderr)
+    outcome.stopped = stopped[0] if stopped else None
     if busy_before is not None and busy_after is not None:
         outcome.others_cpu = max(0.0, busy_after - busy_before - cpu)
     if out is not None:
@@ -454,18 +498,25 @@ class Cell:
     outcomes: list[Outcome] = field(default_factory=list)
 
 
-def wall_text(cell: Cell, timeout: float) -> str:
+def wall_text(cell: Cell, timeout: float, max_rss_gb: float) -> str:
+    """The median wall of the rounds that ended; else why none did."""
     finished = [o.wall for o in cell.outcomes if o.code is not None]
-    stopped = len(cell.outcomes) - len(finished)
     failed = sorted({o.code for o in cell.outcomes if o.code not in (None, 0, 3)})
     if failed:
         return f"failed (exit {', '.join(map(str, failed))})"
+    over = [o.wall for o in cell.outcomes if o.stopped == "memory"]
+    timed_out = sum(o.stopped == "timeout" for o in cell.outcomes)
+    stops = []
+    if timed_out:
+        stops.append(f"timed out (> {timeout:g} s)" + (f" {timed_out}×" if finished else ""))
+    if over:
+        stops.append(f"stopped over {max_rss_gb:g} GB RSS at {min(over):.0f} s")
     if not finished:
-        return f"timed out (> {timeout:g} s)"
+        return "; ".join(stops)
     text = f"{statistics.median(finished):.1f}"
     if len(finished) > 1:
         text += f" ({min(finished):.1f}–{max(finished):.1f})"
-    return text + (f", {stopped} timed out" if stopped else "")
+    return "; ".join([text, *stops])
 
 
 def cpu_text(cell: Cell) -> str:
@@ -493,7 +544,7 @@ def others_text(cell: Cell) -> str:
     return f"{max(figures):.1f}" if figures else "—"
 
 
-def table(cells: list[Cell], timeout: float, several_checkouts: bool) -> str:
+def table(cells: list[Cell], timeout: float, max_rss_gb: float, several_checkouts: bool) -> str:
     head = "| command | " + ("code | " if several_checkouts else "")
     head += "runs per night | nights | wall s | CPU s | peak RSS GB | output | others' CPU s |"
     rule = "|---|" + ("---|" if several_checkouts else "") + "---:|---:|---:|---:|---:|---|---:|"
@@ -501,9 +552,10 @@ def table(cells: list[Cell], timeout: float, several_checkouts: bool) -> str:
     for cell in cells:
         rss = max(o.rss_mb for o in cell.outcomes) / 1024
         code = f" {cell.checkout} |" if several_checkouts else ""
+        wall = wall_text(cell, timeout, max_rss_gb)
         lines.append(
             f"| `{shown_command(cell.nights, cell.kind)}` |{code} {cell.nights.runs:,} | "
-            f"{cell.nights.nights} | {wall_text(cell, timeout)} | {cpu_text(cell)} | {rss:.2f} "
+            f"{cell.nights.nights} | {wall} | {cpu_text(cell)} | {rss:.2f} "
             f"| {size_text(cell)} | {others_text(cell)} |"
         )
     return "\n".join(lines)
@@ -536,6 +588,13 @@ def main() -> None:
     )
     parser.add_argument(
         "--timeout", type=float, default=600, help="seconds before a command is stopped (600)"
+    )
+    total = memory_total_gb()
+    parser.add_argument(
+        "--max-rss",
+        type=float,
+        default=round(0.8 * total, 1) if total else 0.0,
+        help="GB of RSS at which a command is stopped (80%% of the memory; 0: no limit)",
     )
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds (1)")
     parser.add_argument(
@@ -580,13 +639,14 @@ def main() -> None:
             checkout = checkouts[cell.checkout]
             out = None
             if cell.kind == "table":
-                tag = "this" if checkout == bench_run.ROOT else "vs"
+                tag = "this" if cell.checkout == next(iter(checkouts)) else "vs"
                 out = data / f"history-table-{cell.nights.root.name}-{tag}.txt"
-            outcome = timed(
-                history_command(cell.nights, cell.kind), checkout_env(checkout), out, args.timeout
-            )
+            command = history_command(cell.nights, cell.kind)
+            outcome = timed(command, checkout_env(checkout), out, args.timeout, args.max_rss)
             cell.outcomes.append(outcome)
-            ended = "timed out" if outcome.code is None else f"exit {outcome.code}"
+            ended = {"timeout": "timed out", "memory": "stopped over --max-rss"}.get(
+                outcome.stopped or "", f"exit {outcome.code}"
+            )
             print(
                 f"round {round_no + 1}: {cell.nights.label}, {cell.kind}, {cell.checkout}: "
                 f"{outcome.wall:.1f} s, {outcome.cpu:.1f} s CPU, {outcome.rss_mb:,.0f} MB, {ended} "
@@ -602,10 +662,11 @@ def main() -> None:
     for nights in sets:
         print(facts_line(nights))
     print()
-    print(table(cells, args.timeout, len(checkouts) > 1))
+    print(table(cells, args.timeout, args.max_rss, len(checkouts) > 1))
     rounds = f"median of {args.rounds} interleaved rounds" if args.rounds > 1 else "one round"
     print(
-        f"\nWall s: {rounds}, stopped after {args.timeout:g} s; CPU s: user + system (median), "
+        f"\nWall s: {rounds}, stopped after {args.timeout:g} s or over {args.max_rss:g} GB of "
+        "RSS; CPU s: user + system (median), "
         "until the stop when stopped; peak RSS: the highest, of the process and its children "
         "(wait4); output: the table's stdout (FILE), last round; others' CPU s: what the rest "
         "of the machine used meanwhile (/proc/stat, the highest round), near 0 on an idle one."
