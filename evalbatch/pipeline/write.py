@@ -96,9 +96,10 @@ def _without_outputs(events: Sequence[str | Path], out: Path) -> list[str]:
         if path.is_file() or (path.is_dir() and not root.is_relative_to(path.resolve())):
             paths.append(raw)
             continue
+        # the files, named: expanded again later, the directory would reach the working
+        # directory the outputs are built in (E-154: made before the events are read)
         found = event_files.expand_paths([raw])
-        kept = [name for name in found if not _inside(name, root)]
-        paths += [raw] if len(kept) == len(found) else kept
+        paths += [name for name in found if not _inside(name, root)]
     if events and not paths:
         raise InputError(
             f"every event file given is inside --out {out}, where evalbatch writes its own "
