@@ -99,7 +99,8 @@ def _without_outputs(events: Sequence[str | Path], out: Path) -> list[str]:
         # the files, named: expanded again later, the directory would reach the working
         # directory the outputs are built in (E-154: made before the events are read)
         found = event_files.expand_paths([raw])
-        paths += [name for name in found if not _inside(name, root)]
+        kept = [name for name in found if not _inside(name, root)]
+        paths += kept if found else [raw]  # nothing found at all: said as for any path
     if events and not paths:
         raise InputError(
             f"every event file given is inside --out {out}, where evalbatch writes its own "
