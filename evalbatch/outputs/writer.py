@@ -138,8 +138,12 @@ def _row_groups(path: Path, schema: pl.Schema) -> Iterator[pl.DataFrame]:
         yield frame.cast(schema)
 
 
-def _write_table(path: Path, frame: pl.DataFrame, table: str) -> None:
-    writer = TableWriter(path, frame.schema, table)
+def write_table(
+    path: Path, frame: pl.DataFrame, table: str | None = None, schema: pl.Schema | None = None
+) -> None:
+    """One whole table into `path` (in `schema`, else the frame's own); the file is closed
+    whatever happens, and a failed one is left for the caller to remove."""
+    writer = TableWriter(path, schema if schema is not None else frame.schema, table)
     try:
         writer.write(frame)
         writer.close()
@@ -317,7 +321,7 @@ class OutputWriter:
             self.tasks.close()
             self.tasks_closed = True
         for name, frame in (("runs", runs), ("problems", problems)):
-            _write_table(self.work / table_file(name), frame, name)
+            write_table(self.work / table_file(name), frame, name)
         names = list(OUTPUT_FILES)
         if run_inputs is not None:
             summaries_sha256 = file_sha256(self.work / SUMMARIES_FILE)

@@ -18,7 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from evalbatch.outputs.output_format import TASK_SCHEMA, TRIAL_SCHEMA
-from evalbatch.outputs.writer import TableWriter, WrittenShard, marked_lines
+from evalbatch.outputs.writer import WrittenShard, marked_lines, write_table
 from evalbatch.pipeline.batch_rows import BatchOutput
 
 #: the directory, inside the output writer's working directory, the workers write into
@@ -40,13 +40,7 @@ def write_shard(directory: Path, number: int, batch: BatchOutput) -> BatchOutput
         (written.trials, batch.trials, TRIAL_SCHEMA),
         (written.tasks, batch.tasks, TASK_SCHEMA),
     ):
-        writer = TableWriter(path, schema)
-        try:
-            writer.write(frame)
-            writer.close()
-        except BaseException:
-            writer.discard()
-            raise
+        write_table(path, frame, schema=schema)
     with written.summaries.open("w", encoding="utf-8") as lines:
         for _, line in marked_lines(batch.summaries, set(batch.baselines)):
             lines.write(line)
