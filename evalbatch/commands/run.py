@@ -153,7 +153,7 @@ def run(
     if quiet:  # quiet is quiet: a nightly job's cron mails nothing on a clean night (E-107)
         printing.print_skipped(report.problems)  # but the runs it skipped are errors: told
         sys.exit(report.exit_code)
-    printing.print_runs(report.runs)
+    printing.print_runs(report.runs, kept=report.kept_run_ids)  # a night lists its own (E-152)
     printing.print_problems(report.problems)
     click.echo(
         f"wrote {printing.plural(report.summary_count, 'summary')} to "
