@@ -234,14 +234,26 @@ def test_e152_the_terminal_lists_the_nights_runs_and_counts_the_kept(
     night = CliRunner().invoke(cli, [*args, "--incremental"])
     assert night.exit_code == 0, night.output
     lines = night.stdout.splitlines()
-    assert lines[0] == "incremental: graded 2 new or changed eval runs, kept 6 unchanged"
+    assert lines[0] == (
+        "incremental: graded 2 new or changed eval runs, kept 6 unchanged; read 1 of 4 event files"
+    )
     assert _run_id(3, 0) in night.stdout and _run_id(3, 1) in night.stdout
     assert not any(_run_id(n, r) in night.stdout for n in range(3) for r in range(2))
     assert "kept 6 eval runs unchanged from the last run, not listed (see runs.parquet)" in lines
     assert any(line.startswith("total: 8 eval runs") for line in lines)
-    quiet = CliRunner().invoke(cli, [*args, "--incremental"])
-    assert quiet.exit_code == 0
-    assert not any("acme/" in line for line in quiet.stdout.splitlines())
+    again = CliRunner().invoke(cli, [*args, "--incremental"])
+    assert again.exit_code == 0
+    assert not any("acme/" in line for line in again.stdout.splitlines())
     assert "kept 8 eval runs unchanged from the last run, not listed (see runs.parquet)" in (
-        quiet.stdout.splitlines()
+        again.stdout.splitlines()
     )
+    doc = json.loads(CliRunner().invoke(cli, [*args, "--incremental", "--json"]).stdout)
+    assert doc["incremental"] == {
+        "fullRegrade": False,
+        "graded": 0,
+        "kept": 8,
+        "reason": None,
+        "eventFiles": 4,
+        "eventFilesRead": 0,
+    }
+    assert len(doc["runs"]) == 8  # --json still holds every run

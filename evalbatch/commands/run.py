@@ -145,6 +145,8 @@ def run(
             f"{how}: graded {printing.plural(graded, 'new or changed eval run')}, "
             f"kept {report.carried_runs} unchanged{why}"
         )
+        if report.event_files is not None and report.event_files_read is not None:
+            line += f"; read {report.event_files_read} of {report.event_files} event files"
         if not quiet:
             click.echo(line)
         elif report.regrade_reason and not report.first_incremental:
@@ -178,6 +180,8 @@ def _document(
             "graded": graded,
             "kept": report.carried_runs,
             "reason": report.regrade_reason,
+            "eventFiles": report.event_files,
+            "eventFilesRead": report.event_files_read,
         }
         if incremental
         else None,

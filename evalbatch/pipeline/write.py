@@ -66,6 +66,10 @@ class RunReport:
     first_incremental: bool = False
     #: the eval runs an incremental run kept unchanged (E-152: the terminal lists the others)
     kept_run_ids: frozenset[str] = frozenset()
+    #: an incremental run's event files, and those of them whose rows it read to fingerprint
+    #: runs (new or changed, E-152); None when it could not tell them apart
+    event_files: int | None = None
+    event_files_read: int | None = None
 
     @property
     def summary_count(self) -> int:
@@ -266,6 +270,7 @@ def write_outputs(
             raise
         finally:
             grading.close()
+    inputs = selection.inputs if selection is not None else None
     # the eval runs kept (the manifest also keeps runs that are not eval runs: child runs)
     kept = (
         frozenset(runs["run_id"].filter(runs["run_id"].is_in(sorted(carried.runs))))
@@ -282,6 +287,8 @@ def write_outputs(
         stale_lock=lock.stale.describe() if lock.stale is not None else None,
         regrade_reason=regrade_reason if carried is None else None,
         first_incremental=first_incremental,
+        event_files=len(inputs.records) if inputs is not None else None,
+        event_files_read=len(inputs.read) if inputs is not None else None,
     )
 
 
