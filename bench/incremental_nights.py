@@ -123,9 +123,10 @@ def shown_command(store: Path, nights: int) -> str:
     )
 
 
-def timed(command: list[str], checkout: Path) -> tuple[float, float]:
-    """Run `command` with `checkout` first on the import path: wall seconds and peak RSS MB.
-    Exit codes other than 0 stop the benchmark with the command's output."""
+def timed(command: list[str], checkout: Path) -> tuple[float, float, float]:
+    """Run `command` with `checkout` first on the import path: wall seconds, CPU seconds (user
+    and system, of the child and its threads) and peak RSS MB. Exit codes other than 0 stop the
+    benchmark with the command's output."""
     env = dict(os.environ, PYTHONPATH=str(checkout))
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
@@ -140,14 +141,15 @@ def timed(command: list[str], checkout: Path) -> tuple[float, float]:
                 f"exit {code} from {checkout}: {shlex.join(command)}\n"
                 f"{out.read().decode(errors='replace')}\n{err.read().decode(errors='replace')}"
             )
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 @dataclass
 class Figures:
-    """One case's rounds for one checkout: wall seconds and peak RSS MB."""
+    """One case's rounds for one checkout: wall and CPU seconds, peak RSS MB."""
 
     wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
     rss_mb: list[float] = field(default_factory=list)
 
 
@@ -161,6 +163,12 @@ def main() -> None:
     )
     parser.add_argument("--night-events", type=bench_run.parse_size, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="reuse the outputs of the nights before the last that an earlier invocation made "
+        "with the same checkouts (they take minutes to make)",
+    )
     parser.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--generate-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -180,17 +188,24 @@ def main() -> None:
         (nights, case, name): Figures() for nights in kept for case in cases for name in checkouts
     }
     work = store / "work"
-    shutil.rmtree(work, ignore_errors=True)
+    if not args.reuse:
+        shutil.rmtree(work, ignore_errors=True)
     print(bench_run.header(sys.argv[1:], "bench/incremental_nights.py"), flush=True)
     bases: dict[tuple[int, str], Path] = {}
     for nights in kept:
         for number, (name, checkout) in enumerate(checkouts.items()):
             base = work / f"base-{nights}-{number}"
+            bases[(nights, name)] = base
+            made_by = work / f"base-{nights}-{number}.made-by"  # the checkout that made it
+            if args.reuse and made_by.exists() and made_by.read_text() == str(checkout):
+                print(f"reusing the outputs of {nights - 1} nights made with {name}")
+                continue
+            shutil.rmtree(base, ignore_errors=True)
             started = time.perf_counter()
             timed(incremental(run_command(store, nights - 1, base), base), checkout)
             seconds = time.perf_counter() - started
+            made_by.write_text(str(checkout))
             print(f"made the outputs of {nights - 1} nights with {name} ({seconds:.1f} s)")
-            bases[(nights, name)] = base
     for round_no in range(args.rounds):
         for nights in kept:
             for number, name in enumerate(checkouts):
@@ -199,12 +214,13 @@ def main() -> None:
                 shutil.copytree(bases[(nights, name)], out)
                 command = incremental(run_command(store, nights, out), out)
                 for case in cases:
-                    wall, rss = timed(command, checkouts[name])
+                    wall, cpu, rss = timed(command, checkouts[name])
                     figures[(nights, case, name)].wall.append(wall)
+                    figures[(nights, case, name)].cpu.append(cpu)
                     figures[(nights, case, name)].rss_mb.append(rss)
                     print(
                         f"round {round_no + 1}, {nights} nights, {case}, {name}: "
-                        f"{wall:.2f} s, {rss:,.0f} MB",
+                        f"{wall:.2f} s wall, {cpu:.2f} s CPU, {rss:,.0f} MB",
                         flush=True,
                     )
     mine, other = checkouts
@@ -212,22 +228,25 @@ def main() -> None:
     for nights in kept:
         print(f"- {nights} nights: `{shown_command(store, nights)}`")
     print(
-        f"\n| nights kept | events kept | case | {mine} s | {other} s | ratio (paired median) "
+        f"\n| nights kept | events kept | case | wall s, {mine} | wall s, {other} "
+        f"| CPU s, {mine} | CPU s, {other} | CPU ratio (paired median) "
         f"| peak RSS MB, {mine} / {other} |"
     )
-    print("|---:|---:|---|---:|---:|---:|---:|")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
     for nights in kept:
         for case in cases:
             a, b = figures[(nights, case, mine)], figures[(nights, case, other)]
-            ratio = statistics.median(x / y for x, y in zip(a.wall, b.wall, strict=True))
+            ratio = statistics.median(x / y for x, y in zip(a.cpu, b.cpu, strict=True))
             print(
                 f"| {nights} | {sum(night_counts[:nights]):,} | {case} | {_spread(a.wall)} "
-                f"| {_spread(b.wall)} | {ratio:.3f} | {max(a.rss_mb):,.0f} / "
-                f"{max(b.rss_mb):,.0f} |"
+                f"| {_spread(b.wall)} | {_spread(a.cpu)} | {_spread(b.cpu)} | {ratio:.3f} "
+                f"| {max(a.rss_mb):,.0f} / {max(b.rss_mb):,.0f} |"
             )
     print(
-        f"\nSeconds: median of {args.rounds} interleaved rounds (fastest–slowest); the night "
-        f"added holds {night_counts[0]:,} events in {SHAPE.runs_for(args.night_events):,} runs."
+        f"\nSeconds: median of {args.rounds} interleaved rounds (fastest–slowest); each night "
+        f"holds {min(night_counts):,}–{max(night_counts):,} events in "
+        f"{SHAPE.runs_for(args.night_events):,} runs; the CPU ratio is this checkout's over the "
+        "other's, round by round."
     )
 
 
