@@ -103,7 +103,19 @@ def run_command(store: Path, nights: int, out: Path) -> list[str]:
     entry = "from evalbatch.cli import main; main()"
     events = [bench_run.shown(night_dir(store, night)) for night in range(nights)]
     suites = bench_run.shown(store / "suites")
-    return [bench_run.python(), "-c", entry, "run", *events, "--suites", suites]
+    # -P: the working directory (this checkout) is not put before PYTHONPATH's checkout
+    return [bench_run.python(), "-P", "-c", entry, "run", *events, "--suites", suites]
+
+
+def check_imports(checkout: Path) -> None:
+    """Stop unless a child given `checkout` on PYTHONPATH imports evalbatch from it."""
+    command = [bench_run.python(), "-P", "-c", "import evalbatch; print(evalbatch.__file__)"]
+    env = dict(os.environ, PYTHONPATH=str(checkout))
+    found = subprocess.run(
+        command, cwd=bench_run.ROOT, env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    if not Path(found).resolve().is_relative_to(checkout.resolve()):
+        sys.exit(f"a child given {checkout} imports evalbatch from {found}")
 
 
 def incremental(command: list[str], out: Path) -> list[str]:
@@ -183,6 +195,8 @@ def main() -> None:
     store = ensure_nights(args.night_events, max(kept), args.seed)
     night_counts = json.loads((store / ".complete").read_text())["events"]
     checkouts = {"this checkout": bench_run.ROOT, f"--vs {args.vs}": args.vs.resolve()}
+    for checkout in checkouts.values():
+        check_imports(checkout)
     cases = ("one night added", "nothing new")
     figures = {
         (nights, case, name): Figures() for nights in kept for case in cases for name in checkouts
