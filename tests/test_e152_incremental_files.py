@@ -220,6 +220,22 @@ def test_e152_a_manifest_without_file_records_reads_every_file_once(
     _assert_equals_full(store, out, "old-manifest")
 
 
+def test_e152_a_damaged_file_record_is_a_full_regrade(store: dict[str, Path]) -> None:
+    """A file record the manifest cannot vouch for (a fingerprint that is not one) makes the
+    manifest untrusted, as any damage to it does (E-71): a full regrade, never a failure."""
+    out = store["root"] / "out"
+    _incremental(store, out)
+    path = out / "manifest.json"
+    doc = json.loads(path.read_text())
+    record = doc["inputs"][str(store["events"] / "night-00.parquet")]
+    record["runs"] = dict.fromkeys(record["runs"], "not:a:fingerprint")
+    path.write_text(json.dumps(doc))
+    report = _incremental(store, out)
+    assert report.full_regrade
+    assert report.regrade_reason == "manifest.json: not a manifest of this evalbatch"
+    _assert_equals_full(store, out, "damaged-record")
+
+
 def test_e152_the_terminal_lists_the_nights_runs_and_counts_the_kept(
     store: dict[str, Path],
 ) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -212,14 +213,19 @@ def read_manifest(out_dir: Path) -> Manifest:
         raise Untrusted(f"{MANIFEST_FILE}: not a manifest of this evalbatch") from exc
 
 
+#: a fingerprint as `run_fingerprints` writes it: count, sum and xor of row hashes
+_FINGERPRINT = re.compile(r"[0-9]+:[0-9]+:[0-9]+")
+
+
 def _input_record(recorded: Any) -> InputRecord:
     """An event file's record, as written (a manifest without them knows no file: each is
     read, E-152)."""
     runs = recorded["runs"]
     if not isinstance(runs, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in runs.items()
+        isinstance(k, str) and isinstance(v, str) and _FINGERPRINT.fullmatch(v)
+        for k, v in runs.items()
     ):
-        raise ValueError("inputs")
+        raise ValueError("inputs")  # combine() must never fail on what it was given
     identity = FileIdentity(
         bytes=int(recorded["bytes"]),
         mtime_ns=int(recorded["mtime_ns"]),
