@@ -16,9 +16,13 @@ process timed by the operating system:
 
 The nights are generated once by DuckDB (`bench/generate_events.sql`) under
 bench/data/nights-<events>-seed<seed>/ (gitignored); the output directories are made under it
-too and replaced on every invocation. The markdown table printed at the end can be pasted into
-bench/RESULTS.md: median wall seconds (fastest–slowest), the highest peak RSS, and the median of
-the per-round ratios of this checkout to the other.
+too and replaced on every invocation, unless `--reuse` keeps those of the nights before the last
+that the same checkouts made (they take minutes). Each child runs `python -P` with its checkout
+on PYTHONPATH (without -P the working directory, this checkout, would come first), which is
+checked before anything is timed. The markdown table printed at the end can be pasted into
+bench/RESULTS.md: median wall and CPU seconds (fastest–slowest), the highest peak RSS, and the
+median of the per-round CPU ratios of this checkout to the other (on a shared machine the CPU
+seconds move far less than the wall seconds).
 """
 
 from __future__ import annotations
