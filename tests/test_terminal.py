@@ -323,12 +323,16 @@ def test_e92_run_json_incremental(tmp_path: Path) -> None:
         "graded": 2,
         "kept": 0,
         "reason": "no manifest.json in the output directory",
+        "eventFiles": 1,
+        "eventFilesRead": 1,
     }
     assert json.loads(again.stdout)["incremental"] == {
         "fullRegrade": False,
         "graded": 0,
         "kept": 2,
         "reason": None,
+        "eventFiles": 1,
+        "eventFilesRead": 0,
     }
 
 

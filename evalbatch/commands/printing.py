@@ -186,16 +186,40 @@ def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def print_runs(runs: pl.DataFrame, console: Console | None = None, limit: int = RUNS_SHOWN) -> None:
+def print_runs(
+    runs: pl.DataFrame,
+    console: Console | None = None,
+    limit: int = RUNS_SHOWN,
+    kept: Collection[str] = (),
+) -> None:
     """`run`'s table, failures first, at most `limit` rows, fitted to the console's width, then
-    the totals over every run. Ids come from the log, so they are printed escaped."""
-    from rich.table import Table
-    from rich.text import Text
+    the totals over every run. Ids come from the log, so they are printed escaped. The runs an
+    incremental run `kept` unchanged are counted on a line of their own, not listed (E-152): a
+    night's table is the night's runs, however many nights the outputs hold."""
+    import polars as pl
 
-    console = console or stdout_console()
     if runs.height == 0:
         click.echo("no eval run was graded")
         return
+    listed = runs.filter(~pl.col("run_id").is_in(sorted(kept))) if kept else runs
+    if listed.height:
+        _print_run_rows(listed, console or stdout_console(), limit)
+    if kept:
+        click.echo(
+            f"kept {plural(runs.height - listed.height, 'eval run')} unchanged from the last "
+            "run, not listed (see runs.parquet)"
+        )
+    totals = RunTotals.of(runs)
+    click.echo(totals.line())
+    if (errored := totals.errored_line()) is not None:
+        click.echo(errored)
+
+
+def _print_run_rows(runs: pl.DataFrame, console: Console, limit: int) -> None:
+    """The table's rows, failures first, at most `limit`, then the rest counted by result."""
+    from rich.table import Table
+    from rich.text import Text
+
     ordered = runs_in_table_order(runs)
     table = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
     table.add_column("run", overflow="fold")
@@ -224,10 +248,6 @@ def print_runs(runs: pl.DataFrame, console: Console | None = None, limit: int = 
         click.echo(
             f"... and {plural(ordered.height - limit, 'more run')} ({described}); see runs.parquet"
         )
-    totals = RunTotals.of(runs)
-    click.echo(totals.line())
-    if (errored := totals.errored_line()) is not None:
-        click.echo(errored)
 
 
 #: the severities in the order they are told

@@ -145,6 +145,8 @@ def run(
             f"{how}: graded {printing.plural(graded, 'new or changed eval run')}, "
             f"kept {report.carried_runs} unchanged{why}"
         )
+        if report.event_files is not None and report.event_files_read is not None:
+            line += f"; read {report.event_files_read} of {report.event_files} event files"
         if not quiet:
             click.echo(line)
         elif report.regrade_reason and not report.first_incremental:
@@ -153,7 +155,7 @@ def run(
     if quiet:  # quiet is quiet: a nightly job's cron mails nothing on a clean night (E-107)
         printing.print_skipped(report.problems)  # but the runs it skipped are errors: told
         sys.exit(report.exit_code)
-    printing.print_runs(report.runs)
+    printing.print_runs(report.runs, kept=report.kept_run_ids)  # a night lists its own (E-152)
     printing.print_problems(report.problems)
     click.echo(
         f"wrote {printing.plural(report.summary_count, 'summary')} to "
@@ -178,6 +180,8 @@ def _document(
             "graded": graded,
             "kept": report.carried_runs,
             "reason": report.regrade_reason,
+            "eventFiles": report.event_files,
+            "eventFilesRead": report.event_files_read,
         }
         if incremental
         else None,

@@ -1,12 +1,14 @@
-"""`manifest.json`: what an incremental run's grades depended on, and a record of each output
-file (size, sha256, rows) that the next incremental run checks before it carries a row from it
-(E-50, E-71).
+"""`manifest.json`: what an incremental run's grades depended on, a record of each output file
+(size, sha256, rows) that the next incremental run checks before it carries a row from it
+(E-50, E-71), and a record of each event file it read (its identity and the fingerprint of each
+run's rows in it) that lets the next one skip an unchanged file without reading its rows (E-152).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,24 +104,71 @@ class RunEntry:
     delegates: dict[str, str | None] | None = None
 
 
+@dataclass(frozen=True)
+class FileIdentity:
+    """What tells an event file unchanged without reading its rows (E-152): its size, its
+    modification and status-change times, and the sha256 of its Parquet footer (the schema,
+    the row groups with their offsets, sizes and statistics). A rewrite of any page changes the
+    times, and nearly always the footer too (offsets, sizes, statistics)."""
+
+    bytes: int
+    mtime_ns: int
+    ctime_ns: int
+    footer_sha256: str
+
+
+@dataclass(frozen=True)
+class InputRecord:
+    """One event file as an incremental run read it: its identity and, for each run with rows
+    in it, the fingerprint of those rows (the same count, sum and xor of row hashes as a run's
+    own fingerprint, E-50, so a run's fingerprint is its files' combined, `combine`)."""
+
+    identity: FileIdentity | None  # None: none to trust (not kept, so read every time)
+    runs: dict[str, str]
+
+
+def combine(parts: list[str]) -> str:
+    """The fingerprint of a run from the fingerprints of its rows in each file: counts and sums
+    add up, xors xor (the order of the files does not matter)."""
+    if len(parts) == 1:
+        return parts[0]
+    count = total = xor = 0
+    for part in parts:
+        rows, summed, xored = part.split(":")
+        count += int(rows)
+        total += int(summed)
+        xor ^= int(xored)
+    return f"{count}:{total}:{xor}"
+
+
 @dataclass
 class Manifest:
     settings: dict[str, Any]
     runs: dict[str, RunEntry]
     files: dict[str, FileRecord] = field(default_factory=dict)  # filled in once written
+    #: each event file read, by its path as found, that can be told unchanged next time (E-152)
+    inputs: dict[str, InputRecord] = field(default_factory=dict)
 
     def text(self) -> str:
         runs = {}
         for run_id, entry in sorted(self.runs.items()):
-            doc = {k: v for k, v in asdict(entry).items() if v is not None}
+            doc: dict[str, Any] = {"events": entry.events}
             if entry.suite_key is not None:
                 doc["suite_key"] = list(entry.suite_key)
+            for name in ("suite", "baseline", "delegates"):
+                if (value := getattr(entry, name)) is not None:
+                    doc[name] = value
             runs[run_id] = doc
         body = {
             "format": MANIFEST_FORMAT,
             "settings": self.settings,
             "runs": runs,
             "files": {name: asdict(record) for name, record in sorted(self.files.items())},
+            "inputs": {
+                path: {**asdict(record.identity), "runs": record.runs}
+                for path, record in sorted(self.inputs.items())
+                if record.identity is not None
+            },
         }
         return json.dumps(body, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
 
@@ -158,9 +207,32 @@ def read_manifest(out_dir: Path) -> Manifest:
             name: FileRecord(bytes=int(r["bytes"]), sha256=str(r["sha256"]), rows=int(r["rows"]))
             for name, r in doc["files"].items()
         }
-        return Manifest(settings=doc["settings"], runs=runs, files=files)
+        inputs = {str(path): _input_record(r) for path, r in doc.get("inputs", {}).items()}
+        return Manifest(settings=doc["settings"], runs=runs, files=files, inputs=inputs)
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
         raise Untrusted(f"{MANIFEST_FILE}: not a manifest of this evalbatch") from exc
+
+
+#: a fingerprint as `run_fingerprints` writes it: count, sum and xor of row hashes
+_FINGERPRINT = re.compile(r"[0-9]+:[0-9]+:[0-9]+")
+
+
+def _input_record(recorded: Any) -> InputRecord:
+    """An event file's record, as written (a manifest without them knows no file: each is
+    read, E-152)."""
+    runs = recorded["runs"]
+    if not isinstance(runs, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and _FINGERPRINT.fullmatch(v)
+        for k, v in runs.items()
+    ):
+        raise ValueError("inputs")  # combine() must never fail on what it was given
+    identity = FileIdentity(
+        bytes=int(recorded["bytes"]),
+        mtime_ns=int(recorded["mtime_ns"]),
+        ctime_ns=int(recorded["ctime_ns"]),
+        footer_sha256=str(recorded["footer_sha256"]),
+    )
+    return InputRecord(identity, dict(runs))
 
 
 def _delegates(recorded: Any) -> dict[str, str | None] | None:

@@ -13,12 +13,21 @@ expected (no manifest, an older manifest format, other settings, an output file 
 changed, truncated or unreadable, the marker of a run that died putting its files in place)
 makes it a full regrade, and `Selection.reason` says which file and which check. Either way
 the outputs equal a full regrade's, byte for byte.
+
+A run's fingerprint is not read from every kept event file each night (E-152): the manifest also
+records each event file read, by its identity (size, modification and status-change times, the
+sha256 of its Parquet footer) and the fingerprint of each run's rows in it. A file whose identity
+is as recorded is not read again; the files new or changed since are read, and a run's
+fingerprint is its files' combined, so a run split across an unchanged and a changed file, or one
+that lost a removed file's rows, has a new fingerprint and is graded again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +40,15 @@ from evalbatch.extract import sql_files
 from evalbatch.inputs import event_files, suites
 from evalbatch.options import GradeOptions
 from evalbatch.outputs import outdir, output_format
-from evalbatch.outputs.manifest import Manifest, Untrusted, check_outputs, read_manifest
+from evalbatch.outputs.manifest import (
+    FileIdentity,
+    InputRecord,
+    Manifest,
+    Untrusted,
+    check_outputs,
+    combine,
+    read_manifest,
+)
 from evalbatch.version import package_version
 
 
@@ -70,6 +87,83 @@ def event_fingerprints(
     return dict(sql_files.relation(con, "run_fingerprints").fetchall())
 
 
+#: the last bytes of a Parquet file: the footer's length (4 bytes, little-endian) and `PAR1`
+_TAIL = 8
+_MAGIC = b"PAR1"
+
+
+def identify(path: str) -> FileIdentity | None:
+    """An event file's identity (E-152), from one open file: its status and its footer's bytes
+    (a few kilobytes, whatever the rows). None when it has none this can trust: not a local
+    file, or no plain Parquet footer (the file is then read every time)."""
+    try:
+        with open(path, "rb") as handle:
+            status = os.fstat(handle.fileno())
+            if status.st_size < len(_MAGIC) + _TAIL:
+                return None
+            handle.seek(status.st_size - _TAIL)
+            tail = handle.read(_TAIL)
+            length = int.from_bytes(tail[:4], "little")
+            if tail[4:] != _MAGIC or length > status.st_size - len(_MAGIC) - _TAIL:
+                return None
+            handle.seek(status.st_size - _TAIL - length)
+            footer = handle.read(length)
+    except OSError:
+        return None
+    return FileIdentity(
+        bytes=status.st_size,
+        mtime_ns=status.st_mtime_ns,
+        ctime_ns=status.st_ctime_ns,
+        footer_sha256=hashlib.sha256(footer + tail).hexdigest(),
+    )
+
+
+@dataclass
+class Inputs:
+    """What the event files hold, run by run: each file's record (read for a new or changed
+    file, the manifest's for an unchanged one) and which files were read."""
+
+    records: dict[str, InputRecord]
+    #: the files whose rows this run read (new, changed, or not known to the manifest)
+    read: list[str]
+
+    def fingerprints(self, only: frozenset[str] | None) -> dict[str, str]:
+        """Each run's fingerprint over every file (among `only`, when given)."""
+        parts: dict[str, list[str]] = defaultdict(list)
+        for record in self.records.values():
+            for run_id, part in record.runs.items():
+                if only is None or run_id in only:
+                    parts[run_id].append(part)
+        return {run_id: combine(found) for run_id, found in parts.items()}
+
+    def recorded(self) -> dict[str, InputRecord]:
+        """The records the manifest keeps: every file that can be told unchanged next time."""
+        return {p: r for p, r in self.records.items() if r.identity is not None}
+
+
+def read_inputs(
+    con: duckdb.DuckDBPyConnection, sources: event_files.Sources, previous: Manifest | None
+) -> Inputs:
+    """Each usable event file's record: the previous manifest's where the file's identity is
+    the one recorded (its rows are not read), else its runs' fingerprints read from it alone.
+    A file is identified before it is read, so one changed while it is read is read again
+    next time."""
+    known = previous.inputs if previous is not None else {}
+    records: dict[str, InputRecord] = {}
+    read: list[str] = []
+    for plan, paths in sources.groups.items():
+        for path in paths:
+            identity = identify(path)
+            old = known.get(path)
+            if identity is not None and old is not None and old.identity == identity:
+                records[path] = old
+                continue
+            one_file = event_files.Sources(groups={plan: [path]})
+            records[path] = InputRecord(identity, event_fingerprints(con, one_file))
+            read.append(path)
+    return Inputs(records, read)
+
+
 @dataclass
 class Selection:
     """Which runs to grade, and what the previous outputs supply for the others."""
@@ -79,6 +173,8 @@ class Selection:
     previous: Manifest | None
     carried: Carried | None = None
     reason: str | None = None  # why everything is graded (a full regrade), content-free
+    #: the event files as this run found them (E-152), for the manifest it writes
+    inputs: Inputs | None = None
 
     @property
     def full(self) -> bool:
@@ -100,30 +196,56 @@ def _settings_changed(old: dict[str, Any], new: dict[str, Any]) -> str:
     return ", ".join(names)
 
 
-def select(
-    out_dir: Path,
-    options: GradeOptions,
-    fingerprints: dict[str, str],
-    choices: Mapping[tuple[str, str], suites.SuiteChoice],
-) -> Selection:
-    """Compare the inputs with the last run's manifest: the runs to grade again. Every output
-    file is checked against the manifest before a row of it is trusted (E-71), and none is
+def trusted_manifest(out_dir: Path, options: GradeOptions) -> tuple[Manifest | None, str | None]:
+    """The last run's manifest, when rows may be carried from its outputs; else None and why.
+    Every output file is checked against it before a row of it is trusted (E-71), and none is
     trusted from a directory a run died putting its files in (E-119)."""
     if outdir.incomplete(out_dir):
-        reason = "the last run was interrupted while putting its outputs in place"
-        return Selection(None, fingerprints, None, reason=reason)
+        return None, "the last run was interrupted while putting its outputs in place"
     try:
         previous = read_manifest(out_dir)
     except Untrusted as exc:
-        return Selection(None, fingerprints, None, reason=str(exc))
+        return None, str(exc)
     current = settings(options)
     if previous.settings != current:
-        changed_names = _settings_changed(previous.settings, current)
-        return Selection(None, fingerprints, previous, reason=f"settings changed: {changed_names}")
+        return None, f"settings changed: {_settings_changed(previous.settings, current)}"
     try:
         check_outputs(out_dir, previous)
     except Untrusted as exc:
-        return Selection(None, fingerprints, previous, reason=str(exc))
+        return None, str(exc)
+    return previous, None
+
+
+def choose(
+    con: duckdb.DuckDBPyConnection,
+    sources: event_files.Sources,
+    out_dir: Path,
+    options: GradeOptions,
+    choices: Mapping[tuple[str, str], suites.SuiteChoice],
+) -> Selection:
+    """The runs to grade again, reading only the event files new or changed since the last run
+    (E-152); all of them when its outputs cannot be carried from (the reason says why).
+
+    Raises:
+        duckdb.Error: a file to read cannot be read whole.
+    """
+    previous, reason = trusted_manifest(out_dir, options)
+    inputs = read_inputs(con, sources, previous)
+    fingerprints = inputs.fingerprints(sources.only_runs)
+    if previous is None:
+        return Selection(None, fingerprints, None, reason=reason, inputs=inputs)
+    return select(out_dir, previous, fingerprints, choices, inputs)
+
+
+def select(
+    out_dir: Path,
+    previous: Manifest,
+    fingerprints: dict[str, str],
+    choices: Mapping[tuple[str, str], suites.SuiteChoice],
+    inputs: Inputs | None = None,
+) -> Selection:
+    """Compare the runs' fingerprints and suites with the last run's manifest (trusted, with
+    its outputs: `trusted_manifest`): the runs to grade again."""
     old = previous.runs
     reading_delegates = suites.delegate_suites(choices)
 
@@ -157,8 +279,8 @@ def select(
         carried = Carried.load(out_dir, set(fingerprints) - dirty)
     except (OSError, ValueError, pl.exceptions.PolarsError):
         reason = "runs.parquet, tasks.parquet or problems.parquet: cannot be read"
-        return Selection(None, fingerprints, previous, reason=reason)
-    return Selection(dirty, fingerprints, previous, carried)
+        return Selection(None, fingerprints, previous, reason=reason, inputs=inputs)
+    return Selection(dirty, fingerprints, previous, carried, inputs=inputs)
 
 
 def _in_range(low: str | None, high: str | None) -> pl.Expr:

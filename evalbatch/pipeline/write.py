@@ -65,6 +65,12 @@ class RunReport:
     regrade_reason: str | None = None  # why an incremental run graded everything (content-free)
     #: the output directory held no manifest before (a first incremental run: nothing to carry)
     first_incremental: bool = False
+    #: the eval runs an incremental run kept unchanged (E-152: the terminal lists the others)
+    kept_run_ids: frozenset[str] = frozenset()
+    #: an incremental run's event files, and those of them whose rows it read to fingerprint
+    #: runs (new or changed, E-152); None when it could not tell them apart
+    event_files: int | None = None
+    event_files_read: int | None = None
 
     @property
     def summary_count(self) -> int:
@@ -202,14 +208,13 @@ def write_outputs(
         def choose_runs(con: Any, sources: event_files.Sources) -> frozenset[str] | None:
             nonlocal selection, regrade_reason
             try:
-                prints = incremental.event_fingerprints(con, sources)
+                selection = incremental.choose(con, sources, out, options, choices)
             except event_files.NOT_THE_DATA:
                 raise
             except duckdb.Error:
                 # a file the fingerprint cannot read: grade everything, as a full run
                 regrade_reason = "an event file cannot be read whole to fingerprint its runs"
                 return None
-            selection = incremental.select(out, options, prints, choices)
             regrade_reason = selection.reason
             return selection.dirty
 
@@ -277,16 +282,25 @@ def write_outputs(
             raise
         finally:
             grading.close()
+    inputs = selection.inputs if selection is not None else None
+    # the eval runs kept (the manifest also keeps runs that are not eval runs: child runs)
+    kept = (
+        frozenset(runs["run_id"].filter(runs["run_id"].is_in(sorted(carried.runs))))
+        if carried
+        else frozenset()
+    )
     return RunReport(
         runs=runs,
         problems=problem_frame,
         written=written,
-        # the eval runs kept (the manifest also keeps runs that are not eval runs: child runs)
-        carried_runs=int(runs["run_id"].is_in(sorted(carried.runs)).sum()) if carried else 0,
+        carried_runs=len(kept),
+        kept_run_ids=kept,
         full_regrade=carried is None,
         stale_lock=lock.stale.describe() if lock.stale is not None else None,
         regrade_reason=regrade_reason if carried is None else None,
         first_incremental=first_incremental,
+        event_files=len(inputs.records) if inputs is not None else None,
+        event_files_read=len(inputs.read) if inputs is not None else None,
     )
 
 
@@ -319,4 +333,5 @@ def _manifest(
             baseline=merged.declared_baselines.get(run_id),
             delegates=merged.delegates.get(run_id),
         )
-    return Manifest(incremental.settings(options), entries)
+    inputs = selection.inputs.recorded() if selection.inputs is not None else {}
+    return Manifest(incremental.settings(options), entries, inputs=inputs)
