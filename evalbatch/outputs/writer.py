@@ -59,6 +59,9 @@ def clear_dead_runs(out_dir: Path) -> int:
 
 #: rows per Parquet row group: fixed, so the files do not depend on how runs were batched
 ROW_GROUP_ROWS = 65_536
+#: rows per record batch when a written shard is copied (E-154): a whole row group decoded at
+#: once held several times its own size (measured), a few thousand rows at a time do not
+COPY_BATCH_ROWS = 8_192
 
 
 def _arrow_schema(schema: pl.Schema | dict[str, Any]) -> pa.Schema:
@@ -85,9 +88,15 @@ class TableWriter:
     def write(self, frame: pl.DataFrame) -> None:
         if frame.height == 0:
             return
-        table = frame.select(list(self.schema)).cast(self.schema).to_arrow()
-        self.pending.append(table.cast(self.arrow_schema))
-        self.pending_rows += frame.height
+        self.write_arrow(frame.select(list(self.schema)).cast(self.schema).to_arrow())
+
+    def write_arrow(self, rows: pa.Table) -> None:
+        """Append rows already in Arrow form, with the table's columns (as a file this writer
+        wrote reads back): the same bytes as `write` of the same rows."""
+        if rows.num_rows == 0:
+            return
+        self.pending.append(rows.select(self.arrow_schema.names).cast(self.arrow_schema))
+        self.pending_rows += rows.num_rows
         if self.pending_rows >= ROW_GROUP_ROWS:
             self._flush(final=False)
 
@@ -129,13 +138,12 @@ class WrittenShard:
             path.unlink(missing_ok=True)
 
 
-def _row_groups(path: Path, schema: pl.Schema) -> Iterator[pl.DataFrame]:
-    """The rows of a Parquet file a row group at a time, with the table's columns and types."""
+def _arrow_rows(path: Path) -> Iterator[pa.Table]:
+    """The rows of a Parquet file a few thousand at a time, as Arrow (never whole row groups:
+    the driver's memory while it copies shards, E-154)."""
     parquet = pq.ParquetFile(path)
-    for index in range(parquet.num_row_groups):
-        frame = pl.from_arrow(parquet.read_row_group(index))
-        assert isinstance(frame, pl.DataFrame)
-        yield frame.cast(schema)
+    for batch in parquet.iter_batches(batch_size=COPY_BATCH_ROWS, use_threads=False):
+        yield pa.Table.from_batches([batch])
 
 
 def write_table(
@@ -263,16 +271,16 @@ class OutputWriter:
 
     def add_written(self, shard: WrittenShard) -> None:
         """Append a batch a worker wrote (E-154), in run-id order as `add`'s: its summary lines as
-        they are, its trials and tasks a row group at a time, so the files are those `add` would
-        have written from the same rows; the shard's files are removed once copied."""
+        they are, its trials and tasks a few thousand rows at a time, so the files are those
+        `add` would have written from the same rows; the shard's files are removed once copied."""
         assert self.trials is not None and self.tasks is not None
         with shard.summaries.open(encoding="utf-8") as lines:
             for line in lines:
                 self.summaries.write(line)
-        for frame in _row_groups(shard.trials, TRIAL_SCHEMA):
-            self.trials.write(frame)
-        for frame in _row_groups(shard.tasks, TASK_SCHEMA):
-            self.tasks.write(frame)
+        for rows in _arrow_rows(shard.trials):
+            self.trials.write_arrow(rows)
+        for rows in _arrow_rows(shard.tasks):
+            self.tasks.write_arrow(rows)
         shard.remove()
 
     def task_rows(self, run_ids: list[str]) -> pl.DataFrame:
