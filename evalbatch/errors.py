@@ -47,6 +47,18 @@ class OutputLocked(EvalbatchError):
     exit_code = EXIT_LOCKED
 
 
+class ShardFailed(EvalbatchError):
+    """A shard of the Ray engine (or the task planning the shards) failed for good (E-155): its
+    worker stopped on a fault, or Ray could not run it to the end in the attempts it is given.
+    The message names the shard, its runs (ids only) and the fault; `exit_code` is the one the
+    local engine exits with for the same fault in a batch (`name_fault`), 4 when the worker was
+    lost. Nothing is written."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_NOT_WRITTEN) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
 def os_reason(exc: BaseException) -> str:
     """An OS fault as the OS names it (`No space left on device [ENOSPC]`), never the exception's
     own text, which may quote what was being written; the exception's type when it is no
