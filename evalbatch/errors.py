@@ -47,6 +47,18 @@ class OutputLocked(EvalbatchError):
     exit_code = EXIT_LOCKED
 
 
+class ShardFailed(EvalbatchError):
+    """A shard of the Ray engine (or the task planning the shards) failed for good (E-155): its
+    worker stopped on a fault, or Ray could not run it to the end in the attempts it is given.
+    The message names the shard, its runs (ids only) and the fault; `exit_code` is the one the
+    local engine exits with for the same fault in a batch (`name_fault`), 4 when the worker was
+    lost. Nothing is written."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_NOT_WRITTEN) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
 def os_reason(exc: BaseException) -> str:
     """An OS fault as the OS names it (`No space left on device [ENOSPC]`), never the exception's
     own text, which may quote what was being written; the exception's type when it is no
@@ -69,3 +81,35 @@ def write_failed(
     filename = getattr(exc, "filename", None) if name_file else None
     where = f"{target} ({filename})" if filename else f"{target}"
     return OutputError(f"{where}: could not be written: {os_reason(exc)}; {consequence}")
+
+
+def name_fault(exc: BaseException) -> tuple[str, int] | None:
+    """`exc` as the one line a user is shown and its exit code, or None when it is not a fault
+    the program can name (a bug). One definition for every command (`commands.faults.named`)
+    and for a Ray worker saying why its shard failed (E-155), so a fault is said alike on either
+    engine:
+
+    - the library's errors keep their message and exit code;
+    - an `OSError` is an output fault, exit code 4: reading paths turn their own OS errors into
+      input errors where they read, so an OS error that reaches here came from writing (a full
+      disk, a read-only file system, a directory it may not write); named by the path it met
+      and the OS's reason, never the exception's text;
+    - running out of memory (DuckDB's limit or the process's) names the options that help,
+      exit code 2.
+    """
+    if isinstance(exc, EvalbatchError):
+        return str(exc), getattr(exc, "exit_code", EXIT_UNUSABLE)
+    if isinstance(exc, OSError):
+        path = exc.filename2 or exc.filename
+        where = f" {path}" if path else ""
+        return f"could not read or write{where}: {os_reason(exc)}", OutputError.exit_code
+    import duckdb  # the engine loads when a command runs, not for --help
+
+    if isinstance(exc, duckdb.OutOfMemoryException | MemoryError):
+        reason = " ".join(str(exc).split("\n\n", 1)[0].split()) or type(exc).__name__
+        return (
+            f"out of memory ({reason}): raise --memory-limit, lower --threads or "
+            "--batch-events, or give --temp-dir a disk to spill to",
+            EXIT_UNUSABLE,
+        )
+    return None

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -487,6 +488,34 @@ def generated_log(
     with duckdb.connect() as con:
         con.execute(f"COPY ({query}) TO '{events}' (FORMAT parquet)", params)
     return events, suites
+
+
+# --------------------------------------------------------------------------------------------
+# Object storage (E-153): the S3-compatible server of the `store` fixture (tests/conftest.py)
+
+#: the bucket the samples are uploaded into
+S3_BUCKET = "evalbatch-events"
+#: the credentials the server is set up with (moto takes any until its auth is turned on)
+S3_KEY_ID, S3_SECRET = "AKIAEVALBATCHTEST", "evalbatch-test-secret"
+
+
+@dataclass(frozen=True)
+class Store:
+    """The running server: its endpoint, a boto3 client on the test bucket, and the variables
+    (credentials, endpoint) that reach it, set in the test process's environment."""
+
+    endpoint: str
+    port: int
+    client: Any
+    environment: Mapping[str, str]
+
+    def upload(self, local: Path, prefix: str) -> str:
+        """Every file below `local` (or `local` itself) under `prefix`; the prefix's URI."""
+        files = [local] if local.is_file() else sorted(p for p in local.rglob("*") if p.is_file())
+        for path in files:
+            key = prefix if local.is_file() else f"{prefix}/{path.relative_to(local).as_posix()}"
+            self.client.upload_file(str(path), S3_BUCKET, key)
+        return f"s3://{S3_BUCKET}/{prefix}"
 
 
 # --------------------------------------------------------------------------------------------

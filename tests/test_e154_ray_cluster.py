@@ -1,12 +1,12 @@
 """E-154: on a Ray cluster of several nodes (separate raylets and object stores, started and
-torn down here with Ray's own `ray.cluster_utils.Cluster`), the workers write their shards' rows
-themselves and the driver commits: every output file is the local engine's, byte for byte, the
-driver is handed no trial or task row, and nothing of the shards is left behind.
+torn down with Ray's own `ray.cluster_utils.Cluster`: the `cluster` fixture of tests/conftest.py),
+the workers write their shards' rows themselves and the driver commits: every output file is the
+local engine's, byte for byte, the driver is handed no trial or task row, and nothing of the
+shards is left behind.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -26,26 +26,6 @@ from tests.test_scale import generated  # noqa: F401  (fixture)
 pytestmark = pytest.mark.slow
 
 INPUTS = [str(SAMPLES / "events"), str(SAMPLES / "regress")]
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    """A head node and two worker nodes, one CPU each, as three raylets on this machine."""
-    nodes = Cluster(
-        initialize_head=True,
-        head_node_args={"num_cpus": 1, "include_dashboard": False},
-    )
-    try:
-        for _ in range(2):
-            nodes.add_node(num_cpus=1)
-        nodes.wait_for_nodes()
-        ray.init(address=nodes.address, log_to_driver=False)
-        try:
-            yield nodes
-        finally:
-            ray.shutdown()
-    finally:
-        nodes.shutdown()
 
 
 def test_e154_the_cluster_has_three_nodes(cluster: Cluster) -> None:

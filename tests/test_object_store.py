@@ -1,30 +1,25 @@
 """Object storage in (E-153): event files read from an S3-compatible server through pyarrow.fs.
 
 The server is moto's, in server mode, started on a free port once for the module and stopped at
-its end (the teardown checks the port is closed). The samples are uploaded into a bucket, and
-each command given `s3://` URIs must answer as it answers for the same files on the disk: the
-same bytes for `run`, the same report for `regress` and `verify`, on either extractor. A missing
-object or bucket, credentials the server refuses and a scheme nobody reads are each one line
-naming the URI, never a traceback; no DuckDB extension is fetched or loaded for any of it.
+its end, the teardown checking the port is closed (the `store` fixture of tests/conftest.py). The
+samples are uploaded into a bucket, and each command given `s3://` URIs must answer as it answers
+for the same files on the disk: the same bytes for `run`, the same report for `regress` and
+`verify`, on either extractor. A missing object or bucket, credentials the server refuses and a
+scheme nobody reads are each one line naming the URI, never a traceback; no DuckDB extension is
+fetched or loaded for any of it.
 """
 
 from __future__ import annotations
 
 import glob
 import json
-import logging
-import socket
 import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import boto3
 import duckdb
 import pyarrow.parquet as pq
 import pytest
-from moto.server import ThreadedMotoServer
 
 from evalbatch import api
 from evalbatch.extract import extractor
@@ -36,74 +31,16 @@ from tests.helpers import (
     SAMPLE_EVENTS,
     SAMPLE_SUITES,
     SAMPLES,
+    Store,
     make_suite,
     run_main,
     standard_run,
     write_events,
     write_json,
 )
+from tests.helpers import S3_BUCKET as BUCKET
 
-BUCKET = "evalbatch-events"
-#: the credentials the server is set up with (moto takes any until its auth is turned on)
-KEY_ID, SECRET = "AKIAEVALBATCHTEST", "evalbatch-test-secret"
 NATIVE = extractor.library() is not None
-
-
-@dataclass(frozen=True)
-class Store:
-    """The running server: its endpoint, and a boto3 client on the test bucket."""
-
-    endpoint: str
-    port: int
-    client: Any
-
-    def upload(self, local: Path, prefix: str) -> str:
-        """Every file below `local` (or `local` itself) under `prefix`; the prefix's URI."""
-        files = [local] if local.is_file() else sorted(p for p in local.rglob("*") if p.is_file())
-        for path in files:
-            key = prefix if local.is_file() else f"{prefix}/{path.relative_to(local).as_posix()}"
-            self.client.upload_file(str(path), BUCKET, key)
-        return f"s3://{BUCKET}/{prefix}"
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    """moto's S3 server on a free port, the samples in its bucket, and an environment whose
-    credentials and endpoint are the standard AWS variables (no profile or ~/.aws of the user's
-    is read); stopped at the end."""
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    aws_home = tmp_path_factory.mktemp("aws-home")
-    try:
-        with pytest.MonkeyPatch.context() as patch:
-            for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3"):
-                patch.delenv(name, raising=False)
-            environment = {
-                "AWS_ACCESS_KEY_ID": KEY_ID,
-                "AWS_SECRET_ACCESS_KEY": SECRET,
-                "AWS_DEFAULT_REGION": "us-east-1",
-                object_store.ENDPOINT_VARIABLE: endpoint,
-                "AWS_EC2_METADATA_DISABLED": "true",
-                "AWS_CONFIG_FILE": str(aws_home / "config"),
-                "AWS_SHARED_CREDENTIALS_FILE": str(aws_home / "credentials"),
-            }
-            for name, value in environment.items():
-                patch.setenv(name, value)
-            client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
-            client.create_bucket(Bucket=BUCKET)
-            made = Store(endpoint, port, client)
-            made.upload(SAMPLE_EVENTS, "events")
-            made.upload(SAMPLES / "regress", "regress")
-            made.upload(SAMPLES / "inspect", "inspect")
-            made.upload(SAMPLES / "README.md", "notes/README.md")
-            yield made
-    finally:
-        server.stop()
-    with pytest.raises(OSError), socket.create_connection((host, port), timeout=2):
-        pass  # stopped: nothing listens on its port any more
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from typing import IO, Any
 import click
 
 from evalbatch.commands.types import printable
-from evalbatch.errors import EXIT_UNUSABLE, EvalbatchError, OutputError, os_reason
+from evalbatch.errors import name_fault
 
 
 class CommandFailed(click.ClickException):
@@ -42,38 +42,13 @@ class CommandFailed(click.ClickException):
         )
 
 
-def _os_message(exc: OSError) -> str:
-    """An OS fault as the path it met (a rename's target) and the OS's reason, never the
-    exception's text."""
-    path = exc.filename2 or exc.filename
-    where = f" {path}" if path else ""
-    return f"could not read or write{where}: {os_reason(exc)}"
-
-
 def named(exc: BaseException) -> CommandFailed | None:
     """`exc` as the one line a user sees and its exit code, or None when it is not a fault the
-    program can name (a bug: `main()` reports it as an internal error).
-
-    - the library's errors (`EvalbatchError`) keep their message and exit code;
-    - an `OSError` is an output fault, exit code 4: reading paths turn their own OS errors into
-      input errors where they read, so an OS error that reaches a command came from writing
-      (a full disk, a read-only file system, a directory it may not write);
-    - running out of memory (DuckDB's limit or the process's) names the options that help.
-    """
-    if isinstance(exc, EvalbatchError):
-        return CommandFailed(str(exc), getattr(exc, "exit_code", EXIT_UNUSABLE))
-    if isinstance(exc, OSError):
-        return named(OutputError(_os_message(exc)))
-    import duckdb  # the engine loads when a command runs, not for --help
-
-    if isinstance(exc, duckdb.OutOfMemoryException | MemoryError):
-        reason = " ".join(str(exc).split("\n\n", 1)[0].split()) or type(exc).__name__
-        return CommandFailed(
-            f"out of memory ({reason}): raise --memory-limit, lower --threads or "
-            "--batch-events, or give --temp-dir a disk to spill to",
-            EXIT_UNUSABLE,
-        )
-    return None
+    program can name (a bug: `main()` reports it as an internal error). What is named, and how,
+    is `errors.name_fault`'s (the library's errors keep theirs; an `OSError` is an output fault,
+    exit code 4; running out of memory is exit code 2 naming the options that help)."""
+    fault = name_fault(exc)
+    return CommandFailed(*fault) if fault is not None else None
 
 
 class Command(click.Command):

@@ -104,8 +104,9 @@ def run(
 
     Exit codes: 0 every run graded; 3 some run or file skipped (see problems.parquet);
     2 unusable input, no eval run selected (OUT is left as it was; see --allow-empty) or a usage
-    error; 4 the outputs could not be written (a full disk, a lock file that is a symbolic link:
-    the previous ones are unchanged); 5 another run is writing to OUT.
+    error; 4 the outputs could not be written (a full disk, a lock file that is a symbolic link,
+    with --engine ray a shard that failed for good: the previous ones are unchanged); 5 another
+    run is writing to OUT.
     """
     from evalbatch.commands import progress
     from evalbatch.pipeline.write import write_outputs  # the engine loads for a run, not --help

@@ -487,6 +487,9 @@ class BatchPlan:
     events: list[int]  # events per batch
     runs: int  # runs in the input (eval or not)
     rows_without_run: int
+    #: per batch, its first and last run id and how many runs it holds (a batch without runs
+    #: has none): how a batch that failed is named (E-155)
+    spans: list[tuple[str, str, int]] = field(default_factory=list)
 
 
 def plan_batches(
@@ -521,17 +524,22 @@ def plan_batches(
     batch_events = max(1, batch_events or 1)
     ranges: list[RunRange] = []
     events: list[int] = []
+    spans: list[tuple[str, str, int]] = []
     low: str | None = None
     size = 0
-    for run_id, count in counts:
+    first = 0  # the index in `counts` of the batch's first run
+    for index, (run_id, count) in enumerate(counts):
         if size and size + count > batch_events:
             ranges.append((low, run_id))
             events.append(size)
-            low, size = run_id, 0
+            spans.append((counts[first][0], counts[index - 1][0], index - first))
+            low, size, first = run_id, 0, index
         size += count
     ranges.append((low, None))
     events.append(size)
-    return BatchPlan(ranges, events, len(counts), without)
+    if counts:
+        spans.append((counts[first][0], counts[-1][0], len(counts) - first))
+    return BatchPlan(ranges, events, len(counts), without, spans)
 
 
 def _runs_union(sources: Sources, with_nulls: bool = False) -> str:

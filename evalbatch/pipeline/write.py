@@ -16,6 +16,7 @@ from evalbatch.errors import (
     EXIT_OK,
     EXIT_SKIPPED,
     InputError,
+    ShardFailed,
     write_failed,
 )
 from evalbatch.inputs import event_files, suites
@@ -180,6 +181,8 @@ def write_outputs(
         OutputLocked: another live run is writing to `out_dir`.
         OutputError: the outputs could not be written (a full disk at any point, E-72); the
             previous ones are left as they were, and nothing is left behind.
+        ShardFailed: on Ray, a shard failed for good (E-155); the previous outputs are left as
+            they were, and nothing is left behind.
     """
     from evalbatch.outputs import writer
     from evalbatch.outputs.lock import OutputLock
@@ -235,6 +238,9 @@ def write_outputs(
                 # Ray's workers write their shards' rows themselves (E-154)
                 shard_dir=files.work / SHARDS_DIR if engine == "ray" else None,
             )
+        except ShardFailed as exc:  # a Ray shard failed for good: said with what it left (E-155)
+            files.abort()
+            raise ShardFailed(f"{exc}; {_UNCHANGED}", exc.exit_code) from exc
         except BaseException:
             files.abort()
             raise
