@@ -1,10 +1,11 @@
 """Benchmark: `evalbatch run` on the local engine and on Ray, side by side, on generated logs of
-shape B (few large runs, 1,000 tasks × 10 trials; bench/run.py), with the memory of the Ray
-driver and of its workers apart.
+shape B (few large runs, 1,000 tasks × 10 trials; bench/run.py) or, with `--shape small`, A
+(many small runs), with the memory of the Ray driver and of its workers apart.
 
     python bench/ray_engines.py                                 # 10M and 50M, one round
     python bench/ray_engines.py --events 10M --rounds 3
     python bench/ray_engines.py --events 10M --shard-events 250k 1M  # worker memory by shard
+    python bench/ray_engines.py --events 2M --shape small       # the driver's cost per run
     python bench/ray_engines.py --events 2M --rounds 1          # a quick check
 
 Each command is a whole child process (`evalbatch run ... --quiet`, with `--engine ray` and
@@ -39,7 +40,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as bench_run  # the benchmark's generator, shapes, children and header
 
-SHAPE = bench_run.SHAPES["large"]
 TABLES = ("runs", "tasks", "trials", "problems")
 SAMPLE_SECONDS = 0.05
 
@@ -174,6 +174,12 @@ def main() -> None:
         default=None,
         help="Ray's --batch-events, one Ray command each (default: evalbatch's own)",
     )
+    parser.add_argument(
+        "--shape",
+        choices=tuple(bench_run.SHAPES),
+        default="large",
+        help="B large (default): few large runs; A small: many small runs (the driver per run)",
+    )
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     if args.rounds < 1:
@@ -184,7 +190,7 @@ def main() -> None:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="ray-engines-", dir=bench_run.HERE / "data") as tmp:
         for size in (bench_run.parse_size(text) for text in args.events):
-            data = bench_run.ensure_log(SHAPE, size, args.seed)
+            data = bench_run.ensure_log(bench_run.SHAPES[args.shape], size, args.seed)
             events, runs = bench_run.log_facts(data)
             local_out = Path(tmp) / f"local-{size}"
             local = Row(events, runs, "local", bench_run.run_command(data))
