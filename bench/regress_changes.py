@@ -64,7 +64,9 @@ def regress_command(base: Path, cand: Path) -> list[str]:
     entry = "from evalbatch.cli import main; main()"
     suites = bench_run.shown(base / "suites")
     sides = [bench_run.shown(base / "events"), bench_run.shown(cand / "events")]
-    return [bench_run.python(), "-c", entry, "regress", *sides, "--suites", suites, "--json"]
+    # -P: without it `-c` puts the working directory (this checkout) before PYTHONPATH, and
+    # every side would run this checkout's code
+    return [bench_run.python(), "-P", "-c", entry, "regress", *sides, "--suites", suites, "--json"]
 
 
 @dataclass
@@ -113,6 +115,8 @@ def main() -> None:
     base, cand = ensure_logs(args.events)
     command = regress_command(base, cand)
     checkouts = {"this checkout": bench_run.ROOT, f"--vs {args.vs}": args.vs.resolve()}
+    for checkout in checkouts.values():
+        bench_run.check_imports(checkout)
     figures = {name: Timed() for name in checkouts}
     verdicts = set()
     print(bench_run.header(sys.argv[1:], "bench/regress_changes.py"))

@@ -265,6 +265,18 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def check_imports(checkout: Path) -> None:
+    """Stop unless a child given `checkout` on PYTHONPATH (and run with `python -P`, so the
+    working directory does not come first) imports evalbatch from it."""
+    command = [python(), "-P", "-c", "import evalbatch; print(evalbatch.__file__)"]
+    env = dict(os.environ, PYTHONPATH=str(checkout))
+    found = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    if not Path(found).resolve().is_relative_to(checkout.resolve()):
+        sys.exit(f"a child given {checkout} imports evalbatch from {found}")
+
+
 def child(
     name: str, command: list[str], env: dict[str, str] | None = None
 ) -> tuple[float, float, str]:
