@@ -20,6 +20,10 @@ sha256 of its Parquet footer) and the fingerprint of each run's rows in it. A fi
 is as recorded is not read again; the files new or changed since are read, and a run's
 fingerprint is its files' combined, so a run split across an unchanged and a changed file, or one
 that lost a removed file's rows, has a new fingerprint and is graded again.
+
+A night that writes carries the rows of the runs before its first new, changed or removed run as
+they are: the leading row groups of the tables copied, not encoded again (E-156,
+`Carried.first_change`).
 """
 
 from __future__ import annotations
@@ -29,12 +33,13 @@ import json
 import os
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import polars as pl
+import pyarrow.parquet as pq
 
 from evalbatch.extract import sql_files
 from evalbatch.inputs import event_files, suites
@@ -275,8 +280,9 @@ def select(
         if run_id in old and old[run_id].baseline is not None and old[run_id].baseline in moved
     }
     dirty = frozenset(direct | follows)
+    first_change = min(dirty | gone) if dirty or gone else None
     try:
-        carried = Carried.load(out_dir, set(fingerprints) - dirty)
+        carried = Carried.load(out_dir, set(fingerprints) - dirty, first_change)
     except (OSError, ValueError, pl.exceptions.PolarsError):
         reason = "runs.parquet, tasks.parquet or problems.parquet: cannot be read"
         return Selection(None, fingerprints, previous, reason=reason, inputs=inputs)
@@ -298,51 +304,85 @@ def _read_table(out_dir: Path, table: str, keep: pl.Expr) -> pl.DataFrame:
     return pl.read_parquet(out_dir / output_format.table_file(table)).filter(keep)
 
 
-def _run_id_of_line(line: str) -> str:
+#: how much of a summaries.jsonl line is decoded to read its runId (a longer id: the whole line)
+_HEAD = 4096
+
+
+def _run_id_of_line(line: bytes) -> str:
     """The runId of a summaries.jsonl line: `{"runId": "...", "summary": ...}`."""
-    prefix = '{"runId": '
+    prefix = b'{"runId": '
     if not line.startswith(prefix):
         raise ValueError("not a summaries.jsonl line")
-    run_id, _ = json.JSONDecoder().raw_decode(line, len(prefix))
+    decoder = json.JSONDecoder()
+    try:  # the id is near the start: decode that much (a character cut at the end is after it)
+        run_id, _ = decoder.raw_decode(line[:_HEAD].decode("utf-8", "replace"), len(prefix))
+    except ValueError:
+        run_id, _ = decoder.raw_decode(line.decode("utf-8"), len(prefix))
+    if not isinstance(run_id, str):
+        raise ValueError("not a summaries.jsonl line")
     return run_id
 
 
 @dataclass
 class Carried:
-    """The previous outputs of the runs that are not graded again."""
+    """The previous outputs of the runs that are not graded again. Every row of a run before
+    `first_change` (the first run graded or dropped; None: none is) is carried as it is, so
+    the writer copies the leading row groups of the trials and tasks that hold only such rows
+    (E-156); the rows read here are those after them (`copied`)."""
 
     runs: set[str]
     summaries_path: Path
     trials_path: Path
+    tasks_path: Path
     run_rows: pl.DataFrame
-    task_rows: pl.DataFrame
     problem_rows: pl.DataFrame
+    first_change: str | None = None
+    #: table -> the leading row groups of the previous file the writer copied (not read here)
+    copied: dict[str, int] = field(default_factory=dict)
+    _task_rows: pl.DataFrame | None = None
 
     @classmethod
-    def load(cls, out_dir: Path, runs: set[str]) -> Carried:
+    def load(cls, out_dir: Path, runs: set[str], first_change: str | None = None) -> Carried:
         keep = pl.col("run_id").is_in(sorted(runs))
         return cls(
             runs=runs,
             summaries_path=out_dir / output_format.SUMMARIES_FILE,
             trials_path=out_dir / output_format.table_file("trials"),
+            tasks_path=out_dir / output_format.table_file("tasks"),
             run_rows=_read_table(out_dir, "runs", keep),
-            task_rows=_read_table(out_dir, "tasks", keep),
             problem_rows=_read_table(out_dir, "problems", keep),
+            first_change=first_change,
         )
 
-    def summary_lines(self) -> Iterator[tuple[str, str]]:
-        """(runId, line) of each carried run, in file (runId) order, read one at a time."""
-        with self.summaries_path.open(encoding="utf-8") as lines:
+    def summary_lines(self) -> Iterator[tuple[str, bytes]]:
+        """(runId, line) of each carried run, in file (runId) order, read one at a time, as the
+        bytes the file holds."""
+        with self.summaries_path.open("rb") as lines:
             for line in lines:
                 run_id = _run_id_of_line(line)
                 if run_id in self.runs:
                     yield run_id, line
 
+    def _rows(self, table: str, path: Path, keep: pl.Expr) -> pl.DataFrame:
+        """The carried rows of the previous `table` that `keep` keeps, after the row groups the
+        writer copied."""
+        keep = pl.col("run_id").is_in(sorted(self.runs)) & keep
+        skip = self.copied.get(table, 0)
+        if not skip:
+            return pl.scan_parquet(path).filter(keep).collect()
+        parquet = pq.ParquetFile(path)
+        rest = pl.from_arrow(parquet.read_row_groups(range(skip, parquet.num_row_groups)))
+        assert isinstance(rest, pl.DataFrame)
+        return rest.filter(keep)
+
     def tasks(self, low: str | None, high: str | None) -> pl.DataFrame:
-        """The carried task rows with low <= run_id < high (None is open)."""
-        return self.task_rows.filter(_in_range(low, high))
+        """The carried task rows with low <= run_id < high (None is open), after those the
+        writer copied."""
+        if self._task_rows is None:
+            self._task_rows = self._rows("tasks", self.tasks_path, pl.lit(True))
+        return self._task_rows.filter(_in_range(low, high))
 
     def trials(self, low: str | None, high: str | None) -> pl.DataFrame:
-        """The carried trial rows with low <= run_id < high (None is open)."""
-        keep = pl.col("run_id").is_in(sorted(self.runs)) & _in_range(low, high)
-        return pl.scan_parquet(self.trials_path).filter(keep).collect()
+        """The carried trial rows with low <= run_id < high (None is open), after those the
+        writer copied."""
+        return self._rows("trials", self.trials_path, _in_range(low, high))

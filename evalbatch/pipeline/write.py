@@ -246,16 +246,18 @@ def write_outputs(
             raise
         carried = selection.carried if selection is not None else None
         carried_lines = iter(carried.summary_lines()) if carried is not None else iter(())
-        next_line = next(carried_lines, None)
         merged = Merged(keep_tasks=False)  # the task rows are written as the batches come
         try:
+            if carried is not None:  # the rows before its first change, as they are (E-156)
+                carried.copied = files.copy_leading(out, carried.first_change)
+            next_line = next(carried_lines, None)
             for batch in batch_outputs(grading, on_batch):
                 merged.add(batch)
                 if batch.written is not None:
                     files.add_written(batch.written)
                     continue
                 trials, tasks = batch.trials, batch.tasks
-                lines: list[tuple[str, str]] = []
+                lines: list[tuple[str, bytes]] = []
                 if carried is not None:
                     low, high = batch.run_range
                     while next_line is not None and (high is None or next_line[0] < high):
