@@ -248,6 +248,22 @@ def mark_incomplete(out_dir: Path) -> None:
     _sync(out_dir, directory=True)
 
 
+def replace_manifest(out_dir: Path, manifest: Manifest) -> None:
+    """Put `manifest` in place of the one in `out_dir`, whose output files it describes as the
+    old one does (E-156: a night that keeps the outputs as they are records their identity as
+    found): one rename, so a reader sees either, each true of the files. A failed write leaves
+    the old one and nothing else (E-72)."""
+    work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=out_dir))
+    try:
+        (work / MANIFEST_FILE).write_text(manifest.text(), encoding="utf-8")
+        _sync(work / MANIFEST_FILE)
+        os.chmod(work / MANIFEST_FILE, file_mode())
+        os.replace(work / MANIFEST_FILE, out_dir / MANIFEST_FILE)
+        _sync(out_dir, directory=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 #: what describes the previous outputs, removed before any file is replaced (and put back, the
 #: manifest last, when a rename fails): a run that writes none leaves none of the old ones
 _REPLACED = (MANIFEST_FILE, RUN_INPUTS_FILE)
@@ -346,12 +362,13 @@ class OutputWriter:
         """Complete every file and rename each into the output directory.
 
         `manifest` (an incremental run's) gets each finished file's size, sha256 and rows, so
-        the next incremental run can check them before carrying a row (E-71). The previous
-        `manifest.json` goes first and the new one comes last, so a crash in between leaves no
-        manifest and the next incremental run grades everything rather than trusting rows that
-        may have been replaced. `run_inputs`, what the run was given, is recorded with the
-        sha256 of the summaries written (E-118); the previous record goes with the previous
-        manifest, so a directory never holds the record of other outputs."""
+        the next incremental run can check them before carrying a row (E-71), and its identity
+        once in place (E-156). The previous `manifest.json` goes first and the new one comes
+        last, so a crash in between leaves no manifest and the next incremental run grades
+        everything rather than trusting rows that may have been replaced. `run_inputs`, what
+        the run was given, is recorded with the sha256 of the summaries written (E-118); the
+        previous record goes with the previous manifest, so a directory never holds the record
+        of other outputs."""
         assert self.trials is not None and self.tasks is not None
         self.summaries.close()
         with (
@@ -380,22 +397,23 @@ class OutputWriter:
             names.append(RUN_INPUTS_FILE)
         if manifest is not None:
             manifest.files = records
-            (self.work / MANIFEST_FILE).write_text(manifest.text(), encoding="utf-8")
             names.append(MANIFEST_FILE)
-        self._put_in_place(names)
+        self._put_in_place(names, manifest)
         shutil.rmtree(self.work, ignore_errors=True)
         written = {name.split(".")[0]: self.out / name for name in names}
         return written
 
-    def _put_in_place(self, names: list[str]) -> None:
+    def _put_in_place(self, names: list[str], manifest: Manifest | None = None) -> None:
         """Rename each finished file over its previous version, the manifest last (the old one
         is removed first, as are the record of the previous run's inputs and the report and
         export files made from the previous tables, `DERIVED_FILES`: stale from now on), inside
         the commit of E-119: the files are synced, the marker is created, the directory changes,
-        is synced, and the marker goes. Each file about to be replaced or removed is first
-        hard-linked into the working directory, so when a rename fails the ones already done are
-        undone and the directory is as it was, marker included (where the file system has no
-        hard links, a failed rename can only stop, and the marker stays)."""
+        is synced, and the marker goes. The manifest (when `names` holds it) is written once the
+        other files are in place, with each one's identity there (E-156). Each file about to be
+        replaced or removed is first hard-linked into the working directory, so when a rename
+        fails the ones already done are undone and the directory is as it was, marker included
+        (where the file system has no hard links, a failed rename can only stop, and the marker
+        stays)."""
         derived = [name for name in DERIVED_FILES if (self.out / name).is_file()]
         kept: dict[str, Path] = {}
         absent: set[str] = set()
@@ -412,7 +430,8 @@ class OutputWriter:
                 continue
             kept[name] = backup
         for name in names:
-            _sync(self.work / name)
+            if name != MANIFEST_FILE:  # written in place below, once the others are renamed
+                _sync(self.work / name)
         marked_before = os.path.lexists(self.out / INCOMPLETE_FILE)
         try:
             mark_incomplete(self.out)
@@ -427,6 +446,8 @@ class OutputWriter:
             for name in removed:
                 (self.out / name).unlink(missing_ok=True)
             for name in names:
+                if name == MANIFEST_FILE and manifest is not None:
+                    self._write_manifest(manifest)
                 os.chmod(self.work / name, file_mode())
                 os.replace(self.work / name, self.out / name)
                 done.append(name)
@@ -441,6 +462,16 @@ class OutputWriter:
                 else:  # what the directory holds now is not one run's: readers must refuse it
                     mark_incomplete(self.out)
             raise
+
+    def _write_manifest(self, manifest: Manifest) -> None:
+        """Write `manifest` into the working directory, each output file's record with the
+        identity of the file now in place (E-156: renaming it moved its status-change time)."""
+        manifest.files = {
+            name: record.in_place((self.out / name).stat())
+            for name, record in manifest.files.items()
+        }
+        (self.work / MANIFEST_FILE).write_text(manifest.text(), encoding="utf-8")
+        _sync(self.work / MANIFEST_FILE)
 
     def _put_back(
         self, done: list[str], removed: list[str], kept: dict[str, Path], absent: set[str]
