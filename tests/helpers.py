@@ -343,6 +343,16 @@ def read_outputs(out_dir: Path) -> dict[str, bytes]:
     return {name: (out_dir / name).read_bytes() for name in OUTPUT_FILES}
 
 
+def manifest_as_graded(out_dir: Path) -> dict[str, Any]:
+    """An incremental run's manifest less each output file's identity in place (E-156: its
+    times, which differ between two directories holding the same files)."""
+    doc = json.loads((out_dir / "manifest.json").read_text(encoding="utf-8"))
+    for record in doc["files"].values():
+        record.pop("mtime_ns", None)
+        record.pop("ctime_ns", None)
+    return dict(doc)
+
+
 def summaries_of(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 

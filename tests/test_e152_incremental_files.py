@@ -23,7 +23,14 @@ from evalbatch import api
 from evalbatch.cli import cli
 from evalbatch.inputs import event_files
 from evalbatch.pipeline import incremental
-from tests.helpers import make_suite, read_outputs, standard_run, write_events, write_json
+from tests.helpers import (
+    make_suite,
+    manifest_as_graded,
+    read_outputs,
+    standard_run,
+    write_events,
+    write_json,
+)
 
 
 def _run_id(night: int, number: int) -> str:
@@ -58,7 +65,7 @@ def _assert_equals_full(store: dict[str, Path], out: Path, name: str) -> None:
     assert read_outputs(out) == read_outputs(fresh)
     again = store["root"] / f"first-{name}"
     _incremental(store, again)
-    assert (out / "manifest.json").read_bytes() == (again / "manifest.json").read_bytes()
+    assert manifest_as_graded(out) == manifest_as_graded(again)
 
 
 @pytest.fixture

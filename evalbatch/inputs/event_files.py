@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import glob
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from evalbatch.errors import InputError
 from evalbatch.inputs import inspect_cache, inspect_logs, object_store, parquet_layout
-from evalbatch.problems import MAX_SEQUENCE
+from evalbatch.problems import MAX_SEQUENCE, ProblemRow
 
 _T = TypeVar("_T")
 
@@ -74,6 +74,16 @@ class Sources:
     problems: list[FileProblem] = field(default_factory=list)
     #: grade only these runs (an incremental run's new and changed runs); None is every run
     only_runs: frozenset[str] | None = None
+
+
+def problem_rows(problems: Iterable[FileProblem], rows_without_run: int = 0) -> list[ProblemRow]:
+    """The problems not tied to a run: each file left out (once per file and code, in path
+    order) and, when some rows name no run, one `row-invalid` counting them (E-3)."""
+    found = {(problem.path, problem.code): problem for problem in problems}
+    rows: list[ProblemRow] = [(None, None, p.code, p.message) for _, p in sorted(found.items())]
+    if rows_without_run:
+        rows.append((None, None, "row-invalid", f"{rows_without_run} row(s)"))
+    return rows
 
 
 def expand_paths(paths: list[str]) -> list[str]:

@@ -1,14 +1,17 @@
 """`manifest.json`: what an incremental run's grades depended on, a record of each output file
-(size, sha256, rows) that the next incremental run checks before it carries a row from it
-(E-50, E-71), and a record of each event file it read (its identity and the fingerprint of each
-run's rows in it) that lets the next one skip an unchanged file without reading its rows (E-152).
+(size, sha256, rows, and its identity once in place) that the next incremental run checks before
+it carries a row from it or leaves it as it is (E-50, E-71, E-156), and a record of each event
+file it read (its identity and the fingerprint of each run's rows in it) that lets the next one
+skip an unchanged file without reading its rows (E-152).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,25 +33,59 @@ class Untrusted(Exception):
 @dataclass(frozen=True)
 class FileRecord:
     """One output file as it was written: what the next incremental run checks before it
-    carries a row from it."""
+    carries a row from it, or leaves it as it is (E-156)."""
 
     bytes: int
     sha256: str
     rows: int  # lines of summaries.jsonl, rows of a Parquet table
+    #: its identity in place (E-156): the modification and status-change times of the file the
+    #: run renamed into place (None in a record written before, or of a file not yet in place)
+    mtime_ns: int | None = None
+    ctime_ns: int | None = None
+
+    def in_place(self, status: os.stat_result) -> FileRecord:
+        """This record with the identity of the file whose status is `status`."""
+        return FileRecord(
+            self.bytes, self.sha256, self.rows, status.st_mtime_ns, status.st_ctime_ns
+        )
+
+    def same_identity(self, path: Path) -> bool:
+        """Whether the file at `path` is, by its status alone, the one recorded (E-156): its
+        size, modification and status-change times as recorded. A write moves both times and a
+        file renamed or copied there has a status-change time of its own, so this tells the file
+        left as it was apart from any other without reading it; a record without an identity
+        tells nothing."""
+        if self.mtime_ns is None or self.ctime_ns is None:
+            return False
+        try:
+            status = path.stat()
+        except OSError:
+            return False
+        return (status.st_size, status.st_mtime_ns, status.st_ctime_ns) == (
+            self.bytes,
+            self.mtime_ns,
+            self.ctime_ns,
+        )
+
+    def doc(self) -> dict[str, Any]:
+        """The record as the manifest holds it (no identity keys for a record without one)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
-def _scan_file(path: Path) -> tuple[int, str, int, bool]:
-    """Size, sha256, newline count and whether the file ends with a newline, in one read."""
+def _scan_file(path: Path) -> tuple[int, str, int, bool, os.stat_result]:
+    """Size, sha256, newline count and whether the file ends with a newline, in one read, and
+    the file's status taken before it (a change while it is read moves its times past it)."""
     digest = hashlib.sha256()
     size = newlines = 0
     last = b"\n"
     with path.open("rb") as handle:
+        status = os.fstat(handle.fileno())
         while chunk := handle.read(_CHUNK):
             digest.update(chunk)
             size += len(chunk)
             newlines += chunk.count(b"\n")
             last = chunk[-1:]
-    return size, digest.hexdigest(), newlines, last == b"\n"
+    return size, digest.hexdigest(), newlines, last == b"\n", status
 
 
 def _parquet_rows(path: Path) -> int:
@@ -60,18 +97,18 @@ def _parquet_rows(path: Path) -> int:
 
 def describe_file(path: Path) -> FileRecord:
     """The record of one output file just written."""
-    size, sha256, newlines, _ = _scan_file(path)
+    size, sha256, newlines, _, _ = _scan_file(path)
     rows = newlines if path.suffix == ".jsonl" else _parquet_rows(path)
     return FileRecord(bytes=size, sha256=sha256, rows=rows)
 
 
-def check_file(path: Path, recorded: FileRecord) -> None:
+def check_file(path: Path, recorded: FileRecord) -> FileRecord:
     """Raise `Untrusted` unless `path` is whole and is the file `recorded` describes: readable,
     its last line whole (summaries.jsonl), its rows, size and sha256 as recorded. The sha256
     settles it (every line whole JSON, every Parquet page intact); the checks before it only
-    name the fault better."""
+    name the fault better. Returns the record with the file's identity as it was read."""
     try:
-        size, sha256, newlines, whole = _scan_file(path)
+        size, sha256, newlines, whole, status = _scan_file(path)
     except FileNotFoundError as exc:
         raise Untrusted(f"{path.name}: missing") from exc
     except OSError as exc:
@@ -89,6 +126,7 @@ def check_file(path: Path, recorded: FileRecord) -> None:
         raise Untrusted(f"{path.name}: {size} bytes, {MANIFEST_FILE} records {recorded.bytes}")
     if sha256 != recorded.sha256:
         raise Untrusted(f"{path.name}: its sha256 is not the one {MANIFEST_FILE} records")
+    return recorded.in_place(status)
 
 
 @dataclass(frozen=True)
@@ -163,7 +201,7 @@ class Manifest:
             "format": MANIFEST_FORMAT,
             "settings": self.settings,
             "runs": runs,
-            "files": {name: asdict(record) for name, record in sorted(self.files.items())},
+            "files": {name: record.doc() for name, record in sorted(self.files.items())},
             "inputs": {
                 path: {**asdict(record.identity), "runs": record.runs}
                 for path, record in sorted(self.inputs.items())
@@ -203,14 +241,24 @@ def read_manifest(out_dir: Path) -> Manifest:
                 baseline=entry.get("baseline"),
                 delegates=_delegates(entry.get("delegates")),
             )
-        files = {
-            name: FileRecord(bytes=int(r["bytes"]), sha256=str(r["sha256"]), rows=int(r["rows"]))
-            for name, r in doc["files"].items()
-        }
+        files = {name: _file_record(r) for name, r in doc["files"].items()}
         inputs = {str(path): _input_record(r) for path, r in doc.get("inputs", {}).items()}
         return Manifest(settings=doc["settings"], runs=runs, files=files, inputs=inputs)
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
         raise Untrusted(f"{MANIFEST_FILE}: not a manifest of this evalbatch") from exc
+
+
+def _file_record(recorded: Any) -> FileRecord:
+    """An output file's record, as written (without an identity when written before E-156)."""
+    times = [recorded.get(key) for key in ("mtime_ns", "ctime_ns")]
+    mtime_ns, ctime_ns = (None, None) if None in times else (int(times[0]), int(times[1]))
+    return FileRecord(
+        bytes=int(recorded["bytes"]),
+        sha256=str(recorded["sha256"]),
+        rows=int(recorded["rows"]),
+        mtime_ns=mtime_ns,
+        ctime_ns=ctime_ns,
+    )
 
 
 #: a fingerprint as `run_fingerprints` writes it: count, sum and xor of row hashes
@@ -246,10 +294,25 @@ def _delegates(recorded: Any) -> dict[str, str | None] | None:
     return dict(recorded)
 
 
-def check_outputs(out_dir: Path, manifest: Manifest) -> None:
-    """Raise `Untrusted` unless every output file is the one `manifest` records."""
-    for name in OUTPUT_FILES:
+def check_outputs(
+    out_dir: Path,
+    manifest: Manifest,
+    by_identity: bool = False,
+    names: Iterable[str] = OUTPUT_FILES,
+) -> tuple[dict[str, FileRecord], list[str]]:
+    """Raise `Untrusted` unless every output file (of `names`) is the one `manifest` records,
+    whole and by its sha256 (E-71). With `by_identity`, a file whose identity is the one recorded
+    is taken as it was without reading it (E-156: only where nothing is copied from it).
+    Returns each file's record with its identity now, and the files taken by identity alone."""
+    records: dict[str, FileRecord] = {}
+    unread: list[str] = []
+    for name in names:
         recorded = manifest.files.get(name)
         if recorded is None:
             raise Untrusted(f"{MANIFEST_FILE} records no {name}")
-        check_file(out_dir / name, recorded)
+        if by_identity and recorded.same_identity(out_dir / name):
+            records[name] = recorded
+            unread.append(name)
+            continue
+        records[name] = check_file(out_dir / name, recorded)
+    return records, unread

@@ -14,7 +14,6 @@ of another run.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,14 +44,6 @@ class RunInputs:
         }
         # ASCII: a path that is not UTF-8 (a lone surrogate in Python) is kept as an escape
         return json.dumps(body, indent=1) + "\n"
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _paths(value: Any) -> tuple[str, ...] | None:

@@ -8,7 +8,9 @@ between holds two runs' files and the marker, and every reader refuses it until 
 it. A write that fails (a full disk) at any point leaves the previous outputs as they were and
 nothing behind: the working directory is removed, and files already renamed into place are put
 back (E-72). Rows are sorted, JSON keys keep the contract's order and Parquet row groups have a
-fixed size, so the same inputs give byte-identical files however they were batched.
+fixed size, so the same inputs give byte-identical files however they were batched. So a table
+that begins with the rows of the previous one begins with its row groups: those are copied as
+they are (E-156, `parquet_splice`), and only the rows after them are encoded.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalbatch.files import file_mode
-from evalbatch.outputs import output_format
+from evalbatch.outputs import output_format, parquet_splice
 from evalbatch.outputs.manifest import Manifest, describe_file
 from evalbatch.outputs.output_format import (
     DERIVED_FILES,
@@ -43,7 +45,7 @@ from evalbatch.outputs.output_format import (
     WORK_PREFIX,
     table_file,
 )
-from evalbatch.outputs.run_inputs import RunInputs, file_sha256
+from evalbatch.outputs.run_inputs import RunInputs
 
 
 def clear_dead_runs(out_dir: Path) -> int:
@@ -68,22 +70,42 @@ def _arrow_schema(schema: pl.Schema | dict[str, Any]) -> pa.Schema:
     return pl.DataFrame(schema=schema).to_arrow().schema
 
 
+#: how every table is written (what a copied row group must have been written with, E-156)
+_PARQUET_OPTIONS: dict[str, Any] = {"compression": "zstd", "write_statistics": False}
+
+
 class TableWriter:
     """Appends row batches, already in output order, to one Parquet file in row groups of
-    `ROW_GROUP_ROWS` rows, so the bytes depend only on the rows."""
+    `ROW_GROUP_ROWS` rows, so the bytes depend only on the rows. Its first row groups may be
+    those of a previous file, copied as they are (`copy_leading`, E-156)."""
 
     def __init__(
         self, path: Path, schema: pl.Schema | dict[str, Any], table: str | None = None
     ) -> None:
+        self.path = path
         self.schema = pl.Schema(schema)
         self.arrow_schema = _arrow_schema(self.schema)
         if table is not None:  # which table, and which version of its columns (tables.py)
             self.arrow_schema = self.arrow_schema.with_metadata(output_format.metadata(table))
-        self.writer = pq.ParquetWriter(
-            path, self.arrow_schema, compression="zstd", write_statistics=False
-        )
+        self.writer = pq.ParquetWriter(path, self.arrow_schema, **_PARQUET_OPTIONS)
         self.pending: list[pa.Table] = []
         self.pending_rows = 0
+        self.rows = 0
+        self.leading: parquet_splice.Prefix | None = None
+        self.layout: parquet_splice.Layout | None = None
+
+    def copy_leading(self, previous: Path, below: str | None) -> int:
+        """Begin the file with the leading row groups of the `previous` file of this table that
+        hold only rows whose run_id is below `below` (None: any), copied as they are (E-156);
+        the rows written after are the ones that follow them. Returns how many row groups
+        (none when the previous file was written otherwise: every row is then written)."""
+        if self.rows or self.pending_rows:
+            raise ValueError("copy_leading comes before the first row")
+        self.layout = parquet_splice.Layout.of(self.arrow_schema, **_PARQUET_OPTIONS)
+        self.leading = parquet_splice.leading_row_groups(
+            previous, self.layout, ROW_GROUP_ROWS, below
+        )
+        return self.leading.row_groups if self.leading is not None else 0
 
     def write(self, frame: pl.DataFrame) -> None:
         if frame.height == 0:
@@ -97,6 +119,7 @@ class TableWriter:
             return
         self.pending.append(rows.select(self.arrow_schema.names).cast(self.arrow_schema))
         self.pending_rows += rows.num_rows
+        self.rows += rows.num_rows
         if self.pending_rows >= ROW_GROUP_ROWS:
             self._flush(final=False)
 
@@ -114,6 +137,10 @@ class TableWriter:
         if self.pending:
             self._flush(final=True)
         self.writer.close()
+        if self.leading is not None and self.layout is not None:
+            joined = self.path.with_name(f"{self.path.name}.joined")
+            parquet_splice.join(self.leading, self.path, joined, self.layout)
+            os.replace(joined, self.path)
 
     def discard(self) -> None:
         """Close after a failure, whatever state the file is in (never raises: the caller is
@@ -167,6 +194,7 @@ def summary_line(run_id: str, summary: dict[str, Any]) -> str:
 
 #: marks, in the working copy of summaries.jsonl, a summary finished after the last batch
 _PENDING = "\x00"
+_PENDING_BYTES = _PENDING.encode("ascii")
 
 
 def marked_lines(
@@ -220,6 +248,22 @@ def mark_incomplete(out_dir: Path) -> None:
     _sync(out_dir, directory=True)
 
 
+def replace_manifest(out_dir: Path, manifest: Manifest) -> None:
+    """Put `manifest` in place of the one in `out_dir`, whose output files it describes as the
+    old one does (E-156: a night that keeps the outputs as they are records their identity as
+    found): one rename, so a reader sees either, each true of the files. A failed write leaves
+    the old one and nothing else (E-72)."""
+    work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=out_dir))
+    try:
+        (work / MANIFEST_FILE).write_text(manifest.text(), encoding="utf-8")
+        _sync(work / MANIFEST_FILE)
+        os.chmod(work / MANIFEST_FILE, file_mode())
+        os.replace(work / MANIFEST_FILE, out_dir / MANIFEST_FILE)
+        _sync(out_dir, directory=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 #: what describes the previous outputs, removed before any file is replaced (and put back, the
 #: manifest last, when a rename fails): a run that writes none leaves none of the old ones
 _REPLACED = (MANIFEST_FILE, RUN_INPUTS_FILE)
@@ -241,12 +285,23 @@ class OutputWriter:
         self.tasks: TableWriter | None = None
         self.tasks_closed = False
         try:
-            self.summaries = (self.work / "summaries.partial").open("w", encoding="utf-8")
+            self.summaries = (self.work / "summaries.partial").open("wb")
             self.trials = TableWriter(self.work / table_file("trials"), TRIAL_SCHEMA, "trials")
             self.tasks = TableWriter(self.work / table_file("tasks"), TASK_SCHEMA, "tasks")
         except BaseException:
             self.abort()
             raise
+
+    def copy_leading(self, previous: Path, below: str | None) -> dict[str, int]:
+        """Begin the trials and tasks tables with the leading row groups of their `previous`
+        files (an output directory) that hold only runs below `below` (None: any), copied as they
+        are (E-156): the rows added after are those that follow. Returns, per table, how many
+        row groups were copied."""
+        assert self.trials is not None and self.tasks is not None
+        return {
+            "trials": self.trials.copy_leading(previous / table_file("trials"), below),
+            "tasks": self.tasks.copy_leading(previous / table_file("tasks"), below),
+        }
 
     def add(
         self,
@@ -254,14 +309,15 @@ class OutputWriter:
         trials: pl.DataFrame,
         tasks: pl.DataFrame,
         pending: set[str] | frozenset[str] = frozenset(),
-        carried: Sequence[tuple[str, str]] = (),
+        carried: Sequence[tuple[str, bytes]] = (),
     ) -> None:
         """Append a batch: `summaries` holds (runId, line of summaries.jsonl) in runId order;
         summaries of `pending` runs are completed in `finish` (regression). `carried` holds lines
-        kept from the previous outputs (an incremental run), merged in runId order with the
-        batch's own; `trials` and `tasks` already hold the carried rows of the batch's runs."""
+        kept from the previous outputs (an incremental run), as the file held them, merged in
+        runId order with the batch's own; `trials` and `tasks` already hold the carried rows of
+        the batch's runs."""
         assert self.trials is not None and self.tasks is not None
-        lines = marked_lines(summaries, pending)
+        lines = [(run, line.encode("utf-8")) for run, line in marked_lines(summaries, pending)]
         if carried:
             lines = sorted([*lines, *carried], key=lambda item: item[0])
         for _, line in lines:
@@ -274,7 +330,7 @@ class OutputWriter:
         they are, its trials and tasks a few thousand rows at a time, so the files are those
         `add` would have written from the same rows; the shard's files are removed once copied."""
         assert self.trials is not None and self.tasks is not None
-        with shard.summaries.open(encoding="utf-8") as lines:
+        with shard.summaries.open("rb") as lines:
             for line in lines:
                 self.summaries.write(line)
         for rows in _arrow_rows(shard.trials):
@@ -306,22 +362,23 @@ class OutputWriter:
         """Complete every file and rename each into the output directory.
 
         `manifest` (an incremental run's) gets each finished file's size, sha256 and rows, so
-        the next incremental run can check them before carrying a row (E-71). The previous
-        `manifest.json` goes first and the new one comes last, so a crash in between leaves no
-        manifest and the next incremental run grades everything rather than trusting rows that
-        may have been replaced. `run_inputs`, what the run was given, is recorded with the
-        sha256 of the summaries written (E-118); the previous record goes with the previous
-        manifest, so a directory never holds the record of other outputs."""
+        the next incremental run can check them before carrying a row (E-71), and its identity
+        once in place (E-156). The previous `manifest.json` goes first and the new one comes
+        last, so a crash in between leaves no manifest and the next incremental run grades
+        everything rather than trusting rows that may have been replaced. `run_inputs`, what
+        the run was given, is recorded with the sha256 of the summaries written (E-118); the
+        previous record goes with the previous manifest, so a directory never holds the record
+        of other outputs."""
         assert self.trials is not None and self.tasks is not None
         self.summaries.close()
         with (
-            (self.work / "summaries.partial").open(encoding="utf-8") as partial,
-            (self.work / SUMMARIES_FILE).open("w", encoding="utf-8") as final,
+            (self.work / "summaries.partial").open("rb") as partial,
+            (self.work / SUMMARIES_FILE).open("wb") as final,
         ):
             for line in partial:
-                if line.startswith(_PENDING):
+                if line.startswith(_PENDING_BYTES):
                     run_id = json.loads(line[1:])
-                    line = summary_line(run_id, pending[run_id])
+                    line = summary_line(run_id, pending[run_id]).encode("utf-8")
                 final.write(line)
         (self.work / "summaries.partial").unlink()
         self.trials.close()
@@ -331,30 +388,32 @@ class OutputWriter:
         for name, frame in (("runs", runs), ("problems", problems)):
             write_table(self.work / table_file(name), frame, name)
         names = list(OUTPUT_FILES)
+        records = {name: describe_file(self.work / name) for name in OUTPUT_FILES}
         if run_inputs is not None:
-            summaries_sha256 = file_sha256(self.work / SUMMARIES_FILE)
+            summaries_sha256 = records[SUMMARIES_FILE].sha256
             (self.work / RUN_INPUTS_FILE).write_text(
                 run_inputs.text(summaries_sha256), encoding="utf-8"
             )
             names.append(RUN_INPUTS_FILE)
         if manifest is not None:
-            manifest.files = {name: describe_file(self.work / name) for name in OUTPUT_FILES}
-            (self.work / MANIFEST_FILE).write_text(manifest.text(), encoding="utf-8")
+            manifest.files = records
             names.append(MANIFEST_FILE)
-        self._put_in_place(names)
+        self._put_in_place(names, manifest)
         shutil.rmtree(self.work, ignore_errors=True)
         written = {name.split(".")[0]: self.out / name for name in names}
         return written
 
-    def _put_in_place(self, names: list[str]) -> None:
+    def _put_in_place(self, names: list[str], manifest: Manifest | None = None) -> None:
         """Rename each finished file over its previous version, the manifest last (the old one
         is removed first, as are the record of the previous run's inputs and the report and
         export files made from the previous tables, `DERIVED_FILES`: stale from now on), inside
         the commit of E-119: the files are synced, the marker is created, the directory changes,
-        is synced, and the marker goes. Each file about to be replaced or removed is first
-        hard-linked into the working directory, so when a rename fails the ones already done are
-        undone and the directory is as it was, marker included (where the file system has no
-        hard links, a failed rename can only stop, and the marker stays)."""
+        is synced, and the marker goes. The manifest (when `names` holds it) is written once the
+        other files are in place, with each one's identity there (E-156). Each file about to be
+        replaced or removed is first hard-linked into the working directory, so when a rename
+        fails the ones already done are undone and the directory is as it was, marker included
+        (where the file system has no hard links, a failed rename can only stop, and the marker
+        stays)."""
         derived = [name for name in DERIVED_FILES if (self.out / name).is_file()]
         kept: dict[str, Path] = {}
         absent: set[str] = set()
@@ -371,7 +430,8 @@ class OutputWriter:
                 continue
             kept[name] = backup
         for name in names:
-            _sync(self.work / name)
+            if name != MANIFEST_FILE:  # written in place below, once the others are renamed
+                _sync(self.work / name)
         marked_before = os.path.lexists(self.out / INCOMPLETE_FILE)
         try:
             mark_incomplete(self.out)
@@ -386,6 +446,8 @@ class OutputWriter:
             for name in removed:
                 (self.out / name).unlink(missing_ok=True)
             for name in names:
+                if name == MANIFEST_FILE and manifest is not None:
+                    self._write_manifest(manifest)
                 os.chmod(self.work / name, file_mode())
                 os.replace(self.work / name, self.out / name)
                 done.append(name)
@@ -400,6 +462,16 @@ class OutputWriter:
                 else:  # what the directory holds now is not one run's: readers must refuse it
                     mark_incomplete(self.out)
             raise
+
+    def _write_manifest(self, manifest: Manifest) -> None:
+        """Write `manifest` into the working directory, each output file's record with the
+        identity of the file now in place (E-156: renaming it moved its status-change time)."""
+        manifest.files = {
+            name: record.in_place((self.out / name).stat())
+            for name, record in manifest.files.items()
+        }
+        (self.work / MANIFEST_FILE).write_text(manifest.text(), encoding="utf-8")
+        _sync(self.work / MANIFEST_FILE)
 
     def _put_back(
         self, done: list[str], removed: list[str], kept: dict[str, Path], absent: set[str]

@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 
 from evalbatch import problems
+from evalbatch.inputs import event_files
 from evalbatch.outputs.output_format import (
     PROBLEM_SCHEMA,
     RUN_SCHEMA,
@@ -84,13 +85,9 @@ class Merged:
         if carried is not None:
             runs = pl.concat([runs, carried.run_rows.cast(RUN_SCHEMA)]).sort("run_id")
             self.eval_run_ids.update(carried.run_rows["run_id"].to_list())
-        problem_rows: list[ProblemRow] = [
-            (None, None, p.code, p.message) for _, p in sorted(grading.file_problems.items())
-        ]
-        if grading.plan.rows_without_run:
-            problem_rows.append(
-                (None, None, "row-invalid", f"{grading.plan.rows_without_run} row(s)")
-            )
+        problem_rows = event_files.problem_rows(
+            grading.file_problems.values(), grading.plan.rows_without_run
+        )
         problem_rows += self.problem_rows
         problem_rows += _link_regressions(
             self.pending,

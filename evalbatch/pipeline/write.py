@@ -31,9 +31,12 @@ from evalbatch.outputs.output_format import (
     INCOMPLETE_FILE,
     LOCK_FILE,
     OUTPUT_FILES,
+    PROBLEM_SCHEMA,
     RUN_INPUTS_FILE,
+    RUN_SCHEMA,
     TASK_SCHEMA,
     TRIAL_SCHEMA,
+    table_file,
 )
 from evalbatch.outputs.run_inputs import RunInputs
 from evalbatch.pipeline import incremental
@@ -211,7 +214,7 @@ def write_outputs(
         def choose_runs(con: Any, sources: event_files.Sources) -> frozenset[str] | None:
             nonlocal selection, regrade_reason
             try:
-                selection = incremental.choose(con, sources, out, options, choices)
+                selection = incremental.choose(con, sources, out, options, choices, given)
             except event_files.NOT_THE_DATA:
                 raise
             except duckdb.Error:
@@ -219,6 +222,8 @@ def write_outputs(
                 regrade_reason = "an event file cannot be read whole to fingerprint its runs"
                 return None
             regrade_reason = selection.reason
+            if selection.unchanged:
+                raise incremental.NothingNew  # no batch to plan: the outputs stay (E-156)
             return selection.dirty
 
         try:
@@ -241,21 +246,30 @@ def write_outputs(
         except ShardFailed as exc:  # a Ray shard failed for good: said with what it left (E-155)
             files.abort()
             raise ShardFailed(f"{exc}; {_UNCHANGED}", exc.exit_code) from exc
+        except incremental.NothingNew:
+            files.abort()
+            assert selection is not None
+            try:
+                return _kept(out, selection, choices, options, first_incremental, lock.stale)
+            except OSError as exc:
+                raise write_failed(out, exc, _UNCHANGED, name_file=True) from exc
         except BaseException:
             files.abort()
             raise
         carried = selection.carried if selection is not None else None
         carried_lines = iter(carried.summary_lines()) if carried is not None else iter(())
-        next_line = next(carried_lines, None)
         merged = Merged(keep_tasks=False)  # the task rows are written as the batches come
         try:
+            if carried is not None:  # the rows before its first change, as they are (E-156)
+                carried.copied = files.copy_leading(out, carried.first_change)
+            next_line = next(carried_lines, None)
             for batch in batch_outputs(grading, on_batch):
                 merged.add(batch)
                 if batch.written is not None:
                     files.add_written(batch.written)
                     continue
                 trials, tasks = batch.trials, batch.tasks
-                lines: list[tuple[str, str]] = []
+                lines: list[tuple[str, bytes]] = []
                 if carried is not None:
                     low, high = batch.run_range
                     while next_line is not None and (high is None or next_line[0] < high):
@@ -304,6 +318,47 @@ def write_outputs(
         full_regrade=carried is None,
         stale_lock=lock.stale.describe() if lock.stale is not None else None,
         regrade_reason=regrade_reason if carried is None else None,
+        first_incremental=first_incremental,
+        event_files=len(inputs.records) if inputs is not None else None,
+        event_files_read=len(inputs.read) if inputs is not None else None,
+    )
+
+
+def _kept(
+    out: Path,
+    selection: incremental.Selection,
+    choices: dict[tuple[str, str], suites.SuiteChoice],
+    options: GradeOptions,
+    first_incremental: bool,
+    stale: Any,
+) -> RunReport:
+    """A night with nothing new (E-156): the outputs it would write are the ones there, so they
+    are left as they are, and it reports what writing them would have. Only the manifest is
+    replaced, when an output file's identity was not the one it records (its sha256 was then
+    checked) or it records none: the new one records them as found.
+
+    Raises:
+        OSError: the manifest could not be replaced (the old one is left).
+    """
+    from evalbatch.outputs import writer
+
+    # one chunk, as the frames a night that writes builds: a sum over them is the same sum
+    runs = pl.read_parquet(out / table_file("runs")).cast(RUN_SCHEMA).rechunk()
+    problems = pl.read_parquet(out / table_file("problems")).cast(PROBLEM_SCHEMA).rechunk()
+    manifest = _manifest(selection, Merged(keep_tasks=False), runs, choices, options)
+    manifest.files = dict(selection.files or {})
+    if (out / MANIFEST_FILE).read_bytes() != manifest.text().encode("utf-8"):
+        writer.replace_manifest(out, manifest)
+    inputs = selection.inputs
+    names = [*OUTPUT_FILES, RUN_INPUTS_FILE, MANIFEST_FILE]
+    return RunReport(
+        runs=runs,
+        problems=problems,
+        written={name.split(".")[0]: out / name for name in names},
+        carried_runs=runs.height,
+        kept_run_ids=frozenset(runs["run_id"]),
+        full_regrade=False,
+        stale_lock=stale.describe() if stale is not None else None,
         first_incremental=first_incremental,
         event_files=len(inputs.records) if inputs is not None else None,
         event_files_read=len(inputs.read) if inputs is not None else None,
