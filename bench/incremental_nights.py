@@ -182,17 +182,6 @@ def run_command(store: Path, events: list[Path]) -> list[str]:
     return [bench_run.python(), "-P", "-c", entry, "run", *shown, "--suites", suites]
 
 
-def check_imports(checkout: Path) -> None:
-    """Stop unless a child given `checkout` on PYTHONPATH imports evalbatch from it."""
-    command = [bench_run.python(), "-P", "-c", "import evalbatch; print(evalbatch.__file__)"]
-    env = dict(os.environ, PYTHONPATH=str(checkout))
-    found = subprocess.run(
-        command, cwd=bench_run.ROOT, env=env, capture_output=True, text=True, check=True
-    ).stdout.strip()
-    if not Path(found).resolve().is_relative_to(checkout.resolve()):
-        sys.exit(f"a child given {checkout} imports evalbatch from {found}")
-
-
 def incremental(command: list[str], out: Path) -> list[str]:
     return [*command, "--out", bench_run.shown(out), "--incremental", "--quiet"]
 
@@ -295,7 +284,7 @@ def main() -> None:
     night_counts = facts["events"]
     checkouts = {"this checkout": bench_run.ROOT, f"--vs {args.vs}": args.vs.resolve()}
     for checkout in checkouts.values():
-        check_imports(checkout)
+        bench_run.check_imports(checkout)
     added = "one file added" if args.added_events is not None else "one night added"
     cases = (added, "nothing new", "its file alone")
     figures = {
