@@ -353,6 +353,47 @@ def manifest_as_graded(out_dir: Path) -> dict[str, Any]:
     return dict(doc)
 
 
+def night_run_id(night: int, number: int) -> str:
+    """Run `number` of night `night` in a store of nights (E-152, E-156)."""
+    return f"acme/night-{night:02d}-run-{number:02d}"
+
+
+def write_night(events: Path, night: int, runs: int) -> Path:
+    """One night's event file in `events`: its own standard runs."""
+    rows = [row for n in range(runs) for row in standard_run(night_run_id(night, n)).rows]
+    return write_events(events / f"night-{night:02d}.parquet", rows)
+
+
+def write_store(root: Path, nights: int, runs: int) -> dict[str, Path]:
+    """A store of nights' event files kept side by side (`events`), the suite their runs claim
+    (`suites`), and `root`."""
+    for night in range(nights):
+        write_night(root / "events", night, runs)
+    write_json(root / "suites" / "basic.json", make_suite())
+    return {"events": root / "events", "suites": root / "suites", "root": root}
+
+
+def incremental_night(store: dict[str, Path], out: Path, events: Any = None) -> Any:
+    """`run --incremental` of the store's events (or `events`) into `out`, as the API runs it."""
+    from evalbatch import api
+
+    given = [store["events"]] if events is None else events
+    return api.write_outputs(given, out, [store["suites"]], incremental_run=True)
+
+
+def assert_as_a_full_regrade(store: dict[str, Path], out: Path, name: str) -> None:
+    """The outputs in `out` equal a plain run's over the store, and its manifest a first
+    incremental run's."""
+    from evalbatch import api
+
+    fresh = store["root"] / f"full-{name}"
+    api.write_outputs([store["events"]], fresh, [store["suites"]])
+    assert read_outputs(out) == read_outputs(fresh)
+    again = store["root"] / f"first-{name}"
+    incremental_night(store, again)
+    assert manifest_as_graded(out) == manifest_as_graded(again)
+
+
 def summaries_of(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 

@@ -19,53 +19,26 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from evalbatch import api
 from evalbatch.cli import cli
 from evalbatch.inputs import event_files
 from evalbatch.pipeline import incremental
 from tests.helpers import (
+    assert_as_a_full_regrade,
+    incremental_night,
     make_suite,
-    manifest_as_graded,
-    read_outputs,
+    night_run_id,
     standard_run,
     write_events,
     write_json,
+    write_night,
+    write_store,
 )
-
-
-def _run_id(night: int, number: int) -> str:
-    return f"acme/night-{night:02d}-run-{number:02d}"
-
-
-def _night(events: Path, night: int, runs: int = 2) -> Path:
-    """One night's file: its own standard runs."""
-    rows = [row for n in range(runs) for row in standard_run(_run_id(night, n)).rows]
-    return write_events(events / f"night-{night:02d}.parquet", rows)
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> dict[str, Path]:
-    """Three nights' files kept side by side, and the suite their runs claim."""
-    events = tmp_path / "events"
-    for night in range(3):
-        _night(events, night)
-    suites = tmp_path / "suites"
-    write_json(suites / "basic.json", make_suite())
-    return {"events": events, "suites": suites, "root": tmp_path}
-
-
-def _incremental(store: dict[str, Path], out: Path) -> api.RunReport:
-    return api.write_outputs([store["events"]], out, [store["suites"]], incremental_run=True)
-
-
-def _assert_equals_full(store: dict[str, Path], out: Path, name: str) -> None:
-    """The outputs equal a plain run's, and the manifest a first incremental run's."""
-    fresh = store["root"] / f"full-{name}"
-    api.write_outputs([store["events"]], fresh, [store["suites"]])
-    assert read_outputs(out) == read_outputs(fresh)
-    again = store["root"] / f"first-{name}"
-    _incremental(store, again)
-    assert manifest_as_graded(out) == manifest_as_graded(again)
+    """Three nights' files of two runs each kept side by side, and the suite their runs claim."""
+    return write_store(tmp_path, nights=3, runs=2)
 
 
 @pytest.fixture
@@ -88,17 +61,18 @@ def test_e152_a_night_with_nothing_new_reads_no_kept_file(
     """The kept files are told unchanged without reading their rows, nothing is graded, and the
     outputs are the ones a full regrade writes."""
     out = store["root"] / "out"
-    _incremental(store, out)
+    incremental_night(store, out)
     assert len(read_files) == 3  # the first night reads every file once
     read_files.clear()
-    report = _incremental(store, out)
+    report = incremental_night(store, out)
     assert read_files == []
     assert (
         not report.full_regrade
         and report.carried_runs == 6
-        and not report.kept_run_ids ^ {_run_id(night, n) for night in range(3) for n in range(2)}
+        and not report.kept_run_ids
+        ^ {night_run_id(night, n) for night in range(3) for n in range(2)}
     )
-    _assert_equals_full(store, out, "nothing-new")
+    assert_as_a_full_regrade(store, out, "nothing-new")
 
 
 def test_e152_a_new_night_reads_only_its_file(
@@ -106,14 +80,14 @@ def test_e152_a_new_night_reads_only_its_file(
 ) -> None:
     """A night's cost is what it adds: its own file is read and its runs graded."""
     out = store["root"] / "out"
-    _incremental(store, out)
+    incremental_night(store, out)
     read_files.clear()
-    added = _night(store["events"], 3)
-    report = _incremental(store, out)
+    added = write_night(store["events"], 3, runs=2)
+    report = incremental_night(store, out)
     assert read_files == [str(added)]
     assert report.runs.height - report.carried_runs == 2
-    assert report.kept_run_ids == {_run_id(night, n) for night in range(3) for n in range(2)}
-    _assert_equals_full(store, out, "new-night")
+    assert report.kept_run_ids == {night_run_id(night, n) for night in range(3) for n in range(2)}
+    assert_as_a_full_regrade(store, out, "new-night")
 
 
 def _plain(path: Path) -> None:
@@ -149,7 +123,7 @@ def test_e152_a_changed_replaced_or_removed_file_is_caught(
     target = store["events"] / "night-01.parquet"
     _plain(target)
     out = store["root"] / "out"
-    _incremental(store, out)
+    incremental_night(store, out)
     read_files.clear()
     if change == "in-place":  # the first run's beta scores 0.9, not 0.5 (same size and mtime)
         before = incremental.identify(str(target))
@@ -158,19 +132,19 @@ def test_e152_a_changed_replaced_or_removed_file_is_caught(
         assert before is not None and after is not None
         assert dataclasses.replace(after, ctime_ns=before.ctime_ns) == before  # only ctime
     elif change == "replaced":
-        rows = standard_run(_run_id(1, 0)).rows + standard_run(_run_id(1, 7)).rows
+        rows = standard_run(night_run_id(1, 0)).rows + standard_run(night_run_id(1, 7)).rows
         write_events(target.with_name("new.tmp"), rows).replace(target)
     elif change == "removed":
         target.unlink()
     else:
         os.utime(target)
-    report = _incremental(store, out)
+    report = incremental_night(store, out)
     assert read_files == ([] if change == "removed" else [str(target)])
     graded = report.runs.height - report.carried_runs
     assert not report.full_regrade
     assert graded == {"in-place": 1, "replaced": 1, "removed": 0, "touched": 0}[change]
     assert report.runs.height == {"removed": 4}.get(change, 6)
-    _assert_equals_full(store, out, change)
+    assert_as_a_full_regrade(store, out, change)
 
 
 def test_e152_a_run_split_across_an_unchanged_and_a_changed_file_is_graded_again(
@@ -186,7 +160,7 @@ def test_e152_a_run_split_across_an_unchanged_and_a_changed_file_is_graded_again
     write_events(events / "b.parquet", split[half:])
     store = {"events": events, "suites": suites, "root": tmp_path}
     out = tmp_path / "out"
-    _incremental(store, out)
+    incremental_night(store, out)
     manifest = json.loads((out / "manifest.json").read_text())
     recorded = manifest["inputs"]
     assert set(recorded[str(events / "a.parquet")]["runs"]) == {"acme/split-run", "acme/whole-run"}
@@ -201,10 +175,10 @@ def test_e152_a_run_split_across_an_unchanged_and_a_changed_file_is_graded_again
         if row["type"] == "eval.scored" and '"beta"' in json.dumps(row["payload"]):
             row["payload"] = {**row["payload"], "score": 0.9}
     write_events(events / "b.parquet", rows)
-    report = _incremental(store, out)
+    report = incremental_night(store, out)
     assert read_files == [str(events / "b.parquet")]
     assert report.kept_run_ids == {"acme/whole-run"}
-    _assert_equals_full(store, out, "split")
+    assert_as_a_full_regrade(store, out, "split")
 
 
 def test_e152_a_manifest_without_file_records_reads_every_file_once(
@@ -213,34 +187,34 @@ def test_e152_a_manifest_without_file_records_reads_every_file_once(
     """A manifest written before E-152 records no event file: each is read once, as before, and
     nothing is graded again; the night after reads none."""
     out = store["root"] / "out"
-    _incremental(store, out)
+    incremental_night(store, out)
     path = out / "manifest.json"
     doc = json.loads(path.read_text())
     del doc["inputs"]
     path.write_text(json.dumps(doc, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
     read_files.clear()
-    report = _incremental(store, out)
+    report = incremental_night(store, out)
     assert len(read_files) == 3 and report.carried_runs == 6 and not report.full_regrade
     read_files.clear()
-    _incremental(store, out)
+    incremental_night(store, out)
     assert read_files == []
-    _assert_equals_full(store, out, "old-manifest")
+    assert_as_a_full_regrade(store, out, "old-manifest")
 
 
 def test_e152_a_damaged_file_record_is_a_full_regrade(store: dict[str, Path]) -> None:
     """A file record the manifest cannot vouch for (a fingerprint that is not one) makes the
     manifest untrusted, as any damage to it does (E-71): a full regrade, never a failure."""
     out = store["root"] / "out"
-    _incremental(store, out)
+    incremental_night(store, out)
     path = out / "manifest.json"
     doc = json.loads(path.read_text())
     record = doc["inputs"][str(store["events"] / "night-00.parquet")]
     record["runs"] = dict.fromkeys(record["runs"], "not:a:fingerprint")
     path.write_text(json.dumps(doc))
-    report = _incremental(store, out)
+    report = incremental_night(store, out)
     assert report.full_regrade
     assert report.regrade_reason == "manifest.json: not a manifest of this evalbatch"
-    _assert_equals_full(store, out, "damaged-record")
+    assert_as_a_full_regrade(store, out, "damaged-record")
 
 
 def test_e152_the_terminal_lists_the_nights_runs_and_counts_the_kept(
@@ -252,16 +226,16 @@ def test_e152_the_terminal_lists_the_nights_runs_and_counts_the_kept(
     args = ["run", str(store["events"]), "--suites", str(store["suites"]), "--out", str(out)]
     first = CliRunner().invoke(cli, [*args, "--incremental"])
     assert first.exit_code == 0, first.output
-    assert _run_id(0, 0) in first.stdout and "kept" not in first.stdout.splitlines()[-2]
-    _night(store["events"], 3)
+    assert night_run_id(0, 0) in first.stdout and "kept" not in first.stdout.splitlines()[-2]
+    write_night(store["events"], 3, runs=2)
     night = CliRunner().invoke(cli, [*args, "--incremental"])
     assert night.exit_code == 0, night.output
     lines = night.stdout.splitlines()
     assert lines[0] == (
         "incremental: graded 2 new or changed eval runs, kept 6 unchanged; read 1 of 4 event files"
     )
-    assert _run_id(3, 0) in night.stdout and _run_id(3, 1) in night.stdout
-    assert not any(_run_id(n, r) in night.stdout for n in range(3) for r in range(2))
+    assert night_run_id(3, 0) in night.stdout and night_run_id(3, 1) in night.stdout
+    assert not any(night_run_id(n, r) in night.stdout for n in range(3) for r in range(2))
     assert "kept 6 eval runs unchanged from the last run, not listed (see runs.parquet)" in lines
     assert any(line.startswith("total: 8 eval runs") for line in lines)
     again = CliRunner().invoke(cli, [*args, "--incremental"])

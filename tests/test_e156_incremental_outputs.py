@@ -29,25 +29,18 @@ from evalbatch.outputs import parquet_splice, thrift_compact, writer
 from evalbatch.pipeline import incremental
 from tests.helpers import (
     OUTPUT_FILES,
-    make_suite,
-    manifest_as_graded,
+    assert_as_a_full_regrade,
+    incremental_night,
+    night_run_id,
     read_outputs,
     standard_run,
     write_events,
-    write_json,
+    write_night,
+    write_store,
 )
 
 #: every file a night would write, whose inode and times a night with nothing new keeps
 KEPT = (*OUTPUT_FILES, "run-inputs.json", "manifest.json")
-
-
-def _run_id(night: int, number: int) -> str:
-    return f"acme/night-{night:02d}-run-{number:02d}"
-
-
-def _night(events: Path, night: int, runs: int = 3) -> Path:
-    rows = [row for n in range(runs) for row in standard_run(_run_id(night, n)).rows]
-    return write_events(events / f"night-{night:02d}.parquet", rows)
 
 
 @pytest.fixture
@@ -55,27 +48,7 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     """Three nights' files of three runs each (two trials and two tasks a run), the suite, and
     row groups of 4 rows: the 18 trial rows fill four whole row groups and part of a fifth."""
     monkeypatch.setattr(writer, "ROW_GROUP_ROWS", 4)
-    events = tmp_path / "events"
-    for night in range(3):
-        _night(events, night)
-    suites = tmp_path / "suites"
-    write_json(suites / "basic.json", make_suite())
-    return {"events": events, "suites": suites, "root": tmp_path}
-
-
-def _incremental(store: dict[str, Path], out: Path, events: Any = None) -> api.RunReport:
-    given = [store["events"]] if events is None else events
-    return api.write_outputs(given, out, [store["suites"]], incremental_run=True)
-
-
-def _assert_equals_full(store: dict[str, Path], out: Path, name: str) -> None:
-    """The outputs equal a plain run's, and the manifest a first incremental run's."""
-    fresh = store["root"] / f"full-{name}"
-    api.write_outputs([store["events"]], fresh, [store["suites"]])
-    assert read_outputs(out) == read_outputs(fresh)
-    again = store["root"] / f"first-{name}"
-    _incremental(store, again)
-    assert manifest_as_graded(out) == manifest_as_graded(again)
+    return write_store(tmp_path, nights=3, runs=3)
 
 
 def _identities(out: Path, names: tuple[str, ...] = KEPT) -> dict[str, tuple[int, int, int]]:
@@ -132,7 +105,7 @@ def test_e156_a_night_with_nothing_new_leaves_every_output_file_as_it_is(
     """The second night writes nothing, plans no batch, and every file keeps its inode and
     times; its report is the first night's, runs and problems alike."""
     out = store["root"] / "out"
-    first = _incremental(store, out)
+    first = incremental_night(store, out)
     before = _identities(out)
     planned: list[int] = []
     real_plan = event_files.plan_batches
@@ -142,7 +115,7 @@ def test_e156_a_night_with_nothing_new_leaves_every_output_file_as_it_is(
         lambda *a, **k: planned.append(1) or real_plan(*a, **k),
     )
     writes.clear()
-    report = _incremental(store, out)
+    report = incremental_night(store, out)
     assert writes == [] and planned == []
     assert _identities(out) == before
     assert report.runs.equals(first.runs) and report.problems.equals(first.problems)
@@ -150,7 +123,7 @@ def test_e156_a_night_with_nothing_new_leaves_every_output_file_as_it_is(
     assert report.kept_run_ids == frozenset(first.runs["run_id"])
     assert report.written == first.written and report.exit_code == first.exit_code
     assert (report.event_files, report.event_files_read) == (3, 0)
-    _assert_equals_full(store, out, "nothing-new")
+    assert_as_a_full_regrade(store, out, "nothing-new")
 
 
 def _invoke(store: dict[str, Path], out: Path, *extra: str) -> tuple[int, str]:
@@ -188,12 +161,12 @@ def test_e156_a_report_made_from_the_outputs_stays_with_them(
     """E-88 removes the report and exports once the tables they were made from are replaced; a
     night that leaves the tables leaves them too. One that writes removes them."""
     out = store["root"] / "out"
-    _incremental(store, out)
+    incremental_night(store, out)
     (out / "report.html").write_text("made from these tables\n", encoding="utf-8")
-    _incremental(store, out)
+    incremental_night(store, out)
     assert (out / "report.html").read_text(encoding="utf-8") == "made from these tables\n"
-    _night(store["events"], 3)
-    _incremental(store, out)
+    write_night(store["events"], 3, runs=3)
+    incremental_night(store, out)
     assert not (out / "report.html").exists() and writes == ["outputs", "outputs"]
 
 
@@ -208,10 +181,10 @@ def test_e156_events_given_otherwise_are_recorded(
     the paths as given (E-118), so the night writes, and what it writes equals a full
     regrade's."""
     out = store["root"] / "out"
-    _incremental(store, out)
+    incremental_night(store, out)
     files = sorted(store["events"].glob("*.parquet"))
     writes.clear()
-    _incremental(store, out, events=files)
+    incremental_night(store, out, events=files)
     assert writes == ["outputs"]
     recorded = json.loads((out / "run-inputs.json").read_text(encoding="utf-8"))
     assert recorded["events"] == [str(path) for path in files]
@@ -221,10 +194,10 @@ def test_e156_a_new_unusable_file_is_told(store: dict[str, Path], writes: list[s
     """A file that cannot be read appears beside the kept ones: no run changed, but its problem
     is in problems.parquet and the exit code says so (E-152 reads no kept file for it)."""
     out = store["root"] / "out"
-    _incremental(store, out)
+    incremental_night(store, out)
     (store["events"] / "junk.parquet").write_bytes(b"not parquet at all")
     writes.clear()
-    report = _incremental(store, out)
+    report = incremental_night(store, out)
     assert writes == ["outputs"] and report.exit_code == 3
     assert "junk.parquet" in " ".join(report.problems["message"].to_list())
     fresh = store["root"] / "fresh"
@@ -254,13 +227,13 @@ def test_e156_a_damaged_output_after_a_night_with_nothing_new_is_caught(
     put back): the next night sees its identity moved, reads it whole, and grades everything
     again saying why (E-71); the files equal a full regrade's."""
     out = store["root"] / "out"
-    _incremental(store, out)
-    _incremental(store, out)  # nothing new: left as it is
+    incremental_night(store, out)
+    incremental_night(store, out)  # nothing new: left as it is
     _flip_byte_keeping_mtime(out / name)
-    report = _incremental(store, out)
+    report = incremental_night(store, out)
     assert report.full_regrade
     assert report.regrade_reason == f"{name}: its sha256 is not the one manifest.json records"
-    _assert_equals_full(store, out, "damaged")
+    assert_as_a_full_regrade(store, out, "damaged")
 
 
 def _hide_damage(out: Path, name: str) -> None:
@@ -283,15 +256,15 @@ def test_e156_nothing_is_carried_from_a_file_whose_sha256_was_not_checked(
     whole before it carries a byte: a full regrade, saying which file, equal to a full
     regrade's."""
     out = store["root"] / "out"
-    _incremental(store, out)
+    incremental_night(store, out)
     _hide_damage(out, name)
-    _incremental(store, out)
+    incremental_night(store, out)
     assert writes == ["outputs"]  # the first night; the second left the (damaged) file
-    _night(store["events"], 3)
-    report = _incremental(store, out)
+    write_night(store["events"], 3, runs=3)
+    report = incremental_night(store, out)
     assert report.full_regrade
     assert report.regrade_reason == f"{name}: its sha256 is not the one manifest.json records"
-    _assert_equals_full(store, out, "hidden-damage")
+    assert_as_a_full_regrade(store, out, "hidden-damage")
 
 
 # --------------------------------------------------------------------------------------------
@@ -306,7 +279,7 @@ def test_e156_an_output_touched_or_copied_back_is_read_once_and_left(
     of it: the night checks its sha256, leaves every output as it is and records the identity
     found in the manifest (replaced alone); the next night reads nothing and writes nothing."""
     out = store["root"] / "out"
-    _incremental(store, out)
+    incremental_night(store, out)
     target = out / "trials.parquet"
     if change == "touched":
         os.utime(target)
@@ -317,15 +290,15 @@ def test_e156_an_output_touched_or_copied_back_is_read_once_and_left(
         os.utime(target, ns=(status.st_atime_ns, status.st_mtime_ns))
     before = _identities(out, OUTPUT_FILES)
     writes.clear()
-    report = _incremental(store, out)
+    report = incremental_night(store, out)
     assert writes == ["manifest"] and not report.full_regrade
     assert _identities(out, OUTPUT_FILES) == before
     recorded = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert recorded["files"]["trials.parquet"]["ctime_ns"] == target.stat().st_ctime_ns
     settled = _identities(out)
-    _incremental(store, out)
+    incremental_night(store, out)
     assert writes == ["manifest"] and _identities(out) == settled
-    _assert_equals_full(store, out, change)
+    assert_as_a_full_regrade(store, out, change)
 
 
 def test_e156_a_manifest_without_output_identities_is_read_once(
@@ -334,7 +307,7 @@ def test_e156_a_manifest_without_output_identities_is_read_once(
     """A manifest written before E-156 records no identity of the outputs: the first night
     reads each whole (E-71), leaves them and records their identities; the next one reads none."""
     out = store["root"] / "out"
-    _incremental(store, out)
+    incremental_night(store, out)
     path = out / "manifest.json"
     doc = json.loads(path.read_text(encoding="utf-8"))
     for record in doc["files"].values():
@@ -353,15 +326,15 @@ def test_e156_a_manifest_without_output_identities_is_read_once(
     incremental_check.setattr(incremental, "check_outputs", spy)
     try:
         writes.clear()
-        _incremental(store, out)
+        incremental_night(store, out)
         assert sorted(read) == sorted(OUTPUT_FILES) and writes == ["manifest"]
         read.clear()
-        _incremental(store, out)
+        incremental_night(store, out)
         assert read == [] and writes == ["manifest"]
     finally:
         incremental_check.undo()
     assert _identities(out, OUTPUT_FILES) == before
-    _assert_equals_full(store, out, "old-manifest")
+    assert_as_a_full_regrade(store, out, "old-manifest")
 
 
 # --------------------------------------------------------------------------------------------
@@ -397,15 +370,15 @@ def test_e156_an_event_file_rewritten_in_place_is_graded_again(
     first: nothing before it to copy; the last night's: the rows before it copied) and the
     outputs equal a full regrade's."""
     out = store["root"] / "out"
-    _incremental(store, out)
-    _incremental(store, out)
-    _rewrite_in_place(store["events"] / f"night-{night:02d}.parquet", _run_id(night, 1), 0.25)
-    report = _incremental(store, out)
+    incremental_night(store, out)
+    incremental_night(store, out)
+    _rewrite_in_place(store["events"] / f"night-{night:02d}.parquet", night_run_id(night, 1), 0.25)
+    report = incremental_night(store, out)
     assert not report.full_regrade and report.runs.height - report.carried_runs == 1
     # the changed run is the 2nd (night 0) or the 8th (night 2) of 9: its rows start at
     # trial row 2 or 14, task row 2 or 14; whole row groups of 4 rows before them are copied
     assert copied == ({} if night == 0 else {"trials.parquet": 3, "tasks.parquet": 3})
-    _assert_equals_full(store, out, f"rewritten-{night}")
+    assert_as_a_full_regrade(store, out, f"rewritten-{night}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -418,12 +391,12 @@ def test_e156_a_new_night_copies_the_row_groups_before_its_runs(
     """The night's runs sort after the kept ones: every whole row group of the previous tables
     is copied (18 rows: 4 of 4), the rest encoded; the files equal a full regrade's."""
     out = store["root"] / "out"
-    _incremental(store, out)
-    _night(store["events"], 3)
-    report = _incremental(store, out)
+    incremental_night(store, out)
+    write_night(store["events"], 3, runs=3)
+    report = incremental_night(store, out)
     assert report.runs.height - report.carried_runs == 3
     assert copied == {"trials.parquet": 4, "tasks.parquet": 4}
-    _assert_equals_full(store, out, "new-night")
+    assert_as_a_full_regrade(store, out, "new-night")
 
 
 @pytest.mark.parametrize(
@@ -444,17 +417,17 @@ def test_e156_only_the_rows_before_the_first_change_are_copied(
     copies the whole row groups before it (its rows and the ones after are encoded); the files
     equal a full regrade's each time."""
     out = store["root"] / "out"
-    _incremental(store, out)
+    incremental_night(store, out)
     if change == "a run sorting first":
         write_events(store["events"] / "early.parquet", standard_run("acme/aaa-first").rows)
     elif change == "a run in the middle":  # after night 1's first run: trial row 8 onwards
-        write_events(store["events"] / "mid.parquet", standard_run(_run_id(1, 0) + "b").rows)
+        write_events(store["events"] / "mid.parquet", standard_run(night_run_id(1, 0) + "b").rows)
     else:  # night 0's last run: its rows start at trial row 4
-        rows = [r for n in range(2) for r in standard_run(_run_id(0, n)).rows]
+        rows = [r for n in range(2) for r in standard_run(night_run_id(0, n)).rows]
         write_events(store["events"] / "night-00.parquet", rows)
-    _incremental(store, out)
+    incremental_night(store, out)
     assert copied == expected
-    _assert_equals_full(store, out, change.replace(" ", "-"))
+    assert_as_a_full_regrade(store, out, change.replace(" ", "-"))
 
 
 def _rewrite_with(path: Path, **options: Any) -> None:
@@ -476,7 +449,7 @@ def test_e156_a_table_written_otherwise_is_encoded_whole(
     compression, statistics; another Parquet writer) has none of its row groups copied: every
     row is encoded, and the files equal a full regrade's."""
     out = store["root"] / "out"
-    _incremental(store, out)
+    incremental_night(store, out)
     rewrite(out / "trials.parquet")
     path = out / "manifest.json"
     doc = json.loads(path.read_text(encoding="utf-8"))  # trusted as if this run had written it
@@ -485,10 +458,10 @@ def test_e156_a_table_written_otherwise_is_encoded_whole(
         bytes=len(data), sha256=__import__("hashlib").sha256(data).hexdigest()
     )
     path.write_text(json.dumps(doc, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
-    _night(store["events"], 3)
-    _incremental(store, out)
+    write_night(store["events"], 3, runs=3)
+    incremental_night(store, out)
     assert copied == {"tasks.parquet": 4}
-    _assert_equals_full(store, out, "written-otherwise")
+    assert_as_a_full_regrade(store, out, "written-otherwise")
 
 
 # --------------------------------------------------------------------------------------------
@@ -499,7 +472,7 @@ def test_e156_a_footer_is_written_back_byte_for_byte(store: dict[str, Path]) -> 
     """The compact protocol reads each table's footer into its fields and writes it back as
     Thrift's C++ library wrote it."""
     out = store["root"] / "out"
-    _incremental(store, out)
+    incremental_night(store, out)
     for name in ("runs", "tasks", "trials", "problems"):
         data = (out / f"{name}.parquet").read_bytes()
         length = int.from_bytes(data[-8:-4], "little")
@@ -510,7 +483,7 @@ def test_e156_a_footer_is_written_back_byte_for_byte(store: dict[str, Path]) -> 
 
 
 @pytest.mark.parametrize("run_id", ["acme/ünïcode-run", "acme/" + "long-" * 1000])
-def test_e156_a_carried_line_is_found_by_its_run_id(tmp_path: Path, run_id: str) -> None:
+def test_e156_a_carried_line_is_found_by_itsnight_run_id(tmp_path: Path, run_id: str) -> None:
     """Carried summary lines are read as bytes and told by their runId, decoded from the line's
     start (the whole line when the id is longer than that)."""
     line = writer.summary_line(run_id, {"runId": run_id, "x": "é" * 3000}).encode("utf-8")
